@@ -1,0 +1,42 @@
+"""Write a model folder all at once: into a temporary folder beside the target, renamed when complete."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .errors import ConversionError
+
+__all__ = ["atomic_output_folder"]
+
+
+@contextmanager
+def atomic_output_folder(output: str | Path, *, overwrite: bool = False) -> Iterator[Path]:
+    """Yield a temporary folder; on success it becomes `output`, on failure it is removed.
+
+    An existing `output` is refused unless `overwrite`; it is replaced only once the new folder is
+    complete, so a failed conversion never leaves a half-written or missing model.
+    """
+    output = Path(output)
+    if output.exists() and not overwrite:
+        raise ConversionError(f"{output} already exists: pass --overwrite to replace it")
+    if output.exists() and not output.is_dir():
+        raise ConversionError(f"{output} exists and is not a folder")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=".partial", dir=output.parent))
+    staging.chmod(0o755)  # mkdtemp makes it private; the model folder is meant to be shared
+    try:
+        yield staging
+        if output.exists():
+            previous = staging.with_suffix(".previous")
+            output.rename(previous)
+            staging.rename(output)
+            shutil.rmtree(previous)
+        else:
+            staging.rename(output)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise

@@ -1,0 +1,30 @@
+"""ELMo for transformers: `import modeling_elmo` registers the ELMo classes with the Auto classes.
+
+Saved folders also carry the model code and an `auto_map`, so they load with `trust_remote_code=True`
+where this package is not installed.
+"""
+
+from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+from .configuration_elmo import ElmoConfig
+from .modeling_elmo import ElmoModel, ElmoModelOutput, ElmoPreTrainedModel
+from .tokenization_elmo import ElmoTokenizer, split_words, word_to_char_ids
+
+__all__ = [
+    "ElmoConfig",
+    "ElmoModel",
+    "ElmoModelOutput",
+    "ElmoPreTrainedModel",
+    "ElmoTokenizer",
+    "split_words",
+    "word_to_char_ids",
+]
+
+AutoConfig.register(ElmoConfig.model_type, ElmoConfig, exist_ok=True)
+AutoModel.register(ElmoConfig, ElmoModel, exist_ok=True)
+AutoTokenizer.register(ElmoConfig, tokenizer_class=ElmoTokenizer, exist_ok=True)
+
+# Saving from this package copies the code files next to the weights (Hub remote code).
+ElmoConfig.register_for_auto_class()
+ElmoModel.register_for_auto_class("AutoModel")
+ElmoTokenizer.register_for_auto_class("AutoTokenizer")

@@ -1,0 +1,113 @@
+"""Configuration of an ELMo bidirectional language model (Peters et al., 2018)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from transformers import PreTrainedConfig
+
+__all__ = ["ElmoConfig"]
+
+# Where each class lives when a saved folder is loaded as Hub remote code (trust_remote_code=True).
+# transformers only records the classes that were saved; listing them all lets any Auto class find its own.
+ELMO_AUTO_MAP = {
+    "AutoConfig": "configuration_elmo.ElmoConfig",
+    "AutoModel": "modeling_elmo.ElmoModel",
+    "AutoTokenizer": ["tokenization_elmo.ElmoTokenizer", None],
+}
+
+# The released "original" model, 2x4096_512_2048cnn_2xhighway (93.6M parameters).
+ORIGINAL_CHAR_CNN_FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
+CHAR_CNN_ACTIVATIONS = ("relu", "tanh")
+
+
+class ElmoConfig(PreTrainedConfig):
+    r"""Configuration of [`ElmoModel`]: the character CNN, highway layers and the two biLSTM stacks.
+
+    The defaults describe the original released model. Each field corresponds to one `options.json` entry:
+
+    | field | options.json |
+    | --- | --- |
+    | `char_vocab_size` | `char_cnn.n_characters` (262 in use: 261 trained rows plus the all-zero row of id 0) |
+    | `max_characters_per_token` | `char_cnn.max_characters_per_token` |
+    | `char_embedding_dim` | `char_cnn.embedding.dim` |
+    | `char_cnn_filters` | `char_cnn.filters`, a list of `[width, number of filters]` |
+    | `char_cnn_activation` | `char_cnn.activation` (`relu` or `tanh`) |
+    | `num_highway_layers` | `char_cnn.n_highway` |
+    | `projection_dim` | `lstm.projection_dim`: width P of the token layer and of each LSTM direction |
+    | `cell_size` | `lstm.dim`: LSTM memory cells C |
+    | `num_hidden_layers` | `lstm.n_layers` |
+    | `cell_clip`, `proj_clip` | `lstm.cell_clip`, `lstm.proj_clip` (`None`: no clipping) |
+    | `use_skip_connections` | `lstm.use_skip_connections` (residual on every LSTM layer but the first) |
+    | `vocab_size` | `n_tokens_vocab`: words of the softmax used in LM training (`None` without one) |
+    | `dropout` | `dropout`: LM training dropout |
+
+    `lstm_forget_bias` is added to the forget gate at run time, as TensorFlow's `LSTMCell` does (bilm-tf
+    weights store the bias without it). Every output layer is `2 * projection_dim` wide (`hidden_size`).
+    Training-only options of `options.json` (batch size, epochs, ...) are kept verbatim in
+    `training_options`.
+    """
+
+    model_type = "elmo"
+
+    def __init__(
+        self,
+        *,
+        char_vocab_size: int = 262,
+        max_characters_per_token: int = 50,
+        char_embedding_dim: int = 16,
+        char_cnn_filters: Sequence[Sequence[int]] = ORIGINAL_CHAR_CNN_FILTERS,
+        char_cnn_activation: str = "relu",
+        num_highway_layers: int = 2,
+        projection_dim: int = 512,
+        cell_size: int = 4096,
+        num_hidden_layers: int = 2,
+        cell_clip: float | None = 3.0,
+        proj_clip: float | None = 3.0,
+        use_skip_connections: bool = True,
+        lstm_forget_bias: float = 1.0,
+        vocab_size: int | None = None,
+        dropout: float = 0.1,
+        training_options: dict | None = None,
+        initializer_range: float = 0.02,
+        **kwargs,
+    ) -> None:
+        if char_cnn_activation not in CHAR_CNN_ACTIVATIONS:
+            raise ValueError(f"char_cnn_activation must be one of {CHAR_CNN_ACTIVATIONS}, got {char_cnn_activation!r}")
+        if num_hidden_layers < 1:
+            raise ValueError(f"num_hidden_layers must be at least 1, got {num_hidden_layers}")
+        filters = [[int(width), int(count)] for width, count in char_cnn_filters]
+        if not filters or any(w < 1 or w > max_characters_per_token or n < 1 for w, n in filters):
+            raise ValueError(
+                f"char_cnn_filters must be a non-empty list of [width, count] with 1 <= width <= "
+                f"{max_characters_per_token} and count >= 1, got {char_cnn_filters!r}"
+            )
+        self.char_vocab_size = char_vocab_size
+        self.max_characters_per_token = max_characters_per_token
+        self.char_embedding_dim = char_embedding_dim
+        self.char_cnn_filters = filters
+        self.char_cnn_activation = char_cnn_activation
+        self.num_highway_layers = num_highway_layers
+        self.projection_dim = projection_dim
+        self.cell_size = cell_size
+        self.num_hidden_layers = num_hidden_layers
+        self.cell_clip = None if cell_clip is None else float(cell_clip)
+        self.proj_clip = None if proj_clip is None else float(proj_clip)
+        self.use_skip_connections = use_skip_connections
+        self.lstm_forget_bias = lstm_forget_bias
+        self.vocab_size = vocab_size
+        self.dropout = dropout
+        self.training_options = dict(training_options or {})
+        self.initializer_range = initializer_range
+        kwargs.setdefault("auto_map", dict(ELMO_AUTO_MAP))
+        super().__init__(**kwargs)
+
+    @property
+    def hidden_size(self) -> int:
+        """Width of every output layer: the forward and backward halves (or the token vector twice)."""
+        return 2 * self.projection_dim
+
+    @property
+    def num_filters(self) -> int:
+        """Width F of the character CNN output, the sum of all filter counts."""
+        return sum(count for _, count in self.char_cnn_filters)

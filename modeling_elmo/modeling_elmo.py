@@ -1,0 +1,319 @@
+"""ELMo's bidirectional language model (Peters et al., 2018) as a transformers model.
+
+The computation follows the original TensorFlow code (bilm-tf) exactly: a character CNN with highway
+layers and a projection gives a context-free token vector; two separate LSTM stacks with projection,
+clipping and residual connections read the sentence forwards and backwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from transformers import PreTrainedModel
+from transformers.utils import ModelOutput
+from transformers.utils.generic import can_return_tuple
+
+from .configuration_elmo import ElmoConfig
+
+__all__ = ["ElmoCharacterEncoder", "ElmoLstmLayer", "ElmoLstmStack", "ElmoModel", "ElmoModelOutput", "ElmoPreTrainedModel"]
+
+# Character ids (after bilm-tf's +1 shift) of the words ELMo adds around every sentence.
+_BOW, _BOS, _EOS, _EOW, _CHAR_PAD = 259, 257, 258, 260, 261
+
+LstmState = tuple[torch.Tensor, torch.Tensor]
+
+
+@dataclass
+class ElmoModelOutput(ModelOutput):
+    r"""Output of [`ElmoModel`].
+
+    Args:
+        last_hidden_state (`torch.FloatTensor` of shape `(batch, words, 2 * projection_dim)`):
+            The top biLSTM layer, `[forward; backward]`, zero at padding.
+        hidden_states (`tuple(torch.FloatTensor)`, returned with `output_hidden_states=True`):
+            `num_hidden_layers + 1` tensors of shape `(batch, words, 2 * projection_dim)`: layer 0 is the token
+            vector twice, `[token; token]`; layer j is the j-th biLSTM layer, `[forward_j; backward_j]`.
+        state (`tuple(torch.FloatTensor, torch.FloatTensor)`, returned with `use_cache=True`):
+            The LSTM state after each row of the batch, `(h, c)` with `h` of shape
+            `(2, num_hidden_layers, batch, projection_dim)` and `c` of shape `(2, num_hidden_layers, batch,
+            cell_size)`; index 0 of the first axis is the forward stack (after `</S>`), 1 the backward stack
+            (after `<S>`). Pass it as `state=` to continue every row in the next call.
+    """
+
+    last_hidden_state: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    state: tuple[torch.FloatTensor, torch.FloatTensor] | None = None
+
+
+class ElmoHighway(nn.Module):
+    """One highway layer in bilm-tf's convention: `t * relu(x W_t + b_t) + (1 - t) * x`, `t = sigmoid(x W_c + b_c)`."""
+
+    def __init__(self, *, dim: int) -> None:
+        super().__init__()
+        self.carry = nn.Linear(dim, dim)
+        self.transform = nn.Linear(dim, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate = torch.sigmoid(self.carry(x))
+        return gate * torch.relu(self.transform(x)) + (1.0 - gate) * x
+
+
+class ElmoCharacterEncoder(nn.Module):
+    """The context-free token layer: character embedding, CNN, highway layers and projection.
+
+    Maps character ids `(words, max_characters_per_token)` to token vectors `(words, projection_dim)`.
+    """
+
+    def __init__(self, config: ElmoConfig) -> None:
+        super().__init__()
+        # Id 0 is "no character": its row stays zero (bilm-tf's 261 trained rows start at id 1).
+        self.char_embedding = nn.Embedding(config.char_vocab_size, config.char_embedding_dim, padding_idx=0)
+        self.convolutions = nn.ModuleList(
+            nn.Conv1d(config.char_embedding_dim, count, kernel_size=width) for width, count in config.char_cnn_filters
+        )
+        self.activation = torch.relu if config.char_cnn_activation == "relu" else torch.tanh
+        self.highways = nn.ModuleList(ElmoHighway(dim=config.num_filters) for _ in range(config.num_highway_layers))
+        self.projection = nn.Linear(config.num_filters, config.projection_dim)
+
+    def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
+        chars = self.char_embedding(char_ids).transpose(1, 2)  # (words, embedding, characters)
+        # Valid convolution over all slots (pad slots included), max over positions, then the activation.
+        features = torch.cat([self.activation(conv(chars).amax(dim=-1)) for conv in self.convolutions], dim=-1)
+        for highway in self.highways:
+            features = highway(features)
+        return self.projection(features)
+
+
+class ElmoLstmLayer(nn.Module):
+    """One direction of one layer: TensorFlow's `LSTMCell(num_units=C, num_proj=P)` without peepholes.
+
+    Gate columns are in TensorFlow's order `i, j, f, o`. bilm-tf's `W_0` of shape `(input + P, 4C)` is split
+    into `input_projection` (applied to all time steps at once) and `state_projection` (per step).
+    """
+
+    def __init__(
+        self,
+        *,
+        input_size: int,
+        cell_size: int,
+        projection_size: int,
+        cell_clip: float | None,
+        proj_clip: float | None,
+        forget_bias: float,
+    ) -> None:
+        super().__init__()
+        self.input_projection = nn.Linear(input_size, 4 * cell_size)
+        self.state_projection = nn.Linear(projection_size, 4 * cell_size, bias=False)
+        self.output_projection = nn.Linear(cell_size, projection_size, bias=False)
+        self.cell_clip = cell_clip
+        self.proj_clip = proj_clip
+        self.forget_bias = forget_bias
+
+    def forward(self, inputs: torch.Tensor, mask: torch.Tensor, state: LstmState) -> tuple[torch.Tensor, LstmState]:
+        """Run over `inputs` (batch, time, input_size) where `mask` (batch, time) is True.
+
+        `state` is `(h, c)` of shapes (batch, P) and (batch, C). Returns the outputs (batch, time, P), zero
+        where the mask is False, and the state after each row's last valid step.
+        """
+        input_gates = self.input_projection(inputs)
+        h, c = state
+        outputs = []
+        for step in range(inputs.shape[1]):
+            gates = input_gates[:, step] + self.state_projection(h)
+            i, j, f, o = gates.chunk(4, dim=-1)
+            new_c = torch.sigmoid(f + self.forget_bias) * c + torch.sigmoid(i) * torch.tanh(j)
+            if self.cell_clip is not None:
+                new_c = new_c.clamp(-self.cell_clip, self.cell_clip)
+            new_h = self.output_projection(torch.sigmoid(o) * torch.tanh(new_c))
+            if self.proj_clip is not None:
+                new_h = new_h.clamp(-self.proj_clip, self.proj_clip)
+            valid = mask[:, step, None]
+            h = torch.where(valid, new_h, h)
+            c = torch.where(valid, new_c, c)
+            outputs.append(new_h * valid)
+        if not outputs:
+            return inputs.new_zeros(*inputs.shape[:2], h.shape[-1]), (h, c)
+        return torch.stack(outputs, dim=1), (h, c)
+
+
+class ElmoLstmStack(nn.Module):
+    """The LSTM layers of one direction; layers after the first add their input to their output when
+    `use_skip_connections` (the recurrent state keeps the output without it)."""
+
+    def __init__(self, config: ElmoConfig) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(
+            ElmoLstmLayer(
+                input_size=config.projection_dim,
+                cell_size=config.cell_size,
+                projection_size=config.projection_dim,
+                cell_clip=config.cell_clip,
+                proj_clip=config.proj_clip,
+                forget_bias=config.lstm_forget_bias,
+            )
+            for _ in range(config.num_hidden_layers)
+        )
+        self.use_skip_connections = config.use_skip_connections
+
+    def forward(
+        self, inputs: torch.Tensor, mask: torch.Tensor, states: list[LstmState]
+    ) -> tuple[list[torch.Tensor], list[LstmState]]:
+        """`inputs` (batch, time, P) -> one output (batch, time, P) and one final state per layer."""
+        outputs, final_states = [], []
+        layer_input = inputs
+        for index, (layer, state) in enumerate(zip(self.layers, states)):
+            output, final_state = layer(layer_input, mask, state)
+            if index > 0 and self.use_skip_connections:
+                output = output + layer_input
+            outputs.append(output)
+            final_states.append(final_state)
+            layer_input = output
+        return outputs, final_states
+
+
+def _reverse_each_row(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Reverse the first `lengths[b]` steps of every row b of `x` (batch, time, ...); padding stays put."""
+    steps = torch.arange(x.shape[1], device=x.device)
+    index = lengths[:, None] - 1 - steps[None, :]
+    index = torch.where(index >= 0, index, steps[None, :])
+    return x.gather(1, index.view(*index.shape, *([1] * (x.dim() - 2))).expand_as(x))
+
+
+class ElmoPreTrainedModel(PreTrainedModel):
+    """Weight initialisation and loading for the ELMo models."""
+
+    config_class = ElmoConfig
+    base_model_prefix = "elmo"
+    main_input_name = "input_ids"
+    _no_split_modules = ["ElmoCharacterEncoder", "ElmoLstmStack"]
+
+
+class ElmoModel(ElmoPreTrainedModel):
+    r"""The ELMo biLM: every word gets `num_hidden_layers + 1` vectors of width `2 * projection_dim`.
+
+    `<S>` and `</S>` are added around every sentence inside the model and removed from the outputs, so
+    the outputs align 1:1 with the input words. The model is stateless by default; pass `use_cache=True`
+    to get the LSTM `state` after each row and `state=` to continue from it, the way bilm-tf and AllenNLP
+    ran (they always carried the state of batch row k into row k of the next batch).
+    """
+
+    def __init__(self, config: ElmoConfig) -> None:
+        super().__init__(config)
+        self.char_encoder = ElmoCharacterEncoder(config)
+        self.forward_lstm = ElmoLstmStack(config)
+        self.backward_lstm = ElmoLstmStack(config)
+        self.post_init()
+
+    @can_return_tuple
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        state: tuple[torch.Tensor, torch.Tensor] | None = None,
+        use_cache: bool | None = None,
+        output_hidden_states: bool | None = None,
+        **kwargs,
+    ) -> ElmoModelOutput:
+        r"""
+        Args:
+            input_ids (`torch.LongTensor` of shape `(batch, words, max_characters_per_token)`):
+                Character ids from [`ElmoTokenizer`], padded on the right with all-zero rows.
+            attention_mask (`torch.Tensor` of shape `(batch, words)`, *optional*):
+                1 for words, 0 for padding; by default a word is any row with a non-zero id.
+            state (`tuple(torch.Tensor, torch.Tensor)`, *optional*):
+                `(h, c)` from a previous call's `state` (see [`ElmoModelOutput`]) to continue every row from.
+            use_cache (`bool`, *optional*):
+                Return the final LSTM `state`; defaults to True when `state` is given, else False.
+            output_hidden_states (`bool`, *optional*):
+                Return all `num_hidden_layers + 1` layers in `hidden_states`.
+        """
+        output_hidden_states = (
+            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
+        )
+        use_cache = use_cache if use_cache is not None else state is not None
+        mask = self._word_mask(input_ids, attention_mask)
+        batch, words = mask.shape
+        lengths = mask.sum(dim=1)
+
+        # With <S> at position 0 and </S> right after each row's last word.
+        marked_ids = input_ids.new_zeros(batch, words + 2, input_ids.shape[-1])
+        marked_ids[:, 1:-1] = input_ids * mask[..., None]
+        marked_ids[:, 0] = self._marker_ids(_BOS, input_ids)
+        marked_ids[torch.arange(batch, device=input_ids.device), lengths + 1] = self._marker_ids(_EOS, input_ids)
+        marked_lengths = lengths + 2
+        marked_mask = torch.arange(words + 2, device=mask.device)[None, :] < marked_lengths[:, None]
+
+        # The character encoder only sees real words: padding rows stay exactly zero.
+        token = torch.zeros(batch, words + 2, self.config.projection_dim, dtype=self.dtype, device=input_ids.device)
+        token[marked_mask] = self.char_encoder(marked_ids[marked_mask])
+
+        forward_states, backward_states = self._initial_states(state, batch, token)
+        forward_outputs, forward_final = self.forward_lstm(token, marked_mask, forward_states)
+        backward_outputs, backward_final = self.backward_lstm(
+            _reverse_each_row(token, marked_lengths), marked_mask, backward_states
+        )
+        backward_outputs = [_reverse_each_row(output, marked_lengths) for output in backward_outputs]
+
+        layers = [torch.cat([token, token], dim=-1)]
+        layers += [torch.cat(pair, dim=-1) for pair in zip(forward_outputs, backward_outputs)]
+        # Drop the marker positions: word i sits at position i + 1; positions past a row's words are zeroed.
+        layers = tuple(layer[:, 1:-1] * mask[..., None] for layer in layers)
+
+        return ElmoModelOutput(
+            last_hidden_state=layers[-1],
+            hidden_states=layers if output_hidden_states else None,
+            state=self._stack_states(forward_final, backward_final) if use_cache else None,
+        )
+
+    def _word_mask(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        expected_chars = self.config.max_characters_per_token
+        if input_ids.dim() != 3 or input_ids.shape[-1] != expected_chars:
+            raise ValueError(
+                f"input_ids must have shape (batch, words, {expected_chars}) (character ids from ElmoTokenizer), "
+                f"got {tuple(input_ids.shape)}"
+            )
+        if attention_mask is None:
+            mask = (input_ids > 0).any(dim=-1)
+        else:
+            if attention_mask.shape != input_ids.shape[:2]:
+                raise ValueError(
+                    f"attention_mask must have shape {tuple(input_ids.shape[:2])} (batch, words), "
+                    f"got {tuple(attention_mask.shape)}"
+                )
+            mask = attention_mask.bool()
+        lengths = mask.sum(dim=1)
+        if not torch.equal(mask, torch.arange(mask.shape[1], device=mask.device)[None, :] < lengths[:, None]):
+            raise ValueError("attention_mask must mark each sentence's words first and padding after (right padding)")
+        return mask
+
+    def _marker_ids(self, marker: int, like: torch.Tensor) -> torch.Tensor:
+        ids = [_BOW, marker, _EOW] + [_CHAR_PAD] * (self.config.max_characters_per_token - 3)
+        return torch.tensor(ids, dtype=like.dtype, device=like.device)
+
+    def _initial_states(
+        self, state: tuple[torch.Tensor, torch.Tensor] | None, batch: int, like: torch.Tensor
+    ) -> tuple[list[LstmState], list[LstmState]]:
+        layers, cells, projection = self.config.num_hidden_layers, self.config.cell_size, self.config.projection_dim
+        if state is None:
+            h = like.new_zeros(2, layers, batch, projection)
+            c = like.new_zeros(2, layers, batch, cells)
+        else:
+            h, c = state
+            for name, tensor, width in (("h", h, projection), ("c", c, cells)):
+                if tuple(tensor.shape) != (2, layers, batch, width):
+                    raise ValueError(
+                        f"state {name} must have shape (2, num_hidden_layers, batch, {width}) = "
+                        f"{(2, layers, batch, width)}, got {tuple(tensor.shape)}"
+                    )
+        return (
+            [(h[0, layer], c[0, layer]) for layer in range(layers)],
+            [(h[1, layer], c[1, layer]) for layer in range(layers)],
+        )
+
+    @staticmethod
+    def _stack_states(forward: list[LstmState], backward: list[LstmState]) -> tuple[torch.Tensor, torch.Tensor]:
+        h = torch.stack([torch.stack([h for h, _ in direction]) for direction in (forward, backward)])
+        c = torch.stack([torch.stack([c for _, c in direction]) for direction in (forward, backward)])
+        return h, c

@@ -1,0 +1,331 @@
+"""ELMo's tokenizer: text -> words -> one row of 50 character ids per word.
+
+ELMo has no word vocabulary: each word is its UTF-8 bytes between begin-of-word and end-of-word marks,
+as the original bilm-tf/AllenNLP character mapping defines it. The "vocabulary" of this tokenizer is
+therefore the 262 character symbols, so `pad_token_id` is 0, the id of "no character / no word".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import BatchEncoding, PreTrainedTokenizer
+from transformers.tokenization_utils_base import PaddingStrategy, TruncationStrategy
+
+__all__ = ["ElmoTokenizer", "split_words", "word_to_char_ids"]
+
+# Character ids before the +1 shift that frees id 0 for padding (bilm-tf's numbering).
+_BOS_CHAR, _EOS_CHAR, _BOW_CHAR, _EOW_CHAR, _PAD_CHAR = 256, 257, 258, 259, 260
+BOS_WORD, EOS_WORD = "<S>", "</S>"
+
+# PTB-like word splitting of raw text, tried left to right at each position:
+_WORD_PATTERN = re.compile(
+    r"""
+    (?:[^\W\d_]\.){2,}                 # abbreviations with inner periods: U.S., e.g.
+  | \d+(?:[.,:/]\d+)*                  # numbers: 3.14, 1,000, 10:30, 1/2
+  | \w+(?=n't\b)                       # "do" of "don't" (the clitic follows as its own word)
+  | n't\b                              # negation clitic
+  | '(?:s|re|ve|ll|d|m)\b              # clitics: 's 're 've 'll 'd 'm
+  | \w+(?:[-']\w+)*                    # words, with inner hyphens and apostrophes kept
+  | \.\.\.|--                          # ellipsis, dash
+  | \S                                 # any other symbol is a word of its own
+    """,
+    re.VERBOSE | re.IGNORECASE,
+)
+
+
+def split_words(text: str) -> list[str]:
+    """Split raw text into words, PTB-like (punctuation split off).
+
+    Whitespace separates words; inside a chunk, punctuation and symbols become words of their own, except
+    inner hyphens and apostrophes ("bio-identical", "o'clock"), numbers ("3.14", "1,000"), abbreviations
+    with inner periods ("U.S.") and the "..." and "--" marks. Clitics split as in the Penn Treebank:
+    "don't" -> "do n't", "John's" -> "John 's". A literal "<S>"/"</S>" stays one word.
+
+    >>> split_words("Don't panic: it's 3.14, not U.S. law...")
+    ['Do', "n't", 'panic', ':', 'it', "'s", '3.14', ',', 'not', 'U.S.', 'law', '...']
+    """
+    words = []
+    for chunk in text.split():
+        if chunk in (BOS_WORD, EOS_WORD):
+            words.append(chunk)
+        else:
+            words.extend(_WORD_PATTERN.findall(chunk))
+    return words
+
+
+def word_to_char_ids(word: str, max_characters_per_token: int = 50) -> list[int]:
+    """Character ids of one word, exactly as bilm-tf and AllenNLP compute them.
+
+    UTF-8 bytes truncated to `max_characters_per_token - 2` (a multi-byte character may be cut), between
+    begin- and end-of-word marks, padded, every id shifted by +1 so that 0 means "no word here".
+    "<S>" and "</S>" are the sentence-marker words; "" is a valid word of no bytes.
+    """
+    if word == BOS_WORD:
+        chars = [_BOW_CHAR, _BOS_CHAR, _EOW_CHAR]
+    elif word == EOS_WORD:
+        chars = [_BOW_CHAR, _EOS_CHAR, _EOW_CHAR]
+    else:
+        chars = [_BOW_CHAR, *word.encode("utf-8", "ignore")[: max_characters_per_token - 2], _EOW_CHAR]
+    chars += [_PAD_CHAR] * (max_characters_per_token - len(chars))
+    return [char + 1 for char in chars]
+
+
+def _char_ids_to_word(char_ids: Sequence[int]) -> str | None:
+    """Inverse of `word_to_char_ids` (bytes that a truncation cut are shown as U+FFFD); None for padding."""
+    chars = [char - 1 for char in char_ids if char > 0]
+    if not chars:
+        return None
+    inner = chars[1 : chars.index(_EOW_CHAR)] if _EOW_CHAR in chars else chars[1:]
+    if inner == [_BOS_CHAR]:
+        return BOS_WORD
+    if inner == [_EOS_CHAR]:
+        return EOS_WORD
+    return bytes(char for char in inner if char < 256).decode("utf-8", "replace")
+
+
+def _character_vocabulary() -> dict[str, int]:
+    vocab = {"<pad>": 0}
+    vocab.update({f"<0x{byte:02X}>": byte + 1 for byte in range(256)})
+    vocab.update({BOS_WORD: _BOS_CHAR + 1, EOS_WORD: _EOS_CHAR + 1, "<bow>": _BOW_CHAR + 1, "<eow>": _EOW_CHAR + 1})
+    vocab["<char_pad>"] = _PAD_CHAR + 1
+    return vocab
+
+
+class ElmoTokenizer(PreTrainedTokenizer):
+    r"""Turns text into ELMo character ids: `input_ids` of shape (batch, words, max_characters_per_token).
+
+    - Raw text is split into words by [`split_words`] (PTB-like). With `is_split_into_words=True` every given
+      word is kept exactly, one output position per word (empty strings and words with spaces included).
+    - `attention_mask` has shape (batch, words). Padding is on the right: whole rows of id 0.
+    - `max_length`, `truncation` and `padding` count words. The `<S>`/`</S>` sentence markers are not
+      added here: [`ElmoModel`] adds and removes them, so outputs align 1:1 with the input words.
+    """
+
+    vocab_files_names: dict[str, str] = {}
+    model_input_names = ["input_ids", "attention_mask"]
+    padding_side = "right"
+    truncation_side = "right"
+
+    def __init__(
+        self,
+        *,
+        max_characters_per_token: int = 50,
+        pad_token: str = "<pad>",
+        bos_token: str = BOS_WORD,
+        eos_token: str = EOS_WORD,
+        **kwargs,
+    ) -> None:
+        if max_characters_per_token < 3:
+            raise ValueError(f"max_characters_per_token must be at least 3, got {max_characters_per_token}")
+        self.max_characters_per_token = max_characters_per_token
+        self._vocab = _character_vocabulary()
+        self._ids_to_symbols = {index: symbol for symbol, index in self._vocab.items()}
+        kwargs.setdefault("model_max_length", 1_000_000)
+        super().__init__(
+            max_characters_per_token=max_characters_per_token,
+            pad_token=pad_token,
+            bos_token=bos_token,
+            eos_token=eos_token,
+            **kwargs,
+        )
+
+    # The character vocabulary, for pad_token_id and friends.
+    @property
+    def vocab_size(self) -> int:
+        return len(self._vocab)
+
+    def get_vocab(self) -> dict[str, int]:
+        return dict(self._vocab)
+
+    def _convert_token_to_id(self, token: str) -> int:
+        return self._vocab[token]
+
+    def _convert_id_to_token(self, index: int) -> str:
+        return self._ids_to_symbols[index]
+
+    def save_vocabulary(self, save_directory: str, filename_prefix: str | None = None) -> tuple[str, ...]:
+        return ()  # the character mapping is fixed: nothing to save
+
+    def tokenize(self, text: str, **kwargs) -> list[str]:
+        """Split raw text into words (see [`split_words`])."""
+        return split_words(text)
+
+    def _encode_plus(
+        self,
+        text: str | Sequence[str] | Sequence[Sequence[str]],
+        text_pair: Any = None,
+        padding_strategy: PaddingStrategy = PaddingStrategy.DO_NOT_PAD,
+        truncation_strategy: TruncationStrategy = TruncationStrategy.DO_NOT_TRUNCATE,
+        max_length: int | None = None,
+        is_split_into_words: bool = False,
+        pad_to_multiple_of: int | None = None,
+        padding_side: str | None = None,
+        return_tensors: str | None = None,
+        return_attention_mask: bool | None = None,
+        return_length: bool = False,
+        **kwargs,
+    ) -> BatchEncoding:
+        if text_pair is not None:
+            raise ValueError("ElmoTokenizer encodes single sentences; sentence pairs (text_pair) are not supported")
+        is_batched = (
+            isinstance(text, (list, tuple))
+            and (not is_split_into_words or (len(text) > 0 and not isinstance(text[0], str)))
+        )
+        sentences = list(text) if is_batched else [text]
+        encoded = []
+        for sentence in sentences:
+            words = self._words_of(sentence, is_split_into_words)
+            if truncation_strategy != TruncationStrategy.DO_NOT_TRUNCATE and max_length is not None:
+                words = words[:max_length] if self.truncation_side == "right" else words[len(words) - max_length :]
+            row = {"input_ids": [word_to_char_ids(word, self.max_characters_per_token) for word in words]}
+            if return_length:
+                row["length"] = len(words)
+            encoded.append(row)
+        if not is_batched:
+            # A single sentence is padded (if asked) as a batch of one, then returned without the batch axis
+            # unless tensors were asked for.
+            padded = self.pad(
+                encoded,
+                padding=padding_strategy,
+                max_length=max_length,
+                pad_to_multiple_of=pad_to_multiple_of,
+                padding_side=padding_side,
+                return_attention_mask=return_attention_mask,
+                return_tensors=return_tensors,
+            )
+            if return_tensors is None:
+                padded = BatchEncoding({key: value[0] for key, value in padded.items()})
+            return padded
+        return self.pad(
+            encoded,
+            padding=padding_strategy,
+            max_length=max_length,
+            pad_to_multiple_of=pad_to_multiple_of,
+            padding_side=padding_side,
+            return_attention_mask=return_attention_mask,
+            return_tensors=return_tensors,
+        )
+
+    def _words_of(self, sentence: Any, is_split_into_words: bool) -> list[str]:
+        if is_split_into_words:
+            if isinstance(sentence, str) or not all(isinstance(word, str) for word in sentence):
+                raise ValueError(
+                    f"With is_split_into_words=True each sentence must be a list of strings, got {sentence!r:.80}"
+                )
+            return list(sentence)
+        if not isinstance(sentence, str):
+            raise ValueError(
+                f"Expected a string (or lists of words with is_split_into_words=True), got {type(sentence).__name__}"
+            )
+        return split_words(sentence)
+
+    def pad(
+        self,
+        encoded_inputs: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        padding: bool | str | PaddingStrategy = True,
+        max_length: int | None = None,
+        pad_to_multiple_of: int | None = None,
+        padding_side: str | None = None,
+        return_attention_mask: bool | None = None,
+        return_tensors: str | None = None,
+        verbose: bool = True,
+    ) -> BatchEncoding:
+        """Pad a batch of encoded sentences (a list of dicts, or a dict of lists) to a common number of words.
+
+        `input_ids` gain rows of zeros and `attention_mask` zeros, on the right. Other per-example entries
+        (labels of sequence classification, lengths) pass through untouched; `return_tensors="pt"` or `"np"`
+        converts everything.
+        """
+        if isinstance(encoded_inputs, Mapping):
+            keys = list(encoded_inputs)
+            if _is_one_sentence(encoded_inputs["input_ids"]):
+                encoded_inputs = [encoded_inputs]
+            else:
+                encoded_inputs = [dict(zip(keys, values)) for values in zip(*encoded_inputs.values())]
+        examples = [dict(example) for example in encoded_inputs]
+        if not examples:
+            raise ValueError("pad() got an empty batch")
+        if "input_ids" not in examples[0]:
+            raise ValueError(f"pad() needs 'input_ids' in every example, got keys {sorted(examples[0])}")
+        if (padding_side or self.padding_side) != "right":
+            raise ValueError("ELMo inputs must be padded on the right (the model adds </S> after the last word)")
+        ids = [_as_word_rows(example["input_ids"]) for example in examples]
+        lengths = [len(rows) for rows in ids]
+        target = _padded_length(padding, lengths, max_length, pad_to_multiple_of)
+        if return_attention_mask is None:
+            return_attention_mask = "attention_mask" in self.model_input_names
+        pad_row = [self.pad_token_id] * self.max_characters_per_token
+        for example, rows in zip(examples, ids):
+            missing = max(target - len(rows), 0)
+            if return_attention_mask:
+                mask = list(example.get("attention_mask", [1] * len(rows)))
+                example["attention_mask"] = mask + [0] * missing
+            example["input_ids"] = rows + [pad_row] * missing
+        batch = {key: [example[key] for example in examples] for key in examples[0]}
+        if return_tensors is not None and len(set(len(rows) for rows in batch["input_ids"])) > 1:
+            raise ValueError(
+                f"Sentences of different lengths {sorted(set(lengths))} cannot form one tensor: pass padding=True"
+            )
+        if return_tensors is not None and not batch["input_ids"][0]:
+            # torch cannot infer the (words, chars) shape of a batch of empty sentences from nested lists.
+            batch["input_ids"] = np.zeros((len(examples), 0, self.max_characters_per_token), dtype=np.int64)
+        return BatchEncoding(batch, tensor_type=return_tensors)
+
+    def decode(
+        self, token_ids: Any, skip_special_tokens: bool = False, **kwargs
+    ) -> str | list[str]:
+        """Words back from character ids: (words, chars) gives one string, (batch, words, chars) a list.
+
+        Padding rows are dropped; `skip_special_tokens` also drops `<S>`/`</S>` words.
+        """
+        ids = np.asarray(token_ids.tolist() if isinstance(token_ids, torch.Tensor) else token_ids, dtype=np.int64)
+        if ids.ndim == 3:
+            return [self.decode(sentence, skip_special_tokens=skip_special_tokens) for sentence in ids]
+        if ids.ndim != 2:
+            raise ValueError(f"decode expects ids of shape (words, chars) or (batch, words, chars), got {ids.shape}")
+        words = (_char_ids_to_word(row) for row in ids.tolist())
+        special = (BOS_WORD, EOS_WORD) if skip_special_tokens else ()
+        return " ".join(word for word in words if word is not None and word not in special)
+
+    def batch_decode(self, sequences: Any, skip_special_tokens: bool = False, **kwargs) -> list[str]:
+        return [self.decode(sentence, skip_special_tokens=skip_special_tokens) for sentence in sequences]
+
+
+def _is_one_sentence(input_ids: Any) -> bool:
+    """True for the ids of one sentence, (words, chars); False for a batch, (batch, words, chars)."""
+    if isinstance(input_ids, torch.Tensor | np.ndarray):
+        return input_ids.ndim == 2
+    return len(input_ids) > 0 and len(input_ids[0]) > 0 and isinstance(input_ids[0][0], int)
+
+
+def _as_word_rows(input_ids: Any) -> list[list[int]]:
+    if isinstance(input_ids, torch.Tensor | np.ndarray):
+        return input_ids.tolist()
+    return [list(row) for row in input_ids]
+
+
+def _padded_length(
+    padding: bool | str | PaddingStrategy, lengths: Iterable[int], max_length: int | None, multiple: int | None
+) -> int:
+    lengths = list(lengths)
+    strategy = PaddingStrategy(padding) if isinstance(padding, str) else padding
+    if strategy is True:
+        strategy = PaddingStrategy.LONGEST
+    elif strategy is False:
+        strategy = PaddingStrategy.DO_NOT_PAD
+    if strategy == PaddingStrategy.DO_NOT_PAD:
+        return 0
+    if strategy == PaddingStrategy.MAX_LENGTH:
+        if max_length is None:
+            raise ValueError("padding='max_length' needs max_length (a number of words)")
+        target = max_length
+    else:
+        target = max(lengths)
+    if multiple:
+        target = -(-target // multiple) * multiple
+    return target
