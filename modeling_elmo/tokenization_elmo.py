@@ -30,7 +30,7 @@ _WORD_PATTERN = re.compile(
   | \w+(?=n't\b)                       # "do" of "don't" (the clitic follows as its own word)
   | n't\b                              # negation clitic
   | '(?:s|re|ve|ll|d|m)\b              # clitics: 's 're 've 'll 'd 'm
-  | \w+(?:[-']\w+)*                    # words, with inner hyphens and apostrophes kept
+  | \w+(?:-\w+)*(?:'(?!(?:s|re|ve|ll|d|m)\b)\w+(?:-\w+)*)*  # words; inner hyphens, apostrophes kept
   | \.\.\.|--                          # ellipsis, dash
   | \S                                 # any other symbol is a word of its own
     """,

@@ -1,0 +1,75 @@
+"""Shared test fixtures.
+
+The bilm-tf reference activations ship in the allennlp 0.9.0 wheel (Apache-2.0). The wheel is fetched once
+with `pip download` (PyPI is the only network these tests use) and its ELMo fixtures are cached in
+$ELMO_TEST_CACHE (default ~/.cache/elmo-transformers-tests).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ALLENNLP_WHEEL = "allennlp==0.9.0"
+_FIXTURE_PREFIX = "allennlp/tests/fixtures/"
+_FIXTURE_FOLDERS = ("elmo/", "elmo_multilingual/")
+
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("ELMO_TEST_CACHE", Path.home() / ".cache" / "elmo-transformers-tests"))
+
+
+def _download_fixtures(target: Path) -> None:
+    with tempfile.TemporaryDirectory() as download:
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", ALLENNLP_WHEEL, "-d", download]
+        completed = subprocess.run(command, capture_output=True, text=True)
+        if completed.returncode != 0:
+            pytest.fail(f"could not fetch the bilm-tf fixtures with `{' '.join(command)}`:\n{completed.stderr[-2000:]}")
+        (wheel,) = Path(download).glob("allennlp-*.whl")
+        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".fixtures-"))
+        with zipfile.ZipFile(wheel) as archive:
+            for name in archive.namelist():
+                relative = name.removeprefix(_FIXTURE_PREFIX)
+                if name.startswith(_FIXTURE_PREFIX) and relative.startswith(_FIXTURE_FOLDERS) and not name.endswith("/"):
+                    destination = staging / relative
+                    destination.parent.mkdir(parents=True, exist_ok=True)
+                    destination.write_bytes(archive.read(name))
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+
+
+@pytest.fixture(scope="session")
+def allennlp_fixtures() -> Path:
+    """Folder holding allennlp 0.9.0's `elmo/` and `elmo_multilingual/` test fixtures."""
+    target = _cache_root() / "allennlp-0.9.0-fixtures"
+    if not (target / "elmo" / "lm_embeddings_2.hdf5").is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _download_fixtures(target)
+    return target
+
+
+@pytest.fixture(scope="session")
+def elmo_fixture(allennlp_fixtures: Path) -> Path:
+    """The tiny bilm-tf-trained model and what bilm-tf computed with it."""
+    return allennlp_fixtures / "elmo"
+
+
+@pytest.fixture(scope="session")
+def fixture_model_folder(elmo_fixture: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture model converted with `elmo-convert allennlp`."""
+    from conversion.cli import main
+
+    output = tmp_path_factory.mktemp("converted") / "elmo-fixture"
+    exit_code = main(
+        ["allennlp", "--options", str(elmo_fixture / "options.json"), "--weights", str(elmo_fixture / "lm_weights.hdf5"),
+         "--output", str(output)]
+    )
+    assert exit_code == 0
+    return output

@@ -1,0 +1,113 @@
+"""Save/load, Auto classes, remote code where this package is absent, and pipelines."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import torch
+from transformers import AutoConfig, AutoModel, AutoTokenizer, pipeline
+
+from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
+
+SENTENCES = [["The", "naïve", "café", ""], ["x" * 60], []]
+
+
+def _encode(tokenizer: ElmoTokenizer) -> dict[str, torch.Tensor]:
+    return tokenizer(SENTENCES, is_split_into_words=True, padding=True, return_tensors="pt")
+
+
+def test_saved_folder_has_code_and_full_auto_map(fixture_model_folder: Path) -> None:
+    names = {path.name for path in fixture_model_folder.iterdir()}
+    assert {"config.json", "model.safetensors", "tokenizer_config.json"} <= names
+    assert {"configuration_elmo.py", "modeling_elmo.py", "tokenization_elmo.py"} <= names
+    assert not any(name.endswith((".bin", ".pt", ".pkl")) for name in names)
+    auto_map = json.loads((fixture_model_folder / "config.json").read_text())["auto_map"]
+    assert auto_map["AutoConfig"] == "configuration_elmo.ElmoConfig"
+    assert auto_map["AutoModel"] == "modeling_elmo.ElmoModel"
+    assert auto_map["AutoTokenizer"][0] == "tokenization_elmo.ElmoTokenizer"
+
+
+def test_copied_code_imports_only_relative_and_public_packages(fixture_model_folder: Path) -> None:
+    allowed = {"__future__", "collections", "dataclasses", "numpy", "re", "torch", "transformers", "typing"}
+    for path in fixture_model_folder.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                assert node.module.split(".")[0] in allowed, f"{path.name} imports {node.module}"
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    assert alias.name.split(".")[0] in allowed, f"{path.name} imports {alias.name}"
+
+
+def test_save_and_reload_gives_identical_outputs(fixture_model_folder: Path, tmp_path: Path) -> None:
+    model = AutoModel.from_pretrained(fixture_model_folder).eval()
+    tokenizer = AutoTokenizer.from_pretrained(fixture_model_folder)
+    assert isinstance(model, ElmoModel) and isinstance(tokenizer, ElmoTokenizer)
+    assert isinstance(AutoConfig.from_pretrained(fixture_model_folder), ElmoConfig)
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    reloaded = AutoModel.from_pretrained(tmp_path).eval()
+    for (name, before), (_, after) in zip(model.state_dict().items(), reloaded.state_dict().items()):
+        assert torch.equal(before, after), name
+    inputs = _encode(tokenizer)
+    with torch.no_grad():
+        assert torch.equal(model(**inputs).last_hidden_state, reloaded(**inputs).last_hidden_state)
+
+
+_REMOTE_SCRIPT = textwrap.dedent(
+    """
+    import importlib.abc, json, sys
+
+    class RefuseProject(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in ("modeling_elmo", "conversion"):
+                raise ImportError(f"{name} must not be importable in this test")
+            return None
+
+    sys.meta_path.insert(0, RefuseProject())
+    import numpy as np, torch
+    from transformers import AutoModel, AutoTokenizer
+
+    folder, sentences, expected = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+    model = AutoModel.from_pretrained(folder, trust_remote_code=True).eval()
+    tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
+    assert type(model).__module__.startswith("transformers_modules"), type(model).__module__
+    inputs = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        output = model(**inputs).last_hidden_state.numpy()
+    assert np.array_equal(output, np.load(expected)), np.abs(output - np.load(expected)).max()
+    print("remote code OK", type(model).__name__, type(tokenizer).__name__)
+    """
+)
+
+
+def test_remote_code_loads_where_the_package_is_not_installed(fixture_model_folder: Path, tmp_path: Path) -> None:
+    model = AutoModel.from_pretrained(fixture_model_folder).eval()
+    with torch.no_grad():
+        expected = model(**_encode(AutoTokenizer.from_pretrained(fixture_model_folder))).last_hidden_state
+    np.save(tmp_path / "expected.npy", expected.numpy())
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"), PYTHONPATH="")
+    completed = subprocess.run(
+        [sys.executable, "-c", _REMOTE_SCRIPT, str(fixture_model_folder), json.dumps(SENTENCES),
+         str(tmp_path / "expected.npy")],
+        capture_output=True, text=True, cwd=tmp_path, env=env,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "remote code OK ElmoModel ElmoTokenizer" in completed.stdout
+
+
+def test_feature_extraction_pipeline(fixture_model_folder: Path) -> None:
+    extractor = pipeline("feature-extraction", model=str(fixture_model_folder))
+    features = np.asarray(extractor("The café is open ."))
+    assert features.shape == (1, 5, 32)
+    model = AutoModel.from_pretrained(fixture_model_folder).eval()
+    tokenizer = AutoTokenizer.from_pretrained(fixture_model_folder)
+    with torch.no_grad():
+        direct = model(**tokenizer("The café is open .", return_tensors="pt")).last_hidden_state
+    np.testing.assert_array_equal(features, direct.numpy())
