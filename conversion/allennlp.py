@@ -22,9 +22,11 @@ def load_allennlp_model(options_file: str | Path, weights_file: str | Path, *, p
 
 def _model_from_state_dict(config: ElmoConfig, state_dict: dict) -> ElmoModel:
     model = ElmoModel(config)
-    result = model.load_state_dict(state_dict, strict=False)
+    result = model.load_state_dict(state_dict, strict=True)
     if result.missing_keys or result.unexpected_keys:  # a gap in the mapping itself, not in the user's input
-        raise AssertionError(f"weight mapping incomplete: missing {result.missing_keys}, unexpected {result.unexpected_keys}")
+        raise AssertionError(
+            f"weight mapping incomplete: missing {result.missing_keys}, unexpected {result.unexpected_keys}"
+        )
     return model.eval()
 
 

@@ -57,15 +57,25 @@ def weight_mappings(config: ElmoConfig) -> list[WeightMapping]:
         target = f"char_encoder.convolutions.{index}"
         # TF conv2d kernel (1, width, in, out) -> torch Conv1d (out, in, width).
         mappings.append(
-            WeightMapping(f"CNN/W_cnn_{index}", (1, width, embedding, count), {f"{target}.weight": lambda w: w[0].transpose(2, 1, 0)})
+            WeightMapping(
+                f"CNN/W_cnn_{index}",
+                (1, width, embedding, count),
+                {f"{target}.weight": lambda w: w[0].transpose(2, 1, 0)},
+            )
         )
         mappings.append(WeightMapping(f"CNN/b_cnn_{index}", (count,), {f"{target}.bias": _identity}))
     for index in range(config.num_highway_layers):
         target = f"char_encoder.highways.{index}"
         for gate in ("carry", "transform"):
-            mappings.append(WeightMapping(f"CNN_high_{index}/W_{gate}", (filters, filters), {f"{target}.{gate}.weight": _transpose}))
-            mappings.append(WeightMapping(f"CNN_high_{index}/b_{gate}", (filters,), {f"{target}.{gate}.bias": _identity}))
-    mappings.append(WeightMapping("CNN_proj/W_proj", (filters, projection), {"char_encoder.projection.weight": _transpose}))
+            mappings.append(
+                WeightMapping(f"CNN_high_{index}/W_{gate}", (filters, filters), {f"{target}.{gate}.weight": _transpose})
+            )
+            mappings.append(
+                WeightMapping(f"CNN_high_{index}/b_{gate}", (filters,), {f"{target}.{gate}.bias": _identity})
+            )
+    mappings.append(
+        WeightMapping("CNN_proj/W_proj", (filters, projection), {"char_encoder.projection.weight": _transpose})
+    )
     mappings.append(WeightMapping("CNN_proj/b_proj", (projection,), {"char_encoder.projection.bias": _identity}))
     for direction, stack in enumerate(("forward_lstm", "backward_lstm")):
         for layer in range(config.num_hidden_layers):
@@ -83,7 +93,11 @@ def weight_mappings(config: ElmoConfig) -> list[WeightMapping]:
                 )
             )
             mappings.append(WeightMapping(f"{source}/B", (4 * cells,), {f"{target}.input_projection.bias": _identity}))
-            mappings.append(WeightMapping(f"{source}/W_P_0", (cells, projection), {f"{target}.output_projection.weight": _transpose}))
+            mappings.append(
+                WeightMapping(
+                    f"{source}/W_P_0", (cells, projection), {f"{target}.output_projection.weight": _transpose}
+                )
+            )
     return mappings
 
 

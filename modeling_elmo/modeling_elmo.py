@@ -17,7 +17,14 @@ from transformers.utils.generic import can_return_tuple
 
 from .configuration_elmo import ElmoConfig
 
-__all__ = ["ElmoCharacterEncoder", "ElmoLstmLayer", "ElmoLstmStack", "ElmoModel", "ElmoModelOutput", "ElmoPreTrainedModel"]
+__all__ = [
+    "ElmoCharacterEncoder",
+    "ElmoLstmLayer",
+    "ElmoLstmStack",
+    "ElmoModel",
+    "ElmoModelOutput",
+    "ElmoPreTrainedModel",
+]
 
 # Character ids (after bilm-tf's +1 shift) of the words ELMo adds around every sentence.
 _BOW, _BOS, _EOS, _EOW, _CHAR_PAD = 259, 257, 258, 260, 261
@@ -163,7 +170,7 @@ class ElmoLstmStack(nn.Module):
         """`inputs` (batch, time, P) -> one output (batch, time, P) and one final state per layer."""
         outputs, final_states = [], []
         layer_input = inputs
-        for index, (layer, state) in enumerate(zip(self.layers, states)):
+        for index, (layer, state) in enumerate(zip(self.layers, states, strict=True)):
             output, final_state = layer(layer_input, mask, state)
             if index > 0 and self.use_skip_connections:
                 output = output + layer_input
@@ -257,7 +264,7 @@ class ElmoModel(ElmoPreTrainedModel):
         backward_outputs = [_reverse_each_row(output, marked_lengths) for output in backward_outputs]
 
         layers = [torch.cat([token, token], dim=-1)]
-        layers += [torch.cat(pair, dim=-1) for pair in zip(forward_outputs, backward_outputs)]
+        layers += [torch.cat(pair, dim=-1) for pair in zip(forward_outputs, backward_outputs, strict=True)]
         # Drop the marker positions: word i sits at position i + 1; positions past a row's words are zeroed.
         layers = tuple(layer[:, 1:-1] * mask[..., None] for layer in layers)
 

@@ -172,9 +172,8 @@ class ElmoTokenizer(PreTrainedTokenizer):
     ) -> BatchEncoding:
         if text_pair is not None:
             raise ValueError("ElmoTokenizer encodes single sentences; sentence pairs (text_pair) are not supported")
-        is_batched = (
-            isinstance(text, (list, tuple))
-            and (not is_split_into_words or (len(text) > 0 and not isinstance(text[0], str)))
+        is_batched = isinstance(text, (list, tuple)) and (
+            not is_split_into_words or (len(text) > 0 and not isinstance(text[0], str))
         )
         sentences = list(text) if is_batched else [text]
         encoded = []
@@ -246,7 +245,9 @@ class ElmoTokenizer(PreTrainedTokenizer):
             if _is_one_sentence(encoded_inputs["input_ids"]):
                 encoded_inputs = [encoded_inputs]
             else:
-                encoded_inputs = [dict(zip(keys, values)) for values in zip(*encoded_inputs.values())]
+                encoded_inputs = [
+                    dict(zip(keys, values, strict=True)) for values in zip(*encoded_inputs.values(), strict=True)
+                ]
         examples = [dict(example) for example in encoded_inputs]
         if not examples:
             raise ValueError("pad() got an empty batch")
@@ -260,7 +261,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
         if return_attention_mask is None:
             return_attention_mask = "attention_mask" in self.model_input_names
         pad_row = [self.pad_token_id] * self.max_characters_per_token
-        for example, rows in zip(examples, ids):
+        for example, rows in zip(examples, ids, strict=True):
             missing = max(target - len(rows), 0)
             if return_attention_mask:
                 mask = list(example.get("attention_mask", [1] * len(rows)))
@@ -276,9 +277,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
             batch["input_ids"] = np.zeros((len(examples), 0, self.max_characters_per_token), dtype=np.int64)
         return BatchEncoding(batch, tensor_type=return_tensors)
 
-    def decode(
-        self, token_ids: Any, skip_special_tokens: bool = False, **kwargs
-    ) -> str | list[str]:
+    def decode(self, token_ids: Any, skip_special_tokens: bool = False, **kwargs) -> str | list[str]:
         """Words back from character ids: (words, chars) gives one string, (batch, words, chars) a list.
 
         Padding rows are dropped; `skip_special_tokens` also drops `<S>`/`</S>` words.

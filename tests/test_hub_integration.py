@@ -53,7 +53,7 @@ def test_save_and_reload_gives_identical_outputs(fixture_model_folder: Path, tmp
     model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
     reloaded = AutoModel.from_pretrained(tmp_path).eval()
-    for (name, before), (_, after) in zip(model.state_dict().items(), reloaded.state_dict().items()):
+    for (name, before), (_, after) in zip(model.state_dict().items(), reloaded.state_dict().items(), strict=True):
         assert torch.equal(before, after), name
     inputs = _encode(tokenizer)
     with torch.no_grad():
@@ -94,9 +94,18 @@ def test_remote_code_loads_where_the_package_is_not_installed(fixture_model_fold
     np.save(tmp_path / "expected.npy", expected.numpy())
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"), PYTHONPATH="")
     completed = subprocess.run(
-        [sys.executable, "-c", _REMOTE_SCRIPT, str(fixture_model_folder), json.dumps(SENTENCES),
-         str(tmp_path / "expected.npy")],
-        capture_output=True, text=True, cwd=tmp_path, env=env,
+        [
+            sys.executable,
+            "-c",
+            _REMOTE_SCRIPT,
+            str(fixture_model_folder),
+            json.dumps(SENTENCES),
+            str(tmp_path / "expected.npy"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert "remote code OK ElmoModel ElmoTokenizer" in completed.stdout

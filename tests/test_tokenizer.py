@@ -38,7 +38,18 @@ def test_long_words_are_cut_at_48_bytes_even_inside_a_character() -> None:
 
 def test_raw_text_is_split_ptb_like() -> None:
     assert split_words("Don't panic: it's 3.14, not U.S. law...") == [
-        "Do", "n't", "panic", ":", "it", "'s", "3.14", ",", "not", "U.S.", "law", "...",
+        "Do",
+        "n't",
+        "panic",
+        ":",
+        "it",
+        "'s",
+        "3.14",
+        ",",
+        "not",
+        "U.S.",
+        "law",
+        "...",
     ]
     assert split_words("bio-identical (1,000) <S> naïve!") == ["bio-identical", "(", "1,000", ")", "<S>", "naïve", "!"]
     assert split_words("   ") == []

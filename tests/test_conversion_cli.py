@@ -1,0 +1,169 @@
+"""`elmo-convert allennlp`: the output folder, and a one-line error naming the problem for each bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import torch
+from original_files import read_weights, small_options, write_original_model
+
+from conversion.allennlp_hdf5 import weight_mappings
+from conversion.cli import main
+from conversion.options import config_from_options
+from modeling_elmo import ElmoModel
+
+
+@pytest.fixture
+def original(tmp_path: Path) -> tuple[Path, Path]:
+    return write_original_model(tmp_path / "original", small_options(), seed=11)
+
+
+def _convert(capsys: pytest.CaptureFixture, options: Path, weights: Path, output: Path, *extra: str) -> tuple[int, str]:
+    code = main(["allennlp", "--options", str(options), "--weights", str(weights), "--output", str(output), *extra])
+    return code, capsys.readouterr().err.strip().splitlines()[-1] if code else ""
+
+
+def _rewrite_weights(weights: Path, change) -> None:
+    arrays = read_weights(weights)
+    change(arrays)
+    weights.unlink()
+    with h5py.File(weights, "w") as file:
+        for name, array in arrays.items():
+            file.create_dataset(name, data=array)
+
+
+def test_every_dataset_maps_to_parameters_bit_for_bit(original: tuple[Path, Path], tmp_path: Path) -> None:
+    options, weights = original
+    output = tmp_path / "converted"
+    assert main(["allennlp", "--options", str(options), "--weights", str(weights), "--output", str(output)]) == 0
+    model = ElmoModel.from_pretrained(output)
+    arrays = read_weights(weights)
+    parameters = model.state_dict()
+    config = model.config
+    mapped = set()
+    for mapping in weight_mappings(config):
+        for name, transform in mapping.parameters.items():
+            assert torch.equal(
+                parameters[name], torch.from_numpy(np.ascontiguousarray(transform(arrays[mapping.dataset])))
+            )
+            mapped.add(name)
+    assert mapped == set(parameters), "every parameter comes from the file"
+    assert set(arrays) == {mapping.dataset for mapping in weight_mappings(config)}
+    assert not parameters["char_encoder.char_embedding.weight"][0].any()
+    # W_0 splits into the input and state halves with nothing lost.
+    w_0 = arrays["RNN_1/RNN/MultiRNNCell/Cell1/LSTMCell/W_0"]
+    layer = model.backward_lstm.layers[1]
+    rebuilt = torch.cat([layer.input_projection.weight, layer.state_projection.weight], dim=1).T
+    assert torch.equal(rebuilt, torch.from_numpy(w_0))
+
+
+def test_original_parameter_count() -> None:
+    config = config_from_options(
+        {
+            "lstm": {
+                "dim": 4096,
+                "projection_dim": 512,
+                "n_layers": 2,
+                "cell_clip": 3,
+                "proj_clip": 3,
+                "use_skip_connections": True,
+            },
+            "char_cnn": {
+                "activation": "relu",
+                "embedding": {"dim": 16},
+                "n_highway": 2,
+                "n_characters": 262,
+                "max_characters_per_token": 50,
+                "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]],
+            },
+        }
+    )
+    stored = sum(int(np.prod(mapping.shape)) for mapping in weight_mappings(config))
+    assert stored == 93_600_848
+
+
+def test_existing_output_is_refused_then_replaced_with_overwrite(
+    original: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    output = tmp_path / "converted"
+    output.mkdir()
+    (output / "keep.txt").write_text("mine")
+    code, error = _convert(capsys, *original, output)
+    assert code == 2 and "already exists" in error and "--overwrite" in error
+    assert (output / "keep.txt").read_text() == "mine"
+    code, _ = _convert(capsys, *original, output, "--overwrite")
+    assert code == 0
+    assert (output / "model.safetensors").is_file() and not (output / "keep.txt").exists()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["converted", "original"], "no temporary leftovers"
+
+
+def test_missing_dataset(original: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    options, weights = original
+    _rewrite_weights(weights, lambda arrays: arrays.pop("CNN_high_1/W_carry"))
+    code, error = _convert(capsys, options, weights, tmp_path / "out")
+    assert code == 2 and "CNN_high_1/W_carry is missing" in error
+    assert not (tmp_path / "out").exists()
+
+
+def test_wrong_shape_names_expected_and_actual(original: tuple[Path, Path], tmp_path: Path, capsys) -> None:
+    options, weights = original
+    _rewrite_weights(weights, lambda arrays: arrays.update({"CNN_proj/b_proj": np.zeros(9, np.float32)}))
+    code, error = _convert(capsys, options, weights, tmp_path / "out")
+    assert code == 2 and "CNN_proj/b_proj has shape (9,), the options imply (8,)" in error
+
+
+def test_options_that_do_not_match_the_weights(original: tuple[Path, Path], tmp_path: Path, capsys) -> None:
+    options, weights = original
+    fewer_layers = json.loads(options.read_text())
+    fewer_layers["lstm"]["n_layers"] = 1
+    options.write_text(json.dumps(fewer_layers))
+    code, error = _convert(capsys, options, weights, tmp_path / "out")
+    assert code == 2 and "Cell1" in error and "not described by the options" in error
+    fewer_layers["lstm"]["dim"] = 64
+    fewer_layers["lstm"]["n_layers"] = 2
+    options.write_text(json.dumps(fewer_layers))
+    code, error = _convert(capsys, options, weights, tmp_path / "out")
+    assert code == 2 and "W_0 has shape (16, 128), the options imply (16, 256)" in error
+
+
+def test_weights_file_that_is_not_hdf5(original: tuple[Path, Path], tmp_path: Path, capsys) -> None:
+    options, _ = original
+    not_hdf5 = tmp_path / "weights.hdf5"
+    not_hdf5.write_text("this is not hdf5")
+    code, error = _convert(capsys, options, not_hdf5, tmp_path / "out")
+    assert code == 2 and "is not an HDF5 weights file" in error
+    code, error = _convert(capsys, options, tmp_path / "absent.hdf5", tmp_path / "out")
+    assert code == 2 and "no such weights file" in error
+
+
+def test_bad_options_files(original: tuple[Path, Path], tmp_path: Path, capsys) -> None:
+    _, weights = original
+    options = tmp_path / "options.json"
+    options.write_text("{not json")
+    assert "is not a JSON options file" in _convert(capsys, options, weights, tmp_path / "out")[1]
+    options.write_text(json.dumps({"lstm": {"dim": 32}, "char_cnn": {}}))
+    assert "missing required option char_cnn.embedding" in _convert(capsys, options, weights, tmp_path / "out")[1]
+    broken = small_options(activation="sigmoid")
+    options.write_text(json.dumps(broken))
+    assert "char_cnn_activation must be one of" in _convert(capsys, options, weights, tmp_path / "out")[1]
+    assert "no such options file" in _convert(capsys, tmp_path / "absent.json", weights, tmp_path / "out")[1]
+
+
+def test_console_script_help_has_examples() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "conversion.cli", "allennlp", "--help"], capture_output=True, text=True, check=True
+    )
+    assert "examples:" in completed.stdout and "--overwrite" in completed.stdout
+
+
+def test_training_options_are_kept(tmp_path: Path) -> None:
+    config = config_from_options(small_options(n_tokens_vocab=793471, dropout=0.1, unroll_steps=20, batch_size=128))
+    assert config.vocab_size == 793471
+    assert config.training_options == {"unroll_steps": 20, "batch_size": 128}
+    assert config.cell_clip == 3.0 and config.use_skip_connections is True

@@ -1,0 +1,88 @@
+"""ElmoModel's handling of its inputs: shapes, masks, state, errors that name the problem."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
+
+
+@pytest.fixture(scope="module")
+def model() -> ElmoModel:
+    torch.manual_seed(0)
+    config = ElmoConfig(
+        char_embedding_dim=4, char_cnn_filters=[[1, 4], [2, 8]], num_highway_layers=1, projection_dim=8, cell_size=16
+    )
+    return ElmoModel(config).eval()
+
+
+@pytest.fixture(scope="module")
+def inputs() -> dict[str, torch.Tensor]:
+    return ElmoTokenizer()([["a", "b", "c"], ["d"]], is_split_into_words=True, padding=True, return_tensors="pt")
+
+
+def test_output_shapes(model: ElmoModel, inputs: dict[str, torch.Tensor]) -> None:
+    output = model(**inputs, output_hidden_states=True, use_cache=True)
+    assert output.last_hidden_state.shape == (2, 3, 16)
+    assert [layer.shape for layer in output.hidden_states] == [(2, 3, 16)] * 3
+    assert output.hidden_states[-1] is output.last_hidden_state
+    assert output.state[0].shape == (2, 2, 2, 8) and output.state[1].shape == (2, 2, 2, 16)
+    assert model(**inputs).state is None, "stateless by default"
+    assert model(**inputs).hidden_states is None
+
+
+def test_mask_defaults_to_non_zero_rows(model: ElmoModel, inputs: dict[str, torch.Tensor]) -> None:
+    with torch.no_grad():
+        with_mask = model(**inputs).last_hidden_state
+        without = model(input_ids=inputs["input_ids"]).last_hidden_state
+    assert torch.equal(with_mask, without)
+
+
+def test_tuple_output(model: ElmoModel, inputs: dict[str, torch.Tensor]) -> None:
+    output = model(**inputs, return_dict=False)
+    assert isinstance(output, tuple) and output[0].shape == (2, 3, 16)
+
+
+def test_state_continues_each_row(model: ElmoModel, inputs: dict[str, torch.Tensor]) -> None:
+    with torch.no_grad():
+        first = model(**inputs, use_cache=True)
+        continued = model(**inputs, state=first.state)
+        fresh = model(**inputs)
+    assert continued.state is not None
+    assert not torch.allclose(continued.last_hidden_state[0], fresh.last_hidden_state[0])
+    # Each row continues its own state: row 1 alone with row 1's state gives the same vectors.
+    h, c = first.state
+    row_inputs = {key: value[1:] for key, value in inputs.items()}
+    with torch.no_grad():
+        alone = model(**row_inputs, state=(h[:, :, 1:], c[:, :, 1:]))
+    torch.testing.assert_close(alone.last_hidden_state[0], continued.last_hidden_state[1], rtol=0, atol=1e-6)
+
+
+def test_bad_inputs_name_the_problem(model: ElmoModel, inputs: dict[str, torch.Tensor]) -> None:
+    with pytest.raises(ValueError, match=r"input_ids must have shape \(batch, words, 50\).*got \(2, 3\)"):
+        model(input_ids=torch.ones(2, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"attention_mask must have shape \(2, 3\)"):
+        model(input_ids=inputs["input_ids"], attention_mask=torch.ones(2, 4))
+    with pytest.raises(ValueError, match="right padding"):
+        model(input_ids=inputs["input_ids"], attention_mask=torch.tensor([[0, 1, 1], [1, 0, 0]]))
+    h, c = model(**inputs, use_cache=True).state
+    with pytest.raises(ValueError, match=r"state h must have shape .* got \(2, 2, 1, 8\)"):
+        model(**inputs, state=(h[:, :, :1], c))
+
+
+def test_gradients_reach_every_parameter(model: ElmoModel, inputs: dict[str, torch.Tensor]) -> None:
+    model.zero_grad()
+    model(**inputs, output_hidden_states=True).last_hidden_state.sum().backward()
+    for name, parameter in model.named_parameters():
+        assert parameter.grad is not None and parameter.grad.abs().sum() > 0, name
+    model.zero_grad()
+
+
+def test_bfloat16_runs(model: ElmoModel, inputs: dict[str, torch.Tensor]) -> None:
+    low = ElmoModel(model.config).to(torch.bfloat16).eval()
+    low.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        output = low(**inputs).last_hidden_state
+    assert output.dtype == torch.bfloat16
+    torch.testing.assert_close(output.float(), model(**inputs).last_hidden_state.detach(), atol=0.1, rtol=0.1)
