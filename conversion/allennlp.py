@@ -1,43 +1,67 @@
-"""`elmo-convert allennlp`: options.json + weights.hdf5 -> a transformers model folder."""
+"""AllenNLP/bilm-tf files <-> transformers model folders: `elmo-convert allennlp` and `to-allennlp`."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
 
-from .allennlp_hdf5 import read_allennlp_weights
+from .allennlp_hdf5 import read_allennlp_weights, write_allennlp_weights
+from .atomic_output import atomic_output_folder
 from .errors import ConversionError
-from .options import config_from_options, read_options
-from .output_folder import atomic_output_folder
+from .options import config_from_options, options_from_config
 
-__all__ = ["convert_allennlp", "load_allennlp_model"]
-
-
-def load_allennlp_model(options_file: str | Path, weights_file: str | Path, *, progress: bool = True) -> ElmoModel:
-    """An `ElmoModel` holding the weights of an original options.json + weights.hdf5 pair."""
-    config = config_from_options(read_options(options_file), source=str(options_file))
-    return _model_from_state_dict(config, read_allennlp_weights(weights_file, config, progress=progress))
+__all__ = ["convert_allennlp", "export_allennlp", "load_allennlp_model", "load_converted_model"]
 
 
-def _model_from_state_dict(config: ElmoConfig, state_dict: dict) -> ElmoModel:
+def load_allennlp_model(
+    options: dict[str, Any], weights_file: str | Path, *, source: str = "options.json", progress: bool = True
+) -> ElmoModel:
+    """An `ElmoModel` holding the weights of an original weights.hdf5 described by `options`."""
+    config = config_from_options(options, source=source)
     model = ElmoModel(config)
-    result = model.load_state_dict(state_dict, strict=True)
+    state_dict = read_allennlp_weights(weights_file, config, progress=progress)
+    result = model.load_state_dict(state_dict, strict=False)
     if result.missing_keys or result.unexpected_keys:  # a gap in the mapping itself, not in the user's input
-        raise AssertionError(
-            f"weight mapping incomplete: missing {result.missing_keys}, unexpected {result.unexpected_keys}"
-        )
+        raise AssertionError(f"mapping incomplete: missing {result.missing_keys}, unexpected {result.unexpected_keys}")
     return model.eval()
 
 
+def load_converted_model(folder: str | Path) -> ElmoModel:
+    """The `ElmoModel` of a folder this package wrote, with a clear error for anything else."""
+    folder = Path(folder)
+    if not (folder / "config.json").is_file():
+        raise ConversionError(f"{folder}: not a model folder (no config.json)")
+    config = ElmoConfig.from_pretrained(folder)
+    if config.model_type != ElmoConfig.model_type:
+        raise ConversionError(f"{folder}: model_type is {config.model_type!r}, expected 'elmo'")
+    return ElmoModel.from_pretrained(folder).eval()
+
+
 def convert_allennlp(
-    options_file: str | Path, weights_file: str | Path, output: str | Path, *, overwrite: bool = False
+    options: dict[str, Any],
+    weights_file: str | Path,
+    output: str | Path,
+    *,
+    source: str = "options.json",
+    overwrite: bool = False,
 ) -> ElmoModel:
     """Convert and save model, tokenizer and code to `output` (atomically); returns the model."""
     if Path(output).exists() and not overwrite:  # fail before the slow part
         raise ConversionError(f"{output} already exists: pass --overwrite to replace it")
-    model = load_allennlp_model(options_file, weights_file)
+    model = load_allennlp_model(options, weights_file, source=source)
     with atomic_output_folder(output, overwrite=overwrite) as folder:
         model.save_pretrained(folder)
         ElmoTokenizer(max_characters_per_token=model.config.max_characters_per_token).save_pretrained(folder)
     return model
+
+
+def export_allennlp(model_folder: str | Path, output: str | Path, *, overwrite: bool = False) -> Path:
+    """Write `options.json` + `weights.hdf5` in the original layout to the folder `output`."""
+    model = load_converted_model(model_folder)
+    with atomic_output_folder(output, overwrite=overwrite) as folder:
+        (folder / "options.json").write_text(json.dumps(options_from_config(model.config), indent=2) + "\n")
+        write_allennlp_weights(folder / "weights.hdf5", model.state_dict(), model.config)
+    return Path(output)

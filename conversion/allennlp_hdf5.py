@@ -19,26 +19,31 @@ from modeling_elmo import ElmoConfig
 
 from .errors import ConversionError
 
-__all__ = ["WeightMapping", "read_allennlp_weights", "weight_mappings"]
-
-Transform = Callable[[np.ndarray], np.ndarray]
-
-
-def _transpose(array: np.ndarray) -> np.ndarray:
-    return array.T
-
-
-def _identity(array: np.ndarray) -> np.ndarray:
-    return array
+__all__ = ["WeightMapping", "read_allennlp_weights", "weight_mappings", "write_allennlp_weights"]
 
 
 @dataclass(frozen=True)
 class WeightMapping:
-    """One hdf5 dataset, its expected shape, and the model parameters made from it."""
+    """One hdf5 dataset, its expected shape, the model parameters made from it, and the way back.
+
+    `to_model` maps the dataset to one array per name in `parameters`; `to_original` maps those arrays
+    back. Both only slice, transpose and concatenate, so a round trip is exact to the bit.
+    """
 
     dataset: str
     shape: tuple[int, ...]
-    parameters: dict[str, Transform]
+    parameters: tuple[str, ...]
+    to_model: Callable[[np.ndarray], tuple[np.ndarray, ...]]
+    to_original: Callable[..., np.ndarray]
+
+
+def _same(dataset: str, shape: tuple[int, ...], parameter: str) -> WeightMapping:
+    return WeightMapping(dataset, shape, (parameter,), lambda array: (array,), lambda array: array)
+
+
+def _transposed(dataset: str, shape: tuple[int, ...], parameter: str) -> WeightMapping:
+    """TF dense kernels are (in, out); torch Linear weights are (out, in)."""
+    return WeightMapping(dataset, shape, (parameter,), lambda array: (array.T,), lambda array: array.T)
 
 
 def weight_mappings(config: ElmoConfig) -> list[WeightMapping]:
@@ -50,33 +55,31 @@ def weight_mappings(config: ElmoConfig) -> list[WeightMapping]:
         WeightMapping(
             "char_embed",
             (chars - 1, embedding),
-            {"char_encoder.char_embedding.weight": lambda w: np.concatenate([np.zeros_like(w[:1]), w])},
+            ("char_encoder.char_embedding.weight",),
+            lambda array: (np.concatenate([np.zeros_like(array[:1]), array]),),
+            lambda weight: weight[1:],
         )
     ]
     for index, (width, count) in enumerate(config.char_cnn_filters):
         target = f"char_encoder.convolutions.{index}"
-        # TF conv2d kernel (1, width, in, out) -> torch Conv1d (out, in, width).
+        # TF conv2d kernel (1, width, in, out) <-> torch Conv1d weight (out, in, width).
         mappings.append(
             WeightMapping(
                 f"CNN/W_cnn_{index}",
                 (1, width, embedding, count),
-                {f"{target}.weight": lambda w: w[0].transpose(2, 1, 0)},
+                (f"{target}.weight",),
+                lambda array: (array[0].transpose(2, 1, 0),),
+                lambda weight: weight.transpose(2, 1, 0)[None],
             )
         )
-        mappings.append(WeightMapping(f"CNN/b_cnn_{index}", (count,), {f"{target}.bias": _identity}))
+        mappings.append(_same(f"CNN/b_cnn_{index}", (count,), f"{target}.bias"))
     for index in range(config.num_highway_layers):
         target = f"char_encoder.highways.{index}"
         for gate in ("carry", "transform"):
-            mappings.append(
-                WeightMapping(f"CNN_high_{index}/W_{gate}", (filters, filters), {f"{target}.{gate}.weight": _transpose})
-            )
-            mappings.append(
-                WeightMapping(f"CNN_high_{index}/b_{gate}", (filters,), {f"{target}.{gate}.bias": _identity})
-            )
-    mappings.append(
-        WeightMapping("CNN_proj/W_proj", (filters, projection), {"char_encoder.projection.weight": _transpose})
-    )
-    mappings.append(WeightMapping("CNN_proj/b_proj", (projection,), {"char_encoder.projection.bias": _identity}))
+            mappings.append(_transposed(f"CNN_high_{index}/W_{gate}", (filters, filters), f"{target}.{gate}.weight"))
+            mappings.append(_same(f"CNN_high_{index}/b_{gate}", (filters,), f"{target}.{gate}.bias"))
+    mappings.append(_transposed("CNN_proj/W_proj", (filters, projection), "char_encoder.projection.weight"))
+    mappings.append(_same("CNN_proj/b_proj", (projection,), "char_encoder.projection.bias"))
     for direction, stack in enumerate(("forward_lstm", "backward_lstm")):
         for layer in range(config.num_hidden_layers):
             source = f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
@@ -86,18 +89,13 @@ def weight_mappings(config: ElmoConfig) -> list[WeightMapping]:
                 WeightMapping(
                     f"{source}/W_0",
                     (projection + projection, 4 * cells),
-                    {
-                        f"{target}.input_projection.weight": lambda w: w[: w.shape[0] - projection].T,
-                        f"{target}.state_projection.weight": lambda w: w[w.shape[0] - projection :].T,
-                    },
+                    (f"{target}.input_projection.weight", f"{target}.state_projection.weight"),
+                    lambda array: (array[:-projection].T, array[-projection:].T),
+                    lambda input_weight, state_weight: np.concatenate([input_weight.T, state_weight.T]),
                 )
             )
-            mappings.append(WeightMapping(f"{source}/B", (4 * cells,), {f"{target}.input_projection.bias": _identity}))
-            mappings.append(
-                WeightMapping(
-                    f"{source}/W_P_0", (cells, projection), {f"{target}.output_projection.weight": _transpose}
-                )
-            )
+            mappings.append(_same(f"{source}/B", (4 * cells,), f"{target}.input_projection.bias"))
+            mappings.append(_transposed(f"{source}/W_P_0", (cells, projection), f"{target}.output_projection.weight"))
     return mappings
 
 
@@ -148,7 +146,20 @@ def read_allennlp_weights(path: str | Path, config: ElmoConfig, *, progress: boo
                 )
             if dataset.dtype != np.float32:
                 raise ConversionError(f"{path}: dataset {mapping.dataset} has dtype {dataset.dtype}, expected float32")
-            array = dataset[...]
-            for name, transform in mapping.parameters.items():
-                state_dict[name] = torch.from_numpy(np.ascontiguousarray(transform(array)))
+            for name, array in zip(mapping.parameters, mapping.to_model(dataset[...]), strict=True):
+                state_dict[name] = torch.from_numpy(np.ascontiguousarray(array))
     return state_dict
+
+
+def write_allennlp_weights(path: str | Path, state_dict: dict[str, torch.Tensor], config: ElmoConfig) -> None:
+    """Write a state dict of `ElmoModel(config)` as an original `weights.hdf5` (float32, original names)."""
+    char_embedding = state_dict["char_encoder.char_embedding.weight"]
+    if char_embedding[0].any():
+        raise ConversionError("row 0 of the character embedding is not zero: the original format cannot hold it")
+    with h5py.File(path, "w") as weights:
+        for mapping in weight_mappings(config):
+            parameters = [state_dict[name].detach().cpu().float().numpy() for name in mapping.parameters]
+            array = np.ascontiguousarray(mapping.to_original(*parameters), dtype=np.float32)
+            if array.shape != mapping.shape:
+                raise AssertionError(f"{mapping.dataset}: built shape {array.shape}, expected {mapping.shape}")
+            weights.create_dataset(mapping.dataset, data=array)

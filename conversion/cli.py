@@ -7,15 +7,18 @@ import sys
 from collections.abc import Sequence
 
 from .errors import ConversionError
+from .variants import VARIANTS
 
 __all__ = ["main"]
 
 _EXAMPLES = """examples:
   elmo-convert allennlp --options elmo_2x4096_512_2048cnn_2xhighway_options.json \\
       --weights elmo_2x4096_512_2048cnn_2xhighway_weights.hdf5 --output elmo-original
-  elmo-convert allennlp --options options.json --weights weights.hdf5 --output my-elmo --overwrite
+  elmo-convert allennlp --variant small --weights elmo_2x1024_128_2048cnn_1xhighway_weights.hdf5 --output elmo-small
+  elmo-convert to-allennlp --model elmo-original --output elmo-original-allennlp
+  elmo-convert token-embeddings --model elmo-original --vocab vocab.txt --output elmo_token_embeddings.hdf5
 
-The output folder holds config.json, model.safetensors, the tokenizer files and the model code, and loads with
+A model folder holds config.json, model.safetensors, the tokenizer files and the model code, and loads with
   AutoModel.from_pretrained("elmo-original", trust_remote_code=True)
 """
 
@@ -23,37 +26,78 @@ The output folder holds config.json, model.safetensors, the tokenizer files and 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="elmo-convert",
-        description="Convert original ELMo weights to transformers model folders.",
+        description="Convert ELMo weights between the original formats and transformers model folders.",
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    allennlp = commands.add_parser(
-        "allennlp",
-        help="AllenNLP/bilm-tf options.json + weights.hdf5 -> model folder",
-        description="Convert AllenNLP/bilm-tf options.json + weights.hdf5 to a transformers model folder.",
-        epilog=_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+
+    def command(name: str, summary: str) -> argparse.ArgumentParser:
+        return commands.add_parser(
+            name,
+            help=summary,
+            description=summary,
+            epilog=_EXAMPLES,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+
+    allennlp = command("allennlp", "AllenNLP/bilm-tf options.json + weights.hdf5 -> model folder")
+    described_by = allennlp.add_mutually_exclusive_group(required=True)
+    described_by.add_argument("--options", help="the model's options.json")
+    described_by.add_argument(
+        "--variant", choices=sorted(VARIANTS), help="a released model's options, instead of --options"
     )
-    allennlp.add_argument("--options", required=True, help="the model's options.json")
     allennlp.add_argument("--weights", required=True, help="the model's weights.hdf5")
-    allennlp.add_argument("--output", required=True, help="folder to create")
-    allennlp.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+    allennlp.add_argument("--output", required=True, help="model folder to create")
+
+    to_allennlp = command("to-allennlp", "model folder -> options.json + weights.hdf5 in the original layout")
+    to_allennlp.add_argument("--model", required=True, help="model folder written by this package")
+    to_allennlp.add_argument("--output", required=True, help="folder to create for options.json and weights.hdf5")
+
+    token_embeddings = command("token-embeddings", "token layer of a vocabulary -> bilm-tf's token embedding hdf5")
+    token_embeddings.add_argument("--model", required=True, help="model folder written by this package")
+    token_embeddings.add_argument("--vocab", required=True, help="vocabulary file, one word per line")
+    token_embeddings.add_argument("--output", required=True, help="hdf5 file to create (dataset 'embedding')")
+    token_embeddings.add_argument("--batch-size", type=int, default=1024, help="words per batch (default 1024)")
+
+    for subparser in (allennlp, to_allennlp, token_embeddings):
+        subparser.add_argument("--overwrite", action="store_true", help="replace an existing output")
     return parser
+
+
+def _run(args: argparse.Namespace) -> str:
+    """Carry out the command; returns its one-line summary."""
+    if args.command == "allennlp":
+        from .allennlp import convert_allennlp
+        from .options import read_options
+        from .variants import variant_options
+
+        options = read_options(args.options) if args.options else variant_options(args.variant)
+        source = args.options or f"variant {args.variant}"
+        model = convert_allennlp(options, args.weights, args.output, source=source, overwrite=args.overwrite)
+        config = model.config
+        parameters = sum(parameter.numel() for parameter in model.parameters())
+        return (
+            f"Converted {args.weights} ({parameters:,} parameters, {config.num_hidden_layers} biLSTM layers of"
+            f" {config.cell_size} cells, projection {config.projection_dim}) -> {args.output}"
+        )
+    if args.command == "to-allennlp":
+        from .allennlp import export_allennlp
+
+        output = export_allennlp(args.model, args.output, overwrite=args.overwrite)
+        return f"Exported {args.model} -> {output / 'options.json'}, {output / 'weights.hdf5'}"
+    from .token_embeddings import write_token_embeddings
+
+    count = write_token_embeddings(
+        args.model, args.vocab, args.output, batch_size=args.batch_size, overwrite=args.overwrite
+    )
+    return f"Wrote the token layer of {count:,} words -> {args.output}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     try:
-        if args.command == "allennlp":
-            from .allennlp import convert_allennlp
-
-            model = convert_allennlp(args.options, args.weights, args.output, overwrite=args.overwrite)
-            parameters = sum(parameter.numel() for parameter in model.parameters())
-            print(
-                f"Converted {args.weights} ({parameters:,} parameters, {model.config.num_hidden_layers} biLSTM layers"
-                f" of {model.config.cell_size} cells, projection {model.config.projection_dim}) -> {args.output}"
-            )
+        print(_run(args))
     except ConversionError as error:
         print(f"elmo-convert: error: {error}", file=sys.stderr)
         return 2

@@ -10,7 +10,7 @@ from modeling_elmo import ElmoConfig
 
 from .errors import ConversionError
 
-__all__ = ["config_from_options", "read_options"]
+__all__ = ["config_from_options", "options_from_config", "read_options"]
 
 # n_characters is 261 in options written for training (no padding id) and 262 in those written for use.
 _CHAR_VOCAB_SIZES = (261, 262)
@@ -65,3 +65,30 @@ def config_from_options(options: dict[str, Any], *, source: str = "options.json"
         )
     except (TypeError, ValueError) as error:
         raise ConversionError(f"{source}: {error}") from None
+
+
+def options_from_config(config: ElmoConfig) -> dict[str, Any]:
+    """The options.json that AllenNLP and bilm-tf read for `config` (the inverse of `config_from_options`)."""
+    options: dict[str, Any] = {
+        "lstm": {
+            "dim": config.cell_size,
+            "projection_dim": config.projection_dim,
+            "n_layers": config.num_hidden_layers,
+            "cell_clip": config.cell_clip,
+            "proj_clip": config.proj_clip,
+            "use_skip_connections": config.use_skip_connections,
+        },
+        "char_cnn": {
+            "activation": config.char_cnn_activation,
+            "embedding": {"dim": config.char_embedding_dim},
+            "filters": config.char_cnn_filters,
+            "n_highway": config.num_highway_layers,
+            "n_characters": config.char_vocab_size,
+            "max_characters_per_token": config.max_characters_per_token,
+        },
+        "dropout": config.dropout,
+    }
+    if config.vocab_size is not None:
+        options["n_tokens_vocab"] = config.vocab_size
+    options.update(config.training_options)
+    return options

@@ -3,6 +3,7 @@ on awkward input, for every kind of options.json, with the LSTM state carried ac
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,6 @@ from original_files import read_weights, small_options, write_original_model
 from reference_bilm import ReferenceBiLM
 
 from conversion.allennlp import load_allennlp_model
-from conversion.options import read_options
 from modeling_elmo import ElmoTokenizer
 
 # Unicode, a word over 48 bytes, one cut inside a 2-byte character, an empty sentence, empty-string words,
@@ -77,11 +77,12 @@ def _max_difference(model, tokenizer, batches, expected) -> float:
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_every_layer_matches_the_float64_reference(variant: str, tmp_path: Path) -> None:
     options_file, weights_file = write_original_model(tmp_path, small_options(**VARIANTS[variant]), seed=7)
-    reference = ReferenceBiLM(read_options(options_file), read_weights(weights_file))
+    options = json.loads(options_file.read_text())
+    reference = ReferenceBiLM(options, read_weights(weights_file))
     expected = _run_reference(reference, AWKWARD_BATCHES)
     if reference.cell_clip is not None:
         assert reference.clip_stats["max_abs_cell"] > reference.cell_clip, "the test data must exercise clipping"
-    model = load_allennlp_model(options_file, weights_file, progress=False)
+    model = load_allennlp_model(options, weights_file, progress=False)
     tokenizer = ElmoTokenizer()
 
     float32_difference = _max_difference(model, tokenizer, AWKWARD_BATCHES, expected)
@@ -93,7 +94,8 @@ def test_every_layer_matches_the_float64_reference(variant: str, tmp_path: Path)
 
 def test_batch_rows_are_independent_of_each_other(tmp_path: Path) -> None:
     """A row's output does not depend on which other sentences share its batch (or their lengths)."""
-    model = load_allennlp_model(*write_original_model(tmp_path, small_options(), seed=3), progress=False)
+    options_file, weights_file = write_original_model(tmp_path, small_options(), seed=3)
+    model = load_allennlp_model(json.loads(options_file.read_text()), weights_file, progress=False)
     tokenizer = ElmoTokenizer()
     batch = AWKWARD_BATCHES[0]
     with torch.no_grad():

@@ -1,7 +1,8 @@
-"""Write a model folder all at once: into a temporary folder beside the target, renamed when complete."""
+"""Write outputs all at once: into a temporary folder or file beside the target, renamed when complete."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -10,7 +11,32 @@ from pathlib import Path
 
 from .errors import ConversionError
 
-__all__ = ["atomic_output_folder"]
+__all__ = ["atomic_output_file", "atomic_output_folder"]
+
+
+def _refuse_existing(output: Path, overwrite: bool) -> None:
+    if output.exists() and not overwrite:
+        raise ConversionError(f"{output} already exists: pass --overwrite to replace it")
+
+
+@contextmanager
+def atomic_output_file(output: str | Path, *, overwrite: bool = False) -> Iterator[Path]:
+    """Yield a temporary path beside `output`; on success it replaces `output`, on failure it is removed."""
+    output = Path(output)
+    _refuse_existing(output, overwrite)
+    if output.is_dir():
+        raise ConversionError(f"{output} is a folder, expected a file path")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".partial", dir=output.parent)
+    os.close(handle)
+    staging = Path(name)
+    try:
+        yield staging
+        staging.chmod(0o644)
+        staging.replace(output)
+    except BaseException:
+        staging.unlink(missing_ok=True)
+        raise
 
 
 @contextmanager
@@ -21,8 +47,7 @@ def atomic_output_folder(output: str | Path, *, overwrite: bool = False) -> Iter
     complete, so a failed conversion never leaves a half-written or missing model.
     """
     output = Path(output)
-    if output.exists() and not overwrite:
-        raise ConversionError(f"{output} already exists: pass --overwrite to replace it")
+    _refuse_existing(output, overwrite)
     if output.exists() and not output.is_dir():
         raise ConversionError(f"{output} exists and is not a folder")
     output.parent.mkdir(parents=True, exist_ok=True)

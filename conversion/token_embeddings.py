@@ -1,0 +1,58 @@
+"""`elmo-convert token-embeddings`: the context-free token layer of a vocabulary, as bilm-tf's
+`elmo_token_embeddings.hdf5` (dataset "embedding" of shape (vocabulary, projection_dim), row i for line i)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import h5py
+import torch
+from tqdm.auto import tqdm
+
+from modeling_elmo import word_to_char_ids
+
+from .allennlp import load_converted_model
+from .atomic_output import atomic_output_file
+from .errors import ConversionError
+
+__all__ = ["read_vocabulary", "write_token_embeddings"]
+
+
+def read_vocabulary(path: str | Path) -> list[str]:
+    """One word per line, surrounding whitespace stripped, as bilm-tf reads vocabulary files."""
+    path = Path(path)
+    try:
+        lines = path.read_bytes().splitlines()
+    except FileNotFoundError:
+        raise ConversionError(f"{path}: no such vocabulary file") from None
+    words = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            words.append(line.decode("utf-8").strip())
+        except UnicodeDecodeError as error:
+            raise ConversionError(f"{path}, line {number}: not UTF-8 ({error.reason} at byte {error.start})") from None
+    if not words:
+        raise ConversionError(f"{path}: the vocabulary is empty")
+    return words
+
+
+def write_token_embeddings(
+    model_folder: str | Path,
+    vocabulary_file: str | Path,
+    output: str | Path,
+    *,
+    batch_size: int = 1024,
+    overwrite: bool = False,
+) -> int:
+    """Compute and write the token layer of every vocabulary word; returns the number of words."""
+    words = read_vocabulary(vocabulary_file)
+    model = load_converted_model(model_folder)
+    max_characters = model.config.max_characters_per_token
+    with atomic_output_file(output, overwrite=overwrite) as staging, h5py.File(staging, "w") as embeddings:
+        dataset = embeddings.create_dataset("embedding", (len(words), model.config.projection_dim), dtype="float32")
+        for start in tqdm(range(0, len(words), batch_size), desc="Token embeddings", unit="batch"):
+            batch = words[start : start + batch_size]
+            char_ids = torch.tensor([word_to_char_ids(word, max_characters) for word in batch])
+            with torch.no_grad():
+                dataset[start : start + len(batch)] = model.char_encoder(char_ids).float().numpy()
+    return len(words)
