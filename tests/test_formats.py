@@ -68,7 +68,7 @@ def test_variant_with_mismatched_weights_names_the_problem(tmp_path: Path, capsy
     _, weights = write_original_model(tmp_path, small_options(), seed=1)
     code = main(["allennlp", "--variant", "original", "--weights", str(weights), "--output", str(tmp_path / "out")])
     assert code == 2
-    assert "char_embed has shape (261, 4), the options imply (261, 16)" in capsys.readouterr().err
+    assert "dataset CNN/W_cnn_3 is missing (and 7 more); do the options match" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 
