@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
 from .allennlp_hdf5 import read_allennlp_weights, write_allennlp_weights
 from .atomic_output import atomic_output_folder
 from .errors import ConversionError
+from .model_card import SourceDescription, measure_parity, write_model_card
 from .options import config_from_options, options_from_config
 
 __all__ = ["convert_allennlp", "export_allennlp", "load_allennlp_model", "load_converted_model"]
@@ -45,17 +47,27 @@ def convert_allennlp(
     weights_file: str | Path,
     output: str | Path,
     *,
-    source: str = "options.json",
+    source: SourceDescription,
+    options_source: str = "options.json",
+    repo_id: str | None = None,
     overwrite: bool = False,
-) -> ElmoModel:
-    """Convert and save model, tokenizer and code to `output` (atomically); returns the model."""
+) -> tuple[ElmoModel, float]:
+    """Convert and save model, tokenizer, code and model page to `output` (atomically).
+
+    Returns the saved model, reloaded, and its parity: the largest difference at any layer between the saved
+    float32 model and a float64 computation from the source file. `repo_id` (default: the folder name) is
+    what the model page's snippets load.
+    """
     if Path(output).exists() and not overwrite:  # fail before the slow part
         raise ConversionError(f"{output} already exists: pass --overwrite to replace it")
-    model = load_allennlp_model(options, weights_file, source=source)
+    model = load_allennlp_model(options, weights_file, source=options_source)
     with atomic_output_folder(output, overwrite=overwrite) as folder:
         model.save_pretrained(folder)
         ElmoTokenizer(max_characters_per_token=model.config.max_characters_per_token).save_pretrained(folder)
-    return model
+        saved = ElmoModel.from_pretrained(folder).eval()
+        parity = measure_parity(saved, copy.deepcopy(model).double())
+        write_model_card(folder, saved, source, parity=parity, repo_id=repo_id or Path(output).name)
+    return saved, parity
 
 
 def export_allennlp(model_folder: str | Path, output: str | Path, *, overwrite: bool = False) -> Path:

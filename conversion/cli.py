@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from .errors import ConversionError
 from .variants import VARIANTS
@@ -49,6 +50,11 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     allennlp.add_argument("--weights", required=True, help="the model's weights.hdf5")
     allennlp.add_argument("--output", required=True, help="model folder to create")
+    allennlp.add_argument("--license", default="apache-2.0", help="license of the weights, for the model page")
+    allennlp.add_argument("--language", default="en", help="language of the weights, for the model page")
+    allennlp.add_argument(
+        "--push-to-hub", metavar="REPO", help="upload the folder to this Hub model repo (needs a login)"
+    )
 
     to_allennlp = command("to-allennlp", "model folder -> options.json + weights.hdf5 in the original layout")
     to_allennlp.add_argument("--model", required=True, help="model folder written by this package")
@@ -69,17 +75,44 @@ def _run(args: argparse.Namespace) -> str:
     """Carry out the command; returns its one-line summary."""
     if args.command == "allennlp":
         from .allennlp import convert_allennlp
+        from .model_card import SourceDescription
         from .options import read_options
-        from .variants import variant_options
 
-        options = read_options(args.options) if args.options else variant_options(args.variant)
-        source = args.options or f"variant {args.variant}"
-        model = convert_allennlp(options, args.weights, args.output, source=source, overwrite=args.overwrite)
+        weights = Path(args.weights)
+        if args.variant:
+            variant = VARIANTS[args.variant]
+            options, options_source = variant.options, f"variant {args.variant}"
+            source = SourceDescription(
+                f"the AllenNLP release {variant.release}", weights, args.license, args.language, variant.training_data
+            )
+        else:
+            options, options_source = read_options(args.options), args.options
+            source = SourceDescription(
+                f"the ELMo weights {weights.name}",
+                weights,
+                args.license,
+                args.language,
+                "the corpus its source was trained on (not recorded in the source files)",
+            )
+        model, parity = convert_allennlp(
+            options,
+            weights,
+            args.output,
+            source=source,
+            options_source=options_source,
+            repo_id=args.push_to_hub,
+            overwrite=args.overwrite,
+        )
+        if args.push_to_hub:
+            from .hub import push_folder
+
+            push_folder(args.output, args.push_to_hub)
         config = model.config
         parameters = sum(parameter.numel() for parameter in model.parameters())
         return (
-            f"Converted {args.weights} ({parameters:,} parameters, {config.num_hidden_layers} biLSTM layers of"
-            f" {config.cell_size} cells, projection {config.projection_dim}) -> {args.output}"
+            f"Converted {weights} ({parameters:,} parameters, {config.num_hidden_layers} biLSTM layers of"
+            f" {config.cell_size} cells, projection {config.projection_dim}) -> {args.output};"
+            f" max |float32 - float64 source| at any layer: {parity:.2e}"
         )
     if args.command == "to-allennlp":
         from .allennlp import export_allennlp

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["VARIANTS", "variant_options"]
+__all__ = ["VARIANTS", "Variant"]
 
 _FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
+_ONE_BILLION_WORD = "the 1 Billion Word Benchmark (about 800M tokens of news text)"
 
 
 def _options(*, cells: int, projection: int, highway: int) -> dict[str, Any]:
@@ -31,15 +33,33 @@ def _options(*, cells: int, projection: int, highway: int) -> dict[str, Any]:
     }
 
 
-# name -> (released file stem, options). "original-5.5b" has the original's shape, trained on 5.5B tokens.
-VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
-    "small": ("elmo_2x1024_128_2048cnn_1xhighway", _options(cells=1024, projection=128, highway=1)),
-    "medium": ("elmo_2x2048_256_2048cnn_1xhighway", _options(cells=2048, projection=256, highway=1)),
-    "original": ("elmo_2x4096_512_2048cnn_2xhighway", _options(cells=4096, projection=512, highway=2)),
-    "original-5.5b": ("elmo_2x4096_512_2048cnn_2xhighway_5.5B", _options(cells=4096, projection=512, highway=2)),
+@dataclass(frozen=True)
+class Variant:
+    """A released model: its file stem, its options.json and the text it was trained on."""
+
+    release: str
+    _options: dict[str, Any]
+    training_data: str
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return copy.deepcopy(self._options)
+
+
+VARIANTS: dict[str, Variant] = {
+    "small": Variant(
+        "elmo_2x1024_128_2048cnn_1xhighway", _options(cells=1024, projection=128, highway=1), _ONE_BILLION_WORD
+    ),
+    "medium": Variant(
+        "elmo_2x2048_256_2048cnn_1xhighway", _options(cells=2048, projection=256, highway=1), _ONE_BILLION_WORD
+    ),
+    "original": Variant(
+        "elmo_2x4096_512_2048cnn_2xhighway", _options(cells=4096, projection=512, highway=2), _ONE_BILLION_WORD
+    ),
+    # The original's shape, trained on 5.5B tokens.
+    "original-5.5b": Variant(
+        "elmo_2x4096_512_2048cnn_2xhighway_5.5B",
+        _options(cells=4096, projection=512, highway=2),
+        "5.5B tokens: Wikipedia (1.9B) and the WMT 2008-2012 news crawl (3.6B)",
+    ),
 }
-
-
-def variant_options(name: str) -> dict[str, Any]:
-    """A copy of the options.json of the released variant `name` (see `VARIANTS`)."""
-    return copy.deepcopy(VARIANTS[name][1])

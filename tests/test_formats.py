@@ -13,7 +13,7 @@ from original_files import read_weights, small_options, write_original_model
 from conversion.allennlp_hdf5 import weight_mappings
 from conversion.cli import main
 from conversion.options import config_from_options
-from conversion.variants import VARIANTS, variant_options
+from conversion.variants import VARIANTS
 
 PARAMETER_COUNTS = {"small": 13_593_296, "medium": 28_027_728, "original": 93_600_848, "original-5.5b": 93_600_848}
 
@@ -46,7 +46,7 @@ def test_fixture_round_trip_is_bit_exact(elmo_fixture: Path, tmp_path: Path) -> 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_random_weights_of_each_variant_round_trip(variant: str, tmp_path: Path) -> None:
-    options = variant_options(variant)
+    options = VARIANTS[variant].options
     if variant != "small":  # the larger variants' structure at a size CI can hold: fewer cells, thinner filters
         options["lstm"].update(dim=64, projection_dim=16)
         options["char_cnn"]["filters"] = [[width, count // 32] for width, count in options["char_cnn"]["filters"]]
@@ -59,7 +59,7 @@ def test_random_weights_of_each_variant_round_trip(variant: str, tmp_path: Path)
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_variant_presets_have_the_released_parameter_counts(variant: str) -> None:
-    config = config_from_options(variant_options(variant))
+    config = config_from_options(VARIANTS[variant].options)
     assert sum(int(np.prod(mapping.shape)) for mapping in weight_mappings(config)) == PARAMETER_COUNTS[variant]
     assert config.num_filters == 2048
 

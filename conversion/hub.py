@@ -1,0 +1,35 @@
+"""Upload a converted folder to the Hugging Face Hub (`--push-to-hub`), after checking it offline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from huggingface_hub import HfApi, ModelCard
+
+from .errors import ConversionError
+
+__all__ = ["check_model_folder", "push_folder"]
+
+REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer_config.json", "README.md", "modeling_elmo.py")
+REQUIRED_METADATA = ("library_name", "pipeline_tag", "license", "language", "tags")
+
+
+def check_model_folder(folder: str | Path) -> ModelCard:
+    """Everything a Hub repo of this model needs is in `folder`, and its card's metadata parses."""
+    folder = Path(folder)
+    missing = [name for name in REQUIRED_FILES if not (folder / name).is_file()]
+    if missing:
+        raise ConversionError(f"{folder}: missing {', '.join(missing)}")
+    card = ModelCard.load(folder / "README.md")
+    absent = [key for key in REQUIRED_METADATA if not getattr(card.data, key, None)]
+    if absent:
+        raise ConversionError(f"{folder / 'README.md'}: metadata lacks {', '.join(absent)}")
+    return card
+
+
+def push_folder(folder: str | Path, repo_id: str) -> str:
+    """Check `folder`, create the model repo if needed and upload; returns the commit URL."""
+    check_model_folder(folder)
+    api = HfApi()
+    api.create_repo(repo_id, repo_type="model", exist_ok=True)
+    return str(api.upload_folder(repo_id=repo_id, folder_path=str(folder), repo_type="model"))
