@@ -43,9 +43,16 @@ class ElmoConfig(PreTrainedConfig):
     | `dropout` | `dropout`: LM training dropout |
 
     `lstm_forget_bias` is added to the forget gate at run time, as TensorFlow's `LSTMCell` does (bilm-tf
-    weights store the bias without it). Every output layer is `2 * projection_dim` wide (`hidden_size`).
-    Training-only options of `options.json` (batch size, epochs, ...) are kept verbatim in
-    `training_options`.
+    weights store the bias without it; ELMoForManyLangs weights include it, so theirs is 0). Every output
+    layer is `2 * projection_dim` wide (`hidden_size`). Training-only options of `options.json` (batch size,
+    epochs, ...) are kept verbatim in `training_options`.
+
+    The token layer can also be ELMoForManyLangs': a character vocabulary of code points (in the tokenizer,
+    any `char_vocab_size`), other ids for the characters that build the `<S>`/`</S>` words (`bow_char_id`,
+    `eow_char_id`, `bos_char_id`, `eos_char_id`, `char_pad_id`: the first slot, the last slot, the marker
+    character of each sentence marker and the padding slots), and a word embedding of `word_vocab_size` x
+    `word_embedding_dim` concatenated before the character features (with `bos_word_id`/`eos_word_id` for
+    the markers). All character ids are the model's: 0 means "no word", its embedding row stays zero.
     """
 
     model_type = "elmo"
@@ -66,6 +73,15 @@ class ElmoConfig(PreTrainedConfig):
         proj_clip: float | None = 3.0,
         use_skip_connections: bool = True,
         lstm_forget_bias: float = 1.0,
+        bow_char_id: int = 259,
+        eow_char_id: int = 260,
+        bos_char_id: int = 257,
+        eos_char_id: int = 258,
+        char_pad_id: int = 261,
+        word_vocab_size: int = 0,
+        word_embedding_dim: int = 0,
+        bos_word_id: int | None = None,
+        eos_word_id: int | None = None,
         vocab_size: int | None = None,
         dropout: float = 0.1,
         training_options: dict | None = None,
@@ -82,6 +98,11 @@ class ElmoConfig(PreTrainedConfig):
                 f"char_cnn_filters must be a non-empty list of [width, count] with 1 <= width <= "
                 f"{max_characters_per_token} and count >= 1, got {char_cnn_filters!r}"
             )
+        char_ids = {"bow": bow_char_id, "eow": eow_char_id, "bos": bos_char_id, "eos": eos_char_id, "pad": char_pad_id}
+        if not all(0 < char_id < char_vocab_size for char_id in char_ids.values()):
+            raise ValueError(f"special character ids {char_ids} must lie in 1..{char_vocab_size - 1}")
+        if word_embedding_dim and (not word_vocab_size or bos_word_id is None or eos_word_id is None):
+            raise ValueError("a word embedding needs word_vocab_size, bos_word_id and eos_word_id")
         self.char_vocab_size = char_vocab_size
         self.max_characters_per_token = max_characters_per_token
         self.char_embedding_dim = char_embedding_dim
@@ -95,6 +116,15 @@ class ElmoConfig(PreTrainedConfig):
         self.proj_clip = None if proj_clip is None else float(proj_clip)
         self.use_skip_connections = use_skip_connections
         self.lstm_forget_bias = lstm_forget_bias
+        self.bow_char_id = bow_char_id
+        self.eow_char_id = eow_char_id
+        self.bos_char_id = bos_char_id
+        self.eos_char_id = eos_char_id
+        self.char_pad_id = char_pad_id
+        self.word_vocab_size = word_vocab_size
+        self.word_embedding_dim = word_embedding_dim
+        self.bos_word_id = bos_word_id
+        self.eos_word_id = eos_word_id
         self.vocab_size = vocab_size
         self.dropout = dropout
         self.training_options = dict(training_options or {})

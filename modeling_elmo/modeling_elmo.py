@@ -26,9 +26,6 @@ __all__ = [
     "ElmoPreTrainedModel",
 ]
 
-# Character ids (after bilm-tf's +1 shift) of the words ELMo adds around every sentence.
-_BOW, _BOS, _EOS, _EOW, _CHAR_PAD = 259, 257, 258, 260, 261
-
 LstmState = tuple[torch.Tensor, torch.Tensor]
 
 
@@ -70,7 +67,8 @@ class ElmoHighway(nn.Module):
 class ElmoCharacterEncoder(nn.Module):
     """The context-free token layer: character embedding, CNN, highway layers and projection.
 
-    Maps character ids `(words, max_characters_per_token)` to token vectors `(words, projection_dim)`.
+    Maps character ids `(words, max_characters_per_token)` (and, for models with a word embedding such as
+    ELMoForManyLangs', word ids `(words,)`) to token vectors `(words, projection_dim)`.
     """
 
     def __init__(self, config: ElmoConfig) -> None:
@@ -82,14 +80,21 @@ class ElmoCharacterEncoder(nn.Module):
         )
         self.activation = torch.relu if config.char_cnn_activation == "relu" else torch.tanh
         self.highways = nn.ModuleList(ElmoHighway(dim=config.num_filters) for _ in range(config.num_highway_layers))
-        self.projection = nn.Linear(config.num_filters, config.projection_dim)
+        self.word_embedding = (
+            nn.Embedding(config.word_vocab_size, config.word_embedding_dim) if config.word_embedding_dim else None
+        )
+        self.projection = nn.Linear(config.word_embedding_dim + config.num_filters, config.projection_dim)
 
-    def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
+    def forward(self, char_ids: torch.Tensor, word_ids: torch.Tensor | None = None) -> torch.Tensor:
         chars = self.char_embedding(char_ids).transpose(1, 2)  # (words, embedding, characters)
         # Valid convolution over all slots (pad slots included), max over positions, then the activation.
         features = torch.cat([self.activation(conv(chars).amax(dim=-1)) for conv in self.convolutions], dim=-1)
         for highway in self.highways:
             features = highway(features)
+        if self.word_embedding is not None:
+            if word_ids is None:
+                raise ValueError("this model has a word embedding: pass input_word_ids from its tokenizer")
+            features = torch.cat([self.word_embedding(word_ids), features], dim=-1)
         return self.projection(features)
 
 
@@ -218,6 +223,7 @@ class ElmoModel(ElmoPreTrainedModel):
         self,
         input_ids: torch.LongTensor,
         attention_mask: torch.Tensor | None = None,
+        input_word_ids: torch.LongTensor | None = None,
         state: tuple[torch.Tensor, torch.Tensor] | None = None,
         use_cache: bool | None = None,
         output_hidden_states: bool | None = None,
@@ -229,6 +235,8 @@ class ElmoModel(ElmoPreTrainedModel):
                 Character ids from [`ElmoTokenizer`], padded on the right with all-zero rows.
             attention_mask (`torch.Tensor` of shape `(batch, words)`, *optional*):
                 1 for words, 0 for padding; by default a word is any row with a non-zero id.
+            input_word_ids (`torch.LongTensor` of shape `(batch, words)`, *optional*):
+                Word ids, for models with a word embedding (ELMoForManyLangs'); the tokenizer returns them.
             state (`tuple(torch.Tensor, torch.Tensor)`, *optional*):
                 `(h, c)` from a previous call's `state` (see [`ElmoModelOutput`]) to continue every row from.
             use_cache (`bool`, *optional*):
@@ -247,14 +255,22 @@ class ElmoModel(ElmoPreTrainedModel):
         # With <S> at position 0 and </S> right after each row's last word.
         marked_ids = input_ids.new_zeros(batch, words + 2, input_ids.shape[-1])
         marked_ids[:, 1:-1] = input_ids * mask[..., None]
-        marked_ids[:, 0] = self._marker_ids(_BOS, input_ids)
-        marked_ids[torch.arange(batch, device=input_ids.device), lengths + 1] = self._marker_ids(_EOS, input_ids)
+        rows = torch.arange(batch, device=input_ids.device)
+        marked_ids[:, 0] = self._marker_ids(self.config.bos_char_id, input_ids)
+        marked_ids[rows, lengths + 1] = self._marker_ids(self.config.eos_char_id, input_ids)
         marked_lengths = lengths + 2
         marked_mask = torch.arange(words + 2, device=mask.device)[None, :] < marked_lengths[:, None]
+        marked_word_ids = None
+        if input_word_ids is not None:
+            marked_word_ids = input_word_ids.new_zeros(batch, words + 2)
+            marked_word_ids[:, 1:-1] = input_word_ids * mask
+            marked_word_ids[:, 0] = self.config.bos_word_id
+            marked_word_ids[rows, lengths + 1] = self.config.eos_word_id
+            marked_word_ids = marked_word_ids[marked_mask]
 
         # The character encoder only sees real words: padding rows stay exactly zero.
         token = torch.zeros(batch, words + 2, self.config.projection_dim, dtype=self.dtype, device=input_ids.device)
-        token[marked_mask] = self.char_encoder(marked_ids[marked_mask])
+        token[marked_mask] = self.char_encoder(marked_ids[marked_mask], marked_word_ids)
 
         forward_states, backward_states = self._initial_states(state, batch, token)
         forward_outputs, forward_final = self.forward_lstm(token, marked_mask, forward_states)
@@ -296,7 +312,10 @@ class ElmoModel(ElmoPreTrainedModel):
         return mask
 
     def _marker_ids(self, marker: int, like: torch.Tensor) -> torch.Tensor:
-        ids = [_BOW, marker, _EOW] + [_CHAR_PAD] * (self.config.max_characters_per_token - 3)
+        """Character ids of a sentence-marker word: begin-of-word, the marker, end-of-word, padding."""
+        config = self.config
+        ids = [config.bow_char_id, marker, config.eow_char_id]
+        ids += [config.char_pad_id] * (config.max_characters_per_token - 3)
         return torch.tensor(ids, dtype=like.dtype, device=like.device)
 
     def _initial_states(

@@ -3,10 +3,14 @@
 ELMo has no word vocabulary: each word is its UTF-8 bytes between begin-of-word and end-of-word marks,
 as the original bilm-tf/AllenNLP character mapping defines it. The "vocabulary" of this tokenizer is
 therefore the 262 character symbols, so `pad_token_id` is 0, the id of "no character / no word".
+ELMoForManyLangs models instead read code points through a character vocabulary, plus word ids for their
+word embedding: the same tokenizer with `char_vocab.json` (and `word_vocab.json`) does that.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -75,25 +79,29 @@ def word_to_char_ids(word: str, max_characters_per_token: int = 50) -> list[int]
     return [char + 1 for char in chars]
 
 
-def _char_ids_to_word(char_ids: Sequence[int]) -> str | None:
-    """Inverse of `word_to_char_ids` (bytes that a truncation cut are shown as U+FFFD); None for padding."""
-    chars = [char - 1 for char in char_ids if char > 0]
-    if not chars:
+# The ids of the characters that frame words and build the sentence markers, in bilm-tf's byte mapping.
+UTF8_SPECIAL_CHAR_IDS = {
+    "bow": _BOW_CHAR + 1,
+    "eow": _EOW_CHAR + 1,
+    "bos": _BOS_CHAR + 1,
+    "eos": _EOS_CHAR + 1,
+    "pad": _PAD_CHAR + 1,
+}
+_SPECIAL_SYMBOLS = {
+    "bos": BOS_WORD,
+    "eos": EOS_WORD,
+    "bow": "<bow>",
+    "eow": "<eow>",
+    "pad": "<char_pad>",
+    "oov": "<oov>",
+}
+
+
+def _read_json_vocabulary(path: str | None) -> dict[str, int] | None:
+    if path is None:
         return None
-    inner = chars[1 : chars.index(_EOW_CHAR)] if _EOW_CHAR in chars else chars[1:]
-    if inner == [_BOS_CHAR]:
-        return BOS_WORD
-    if inner == [_EOS_CHAR]:
-        return EOS_WORD
-    return bytes(char for char in inner if char < 256).decode("utf-8", "replace")
-
-
-def _character_vocabulary() -> dict[str, int]:
-    vocab = {"<pad>": 0}
-    vocab.update({f"<0x{byte:02X}>": byte + 1 for byte in range(256)})
-    vocab.update({BOS_WORD: _BOS_CHAR + 1, EOS_WORD: _EOS_CHAR + 1, "<bow>": _BOW_CHAR + 1, "<eow>": _EOW_CHAR + 1})
-    vocab["<char_pad>"] = _PAD_CHAR + 1
-    return vocab
+    with open(path, encoding="utf-8") as file:
+        return json.load(file)
 
 
 class ElmoTokenizer(PreTrainedTokenizer):
@@ -104,17 +112,27 @@ class ElmoTokenizer(PreTrainedTokenizer):
     - `attention_mask` has shape (batch, words). Padding is on the right: whole rows of id 0.
     - `max_length`, `truncation` and `padding` count words. The `<S>`/`</S>` sentence markers are not
       added here: [`ElmoModel`] adds and removes them, so outputs align 1:1 with the input words.
+
+    By default a word is its UTF-8 bytes (bilm-tf/AllenNLP). With `char_vocab_file` (a JSON object from
+    character to model id) a word is its first `max_characters_per_token - 2` code points, unknown ones
+    mapped to `special_char_ids["oov"]` (ELMoForManyLangs); `special_char_ids` gives the ids of the framing
+    characters (`bow`, `eow`, `bos`, `eos`, `pad`, `oov`). With `word_vocab_file` the tokenizer also returns
+    `input_word_ids` (batch, words), unknown words mapped to `special_word_ids["oov"]`.
     """
 
-    vocab_files_names: dict[str, str] = {}
+    vocab_files_names = {"char_vocab_file": "char_vocab.json", "word_vocab_file": "word_vocab.json"}
     model_input_names = ["input_ids", "attention_mask"]
     padding_side = "right"
     truncation_side = "right"
 
     def __init__(
         self,
+        char_vocab_file: str | None = None,
+        word_vocab_file: str | None = None,
         *,
         max_characters_per_token: int = 50,
+        special_char_ids: dict[str, int] | None = None,
+        special_word_ids: dict[str, int] | None = None,
         pad_token: str = "<pad>",
         bos_token: str = BOS_WORD,
         eos_token: str = EOS_WORD,
@@ -123,11 +141,25 @@ class ElmoTokenizer(PreTrainedTokenizer):
         if max_characters_per_token < 3:
             raise ValueError(f"max_characters_per_token must be at least 3, got {max_characters_per_token}")
         self.max_characters_per_token = max_characters_per_token
-        self._vocab = _character_vocabulary()
+        self.char_vocab = _read_json_vocabulary(char_vocab_file)
+        self.word_vocab = _read_json_vocabulary(word_vocab_file)
+        self.special_char_ids = dict(special_char_ids or UTF8_SPECIAL_CHAR_IDS)
+        self.special_word_ids = dict(special_word_ids or {})
+        if self.char_vocab is not None and set(self.special_char_ids) != set(_SPECIAL_SYMBOLS):
+            raise ValueError(f"a character vocabulary needs special_char_ids for {sorted(_SPECIAL_SYMBOLS)}")
+        if self.word_vocab is not None and set(self.special_word_ids) != {"bos", "eos", "oov"}:
+            raise ValueError("a word vocabulary needs special_word_ids for 'bos', 'eos' and 'oov'")
+        if self.word_vocab is not None:
+            self.model_input_names = [*self.model_input_names, "input_word_ids"]
+        symbols = {f"<0x{byte:02X}>": byte + 1 for byte in range(256)} if self.char_vocab is None else self.char_vocab
+        specials = {_SPECIAL_SYMBOLS[name]: char_id for name, char_id in self.special_char_ids.items()}
+        self._vocab = {"<pad>": 0, **symbols, **specials}
         self._ids_to_symbols = {index: symbol for symbol, index in self._vocab.items()}
         kwargs.setdefault("model_max_length", 1_000_000)
         super().__init__(
             max_characters_per_token=max_characters_per_token,
+            special_char_ids=special_char_ids,
+            special_word_ids=special_word_ids,
             pad_token=pad_token,
             bos_token=bos_token,
             eos_token=eos_token,
@@ -149,7 +181,49 @@ class ElmoTokenizer(PreTrainedTokenizer):
         return self._ids_to_symbols[index]
 
     def save_vocabulary(self, save_directory: str, filename_prefix: str | None = None) -> tuple[str, ...]:
-        return ()  # the character mapping is fixed: nothing to save
+        """Write the character and word vocabularies, where there are any (the UTF-8 mapping is fixed)."""
+        written = []
+        for vocabulary, name in ((self.char_vocab, "char_vocab_file"), (self.word_vocab, "word_vocab_file")):
+            if vocabulary is not None:
+                path = os.path.join(save_directory, (filename_prefix or "") + self.vocab_files_names[name])
+                with open(path, "w", encoding="utf-8") as file:
+                    json.dump(vocabulary, file, ensure_ascii=False, indent=0)
+                written.append(path)
+        return tuple(written)
+
+    def word_char_ids(self, word: str) -> list[int]:
+        """The `max_characters_per_token` character ids of one word."""
+        if self.char_vocab is None:
+            return word_to_char_ids(word, self.max_characters_per_token)
+        special = self.special_char_ids
+        if word in (BOS_WORD, EOS_WORD):
+            body = [special["bos"] if word == BOS_WORD else special["eos"]]
+        else:
+            body = [self.char_vocab.get(char, special["oov"]) for char in word[: self.max_characters_per_token - 2]]
+        ids = [special["bow"], *body, special["eow"]]
+        return ids + [special["pad"]] * (self.max_characters_per_token - len(ids))
+
+    def word_id(self, word: str) -> int:
+        """The word-embedding id of one word (looked up as cut to the characters the model sees)."""
+        special = self.special_word_ids
+        if word in (BOS_WORD, EOS_WORD):
+            return special["bos"] if word == BOS_WORD else special["eos"]
+        return self.word_vocab.get(word[: self.max_characters_per_token - 2], special["oov"])
+
+    def _ids_to_word(self, char_ids: Sequence[int]) -> str | None:
+        """Inverse of `word_char_ids` (bytes a truncation cut show as U+FFFD); None for a padding row."""
+        ids = [char for char in char_ids if char > 0]
+        if not ids:
+            return None
+        special = self.special_char_ids
+        inner = ids[1 : ids.index(special["eow"])] if special["eow"] in ids[1:] else ids[1:]
+        if inner == [special["bos"]]:
+            return BOS_WORD
+        if inner == [special["eos"]]:
+            return EOS_WORD
+        if self.char_vocab is None:
+            return bytes(char - 1 for char in inner if char <= 256).decode("utf-8", "replace")
+        return "".join(self._ids_to_symbols.get(char, "\ufffd") for char in inner)
 
     def tokenize(self, text: str, **kwargs) -> list[str]:
         """Split raw text into words (see [`split_words`])."""
@@ -181,7 +255,9 @@ class ElmoTokenizer(PreTrainedTokenizer):
             words = self._words_of(sentence, is_split_into_words)
             if truncation_strategy != TruncationStrategy.DO_NOT_TRUNCATE and max_length is not None:
                 words = words[:max_length] if self.truncation_side == "right" else words[len(words) - max_length :]
-            row = {"input_ids": [word_to_char_ids(word, self.max_characters_per_token) for word in words]}
+            row = {"input_ids": [self.word_char_ids(word) for word in words]}
+            if self.word_vocab is not None:
+                row["input_word_ids"] = [self.word_id(word) for word in words]
             if return_length:
                 row["length"] = len(words)
             encoded.append(row)
@@ -266,6 +342,8 @@ class ElmoTokenizer(PreTrainedTokenizer):
             if return_attention_mask:
                 mask = list(example.get("attention_mask", [1] * len(rows)))
                 example["attention_mask"] = mask + [0] * missing
+            if "input_word_ids" in example:
+                example["input_word_ids"] = list(example["input_word_ids"]) + [0] * missing
             example["input_ids"] = rows + [pad_row] * missing
         batch = {key: [example[key] for example in examples] for key in examples[0]}
         if return_tensors is not None and len(set(len(rows) for rows in batch["input_ids"])) > 1:
@@ -287,7 +365,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
             return [self.decode(sentence, skip_special_tokens=skip_special_tokens) for sentence in ids]
         if ids.ndim != 2:
             raise ValueError(f"decode expects ids of shape (words, chars) or (batch, words, chars), got {ids.shape}")
-        words = (_char_ids_to_word(row) for row in ids.tolist())
+        words = (self._ids_to_word(row) for row in ids.tolist())
         special = (BOS_WORD, EOS_WORD) if skip_special_tokens else ()
         return " ".join(word for word in words if word is not None and word not in special)
 
