@@ -6,8 +6,6 @@ parameters it becomes; nothing is converted that is not listed, and every listed
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import h5py
@@ -18,32 +16,9 @@ from tqdm.auto import tqdm
 from modeling_elmo import ElmoConfig
 
 from .errors import ConversionError
+from .weight_mapping import WeightMapping, same, transposed
 
-__all__ = ["WeightMapping", "read_allennlp_weights", "weight_mappings", "write_allennlp_weights"]
-
-
-@dataclass(frozen=True)
-class WeightMapping:
-    """One hdf5 dataset, its expected shape, the model parameters made from it, and the way back.
-
-    `to_model` maps the dataset to one array per name in `parameters`; `to_original` maps those arrays
-    back. Both only slice, transpose and concatenate, so a round trip is exact to the bit.
-    """
-
-    dataset: str
-    shape: tuple[int, ...]
-    parameters: tuple[str, ...]
-    to_model: Callable[[np.ndarray], tuple[np.ndarray, ...]]
-    to_original: Callable[..., np.ndarray]
-
-
-def _same(dataset: str, shape: tuple[int, ...], parameter: str) -> WeightMapping:
-    return WeightMapping(dataset, shape, (parameter,), lambda array: (array,), lambda array: array)
-
-
-def _transposed(dataset: str, shape: tuple[int, ...], parameter: str) -> WeightMapping:
-    """TF dense kernels are (in, out); torch Linear weights are (out, in)."""
-    return WeightMapping(dataset, shape, (parameter,), lambda array: (array.T,), lambda array: array.T)
+__all__ = ["read_allennlp_weights", "weight_mappings", "write_allennlp_weights"]
 
 
 def weight_mappings(config: ElmoConfig) -> list[WeightMapping]:
@@ -72,14 +47,14 @@ def weight_mappings(config: ElmoConfig) -> list[WeightMapping]:
                 lambda weight: weight.transpose(2, 1, 0)[None],
             )
         )
-        mappings.append(_same(f"CNN/b_cnn_{index}", (count,), f"{target}.bias"))
+        mappings.append(same(f"CNN/b_cnn_{index}", (count,), f"{target}.bias"))
     for index in range(config.num_highway_layers):
         target = f"char_encoder.highways.{index}"
         for gate in ("carry", "transform"):
-            mappings.append(_transposed(f"CNN_high_{index}/W_{gate}", (filters, filters), f"{target}.{gate}.weight"))
-            mappings.append(_same(f"CNN_high_{index}/b_{gate}", (filters,), f"{target}.{gate}.bias"))
-    mappings.append(_transposed("CNN_proj/W_proj", (filters, projection), "char_encoder.projection.weight"))
-    mappings.append(_same("CNN_proj/b_proj", (projection,), "char_encoder.projection.bias"))
+            mappings.append(transposed(f"CNN_high_{index}/W_{gate}", (filters, filters), f"{target}.{gate}.weight"))
+            mappings.append(same(f"CNN_high_{index}/b_{gate}", (filters,), f"{target}.{gate}.bias"))
+    mappings.append(transposed("CNN_proj/W_proj", (filters, projection), "char_encoder.projection.weight"))
+    mappings.append(same("CNN_proj/b_proj", (projection,), "char_encoder.projection.bias"))
     for direction, stack in enumerate(("forward_lstm", "backward_lstm")):
         for layer in range(config.num_hidden_layers):
             source = f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
@@ -94,8 +69,8 @@ def weight_mappings(config: ElmoConfig) -> list[WeightMapping]:
                     lambda input_weight, state_weight: np.concatenate([input_weight.T, state_weight.T]),
                 )
             )
-            mappings.append(_same(f"{source}/B", (4 * cells,), f"{target}.input_projection.bias"))
-            mappings.append(_transposed(f"{source}/W_P_0", (cells, projection), f"{target}.output_projection.weight"))
+            mappings.append(same(f"{source}/B", (4 * cells,), f"{target}.input_projection.bias"))
+            mappings.append(transposed(f"{source}/W_P_0", (cells, projection), f"{target}.output_projection.weight"))
     return mappings
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,7 @@ def test_card_body_has_what_a_newcomer_needs(fixture_model_folder: Path) -> None
 
 def test_folder_check_names_what_is_missing(fixture_model_folder: Path, tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text("{}")
-    with pytest.raises(ConversionError, match="missing model.safetensors, tokenizer_config.json, README.md"):
+    with pytest.raises(ConversionError, match=re.escape("missing model.safetensors, tokenizer_config.json, README.md")):
         check_model_folder(tmp_path)
     for path in fixture_model_folder.iterdir():
         (tmp_path / path.name).write_bytes(path.read_bytes())
