@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -63,9 +62,10 @@ def convert_allennlp(
     model = load_allennlp_model(options, weights_file, source=options_source)
     with atomic_output_folder(output, overwrite=overwrite) as folder:
         model.save_pretrained(folder)
-        ElmoTokenizer(max_characters_per_token=model.config.max_characters_per_token).save_pretrained(folder)
+        tokenizer = ElmoTokenizer(max_characters_per_token=model.config.max_characters_per_token)
+        tokenizer.save_pretrained(folder)
         saved = ElmoModel.from_pretrained(folder).eval()
-        parity = measure_parity(saved, copy.deepcopy(model).double())
+        parity = measure_parity(saved, model.double(), tokenizer)
         write_model_card(folder, saved, source, parity=parity, repo_id=repo_id or Path(output).name)
     return saved, parity
 

@@ -83,13 +83,17 @@ def _run(args: argparse.Namespace) -> str:
             variant = VARIANTS[args.variant]
             options, options_source = variant.options, f"variant {args.variant}"
             source = SourceDescription(
-                f"the AllenNLP release {variant.release}", weights, args.license, args.language, variant.training_data
+                f"the AllenNLP release {variant.release}",
+                (weights,),
+                args.license,
+                args.language,
+                variant.training_data,
             )
         else:
             options, options_source = read_options(args.options), args.options
             source = SourceDescription(
                 f"the ELMo weights {weights.name}",
-                weights,
+                (weights,),
                 args.license,
                 args.language,
                 "the corpus its source was trained on (not recorded in the source files)",

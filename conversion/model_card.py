@@ -30,7 +30,7 @@ class SourceDescription:
     """What a model page says about where the weights came from."""
 
     description: str  # e.g. "the AllenNLP release elmo_2x4096_512_2048cnn_2xhighway"
-    source_file: Path
+    source_files: tuple[Path, ...]  # the weight files, named with their checksums on the page
     license: str = "apache-2.0"
     language: str = "en"
     training_data: str = "the 1 Billion Word Benchmark (about 800M tokens of news text)"
@@ -44,11 +44,9 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def measure_parity(converted: ElmoModel, float64_reference: ElmoModel) -> float:
+def measure_parity(converted: ElmoModel, float64_reference: ElmoModel, tokenizer: ElmoTokenizer) -> float:
     """Largest |difference| over every layer of `PARITY_SENTENCES` between two models of the same weights."""
-    inputs = ElmoTokenizer(max_characters_per_token=converted.config.max_characters_per_token)(
-        PARITY_SENTENCES, is_split_into_words=True, padding=True, return_tensors="pt"
-    )
+    inputs = tokenizer(PARITY_SENTENCES, is_split_into_words=True, padding=True, return_tensors="pt")
     with torch.no_grad():
         actual = converted(**inputs, output_hidden_states=True).hidden_states
         expected = float64_reference(**inputs, output_hidden_states=True).hidden_states
@@ -66,7 +64,7 @@ def write_model_card(
         license=source.license,
         language=source.language,
         tags=["elmo", "bilm", "character-cnn", "feature-extraction", "remote-code"],
-        source_weights={"file": source.source_file.name, "sha256": file_sha256(source.source_file)},
+        source_weights=[{"file": path.name, "sha256": file_sha256(path)} for path in source.source_files],
         parity_max_abs_difference=float(f"{parity:.3g}"),
     )
     card = ModelCard.from_template(
@@ -75,8 +73,7 @@ def write_model_card(
         model_name=f"ELMo: {source.description}",
         repo_id=repo_id,
         source_description=source.description,
-        source_file=source.source_file.name,
-        source_sha256=card_data.source_weights["sha256"],
+        source_weights=card_data.source_weights,
         num_layers=config.num_hidden_layers,
         hidden_size=config.hidden_size,
         char_vocab_size=config.char_vocab_size,

@@ -20,10 +20,9 @@ def test_card_metadata_parses_and_names_the_source(elmo_fixture: Path, fixture_m
     assert card.data.license == "apache-2.0"
     assert card.data.language == "en"
     assert "elmo" in card.data.tags
-    assert card.data.source_weights == {
-        "file": "lm_weights.hdf5",
-        "sha256": file_sha256(elmo_fixture / "lm_weights.hdf5"),
-    }
+    assert card.data.source_weights == [
+        {"file": "lm_weights.hdf5", "sha256": file_sha256(elmo_fixture / "lm_weights.hdf5")}
+    ]
     assert 0 < card.data.parity_max_abs_difference < 5e-6
 
 

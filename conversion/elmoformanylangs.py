@@ -1,0 +1,276 @@
+"""ELMoForManyLangs (HIT-SCIR, 44 languages) model folders -> transformers model folders.
+
+Their token layer reads code points through `char.dic` and adds a word embedding (`word.dic`) before the
+projection; their LSTMs are AllenNLP's (gates i, f, g, o, forget bias stored in the weights), their
+highway AllenNLP's (the gate weighs the input). All of it maps onto `ElmoModel` as configuration:
+`weight_mappings` lists every tensor with its shape and how it maps; see the README's Formats table.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
+
+from .atomic_output import atomic_output_folder
+from .errors import ConversionError
+from .model_card import SourceDescription, measure_parity, write_model_card
+from .weight_mapping import WeightMapping, same
+
+__all__ = ["RELEASED_NETWORK_CONFIG", "convert_elmoformanylangs", "load_elmoformanylangs_model", "weight_mappings"]
+
+# The network config every released model names (their configs/cnn_50_100_512_4096_sample.json). Released
+# folders point at it with the authors' absolute path, so it is used when the folder does not hold it.
+RELEASED_NETWORK_CONFIG: dict[str, Any] = {
+    "encoder": {"name": "elmo", "projection_dim": 512, "cell_clip": 3, "proj_clip": 3, "dim": 4096, "n_layers": 2},
+    "token_embedder": {
+        "name": "cnn",
+        "activation": "relu",
+        "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]],
+        "n_highway": 2,
+        "word_dim": 100,
+        "char_dim": 50,
+        "max_characters_per_token": 50,
+    },
+    "classifier": {"name": "sampled_softmax", "n_samples": 8192},
+    "dropout": 0.1,
+}
+_CHAR_SPECIALS = ("<bos>", "<eos>", "<oov>", "<pad>", "<bow>", "<eow>")
+_WORD_SPECIALS = ("<oov>", "<bos>", "<eos>")
+# Their gate blocks are i, f, g, o; ours are TensorFlow's i, j(=g), f, o. The permutation is its own inverse.
+_GATE_ORDER = (0, 2, 1, 3)
+
+
+def _reorder_gates(array: np.ndarray) -> np.ndarray:
+    blocks = np.split(array, 4, axis=0)
+    return np.concatenate([blocks[index] for index in _GATE_ORDER], axis=0)
+
+
+def _read_dictionary(path: Path) -> dict[str, int]:
+    """Their `token<TAB>id` files, read as their loader does (a line whose token strips away is U+3000)."""
+    if not path.is_file():
+        raise ConversionError(f"{path}: no such file")
+    entries = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        fields = line.strip().split("\t")
+        if len(fields) == 1:
+            fields.insert(0, "\u3000")
+        try:
+            token, index = fields
+            entries[token] = int(index)
+        except ValueError:
+            raise ConversionError(f"{path}, line {number}: expected 'token<TAB>id', got {line!r:.80}") from None
+    return entries
+
+
+def _network_config(model_dir: Path) -> dict[str, Any]:
+    """The network config their `config.json` names, looked for the way their loader looks for it."""
+    training_config_path = model_dir / "config.json"
+    if not training_config_path.is_file():
+        raise ConversionError(f"{model_dir}: not an ELMoForManyLangs model folder (no config.json)")
+    config_path = json.loads(training_config_path.read_text(encoding="utf-8")).get("config_path")
+    if config_path is None:
+        raise ConversionError(f"{training_config_path}: no 'config_path' entry")
+    for candidate in (model_dir / config_path, model_dir / Path(config_path).name):
+        if candidate.is_file():
+            return json.loads(candidate.read_text(encoding="utf-8"))
+    return json.loads(json.dumps(RELEASED_NETWORK_CONFIG))
+
+
+def _load_state_dict(path: Path) -> dict[str, np.ndarray]:
+    if not path.is_file():
+        raise ConversionError(f"{path}: no such file")
+    try:
+        state_dict = torch.load(path, map_location="cpu", weights_only=True)  # never unpickle code from outside
+    except Exception as error:  # torch raises several kinds for files that are not safe state dicts
+        raise ConversionError(f"{path}: not a PyTorch state dict that loads with weights_only=True ({error})") from None
+    if not isinstance(state_dict, dict):
+        raise ConversionError(f"{path}: expected a state dict, got {type(state_dict).__name__}")
+    return {name: tensor.numpy() for name, tensor in state_dict.items()}
+
+
+def _config(network: dict[str, Any], chars: dict[str, int], words: dict[str, int] | None) -> ElmoConfig:
+    encoder, embedder = network["encoder"], network["token_embedder"]
+    if encoder.get("name") != "elmo" or embedder.get("name") != "cnn":
+        raise ConversionError(
+            f"only the 'elmo' encoder with the 'cnn' token embedder is supported, got {encoder.get('name')!r}"
+            f" with {embedder.get('name')!r}"
+        )
+    missing = [name for name in _CHAR_SPECIALS if name not in chars]
+    if missing:
+        raise ConversionError(f"char.dic lacks {', '.join(missing)}")
+    word_dim = embedder.get("word_dim") or 0
+    if word_dim and words is None:
+        raise ConversionError("the network has a word embedding (word_dim > 0) but the folder has no word.dic")
+    return ElmoConfig(
+        char_vocab_size=max(chars.values()) + 2,  # +1 shift frees id 0 for "no word"
+        max_characters_per_token=embedder["max_characters_per_token"],
+        char_embedding_dim=embedder["char_dim"],
+        char_cnn_filters=embedder["filters"],
+        char_cnn_activation=embedder["activation"],
+        num_highway_layers=embedder["n_highway"],
+        projection_dim=encoder["projection_dim"],
+        cell_size=encoder["dim"],
+        num_hidden_layers=encoder["n_layers"],
+        cell_clip=encoder.get("cell_clip") or None,  # their 0 means no clipping
+        proj_clip=encoder.get("proj_clip") or None,
+        use_skip_connections=True,
+        lstm_forget_bias=0.0,
+        # Their first slot holds the id of '<eow>' and the last that of '<bow>' (their frontend swaps the names).
+        bow_char_id=chars["<eow>"] + 1,
+        eow_char_id=chars["<bow>"] + 1,
+        bos_char_id=chars["<bos>"] + 1,
+        eos_char_id=chars["<eos>"] + 1,
+        char_pad_id=chars["<pad>"] + 1,
+        word_vocab_size=max(words.values()) + 1 if word_dim else 0,
+        word_embedding_dim=word_dim,
+        bos_word_id=words["<bos>"] if word_dim else None,
+        eos_word_id=words["<eos>"] if word_dim else None,
+        dropout=network.get("dropout", 0.1),
+    )
+
+
+def weight_mappings(config: ElmoConfig) -> list[WeightMapping]:
+    """Every tensor of `token_embedder.pkl` and `encoder.pkl` for `config`, and the parameters it becomes."""
+    chars, char_dim = config.char_vocab_size, config.char_embedding_dim
+    filters, projection, cells = config.num_filters, config.projection_dim, config.cell_size
+    mappings = [
+        WeightMapping(
+            "char_emb_layer.embedding.weight",
+            (chars - 1, char_dim),
+            ("char_encoder.char_embedding.weight",),
+            lambda array: (np.concatenate([np.zeros_like(array[:1]), array]),),
+            lambda weight: weight[1:],
+        )
+    ]
+    if config.word_embedding_dim:
+        mappings.append(
+            same(
+                "word_emb_layer.embedding.weight",
+                (config.word_vocab_size, config.word_embedding_dim),
+                "char_encoder.word_embedding.weight",
+            )
+        )
+    for index, (width, count) in enumerate(config.char_cnn_filters):
+        target = f"char_encoder.convolutions.{index}"
+        mappings.append(same(f"convolutions.{index}.weight", (count, char_dim, width), f"{target}.weight"))
+        mappings.append(same(f"convolutions.{index}.bias", (count,), f"{target}.bias"))
+    for index in range(config.num_highway_layers):
+        target = f"char_encoder.highways.{index}"
+        # Their rows [:F] are the transform; rows [F:] gate the input, ours gate the transform: negate them.
+        for kind in ("weight", "bias"):
+            mappings.append(
+                WeightMapping(
+                    f"highways._layers.{index}.{kind}",
+                    (2 * filters, filters) if kind == "weight" else (2 * filters,),
+                    (f"{target}.transform.{kind}", f"{target}.carry.{kind}"),
+                    lambda array: (array[:filters], -array[filters:]),
+                    lambda transform, carry: np.concatenate([transform, -carry]),
+                )
+            )
+    mappings.append(
+        same("projection.weight", (projection, config.word_embedding_dim + filters), "char_encoder.projection.weight")
+    )
+    mappings.append(same("projection.bias", (projection,), "char_encoder.projection.bias"))
+    for stack in ("forward", "backward"):
+        for layer in range(config.num_hidden_layers):
+            source, target = f"{stack}_layer_{layer}", f"{stack}_lstm.layers.{layer}"
+            for name, shape, parameter in (
+                ("input_linearity.weight", (4 * cells, projection), "input_projection.weight"),
+                ("state_linearity.weight", (4 * cells, projection), "state_projection.weight"),
+                ("state_linearity.bias", (4 * cells,), "input_projection.bias"),
+            ):
+                mappings.append(
+                    WeightMapping(
+                        f"{source}.{name}",
+                        shape,
+                        (f"{target}.{parameter}",),
+                        lambda array: (_reorder_gates(array),),
+                        _reorder_gates,
+                    )
+                )
+            mappings.append(
+                same(f"{source}.state_projection.weight", (projection, cells), f"{target}.output_projection.weight")
+            )
+    return mappings
+
+
+def _tokenizer(config: ElmoConfig, chars: dict[str, int], words: dict[str, int] | None, folder: Path) -> ElmoTokenizer:
+    """Their character and word lookups as an `ElmoTokenizer` (vocabularies written into `folder`)."""
+    char_vocab = {char: index + 1 for char, index in chars.items() if char not in _CHAR_SPECIALS}
+    (folder / "char_vocab.json").write_text(json.dumps(char_vocab, ensure_ascii=False), encoding="utf-8")
+    word_vocab_file = None
+    if config.word_embedding_dim:
+        word_vocab_file = folder / "word_vocab.json"
+        word_vocab_file.write_text(json.dumps(words, ensure_ascii=False), encoding="utf-8")
+    return ElmoTokenizer(
+        char_vocab_file=str(folder / "char_vocab.json"),
+        word_vocab_file=None if word_vocab_file is None else str(word_vocab_file),
+        max_characters_per_token=config.max_characters_per_token,
+        special_char_ids={
+            "bow": config.bow_char_id,
+            "eow": config.eow_char_id,
+            "bos": config.bos_char_id,
+            "eos": config.eos_char_id,
+            "pad": config.char_pad_id,
+            "oov": chars["<oov>"] + 1,
+        },
+        special_word_ids={name.strip("<>"): words[name] for name in _WORD_SPECIALS} if word_vocab_file else None,
+    )
+
+
+def load_elmoformanylangs_model(model_dir: str | Path) -> tuple[ElmoModel, dict[str, int], dict[str, int] | None]:
+    """The `ElmoModel` of an ELMoForManyLangs folder, with its character and word dictionaries."""
+    model_dir = Path(model_dir)
+    network = _network_config(model_dir)
+    chars = _read_dictionary(model_dir / "char.dic")
+    words = _read_dictionary(model_dir / "word.dic") if (model_dir / "word.dic").is_file() else None
+    config = _config(network, chars, words)
+    tensors = _load_state_dict(model_dir / "token_embedder.pkl")
+    tensors.update(_load_state_dict(model_dir / "encoder.pkl"))
+    mappings = weight_mappings(config)
+    unexpected = sorted(set(tensors) - {mapping.dataset for mapping in mappings})
+    if unexpected:
+        raise ConversionError(f"{model_dir}: tensor {unexpected[0]} is not described by the network config")
+    state_dict = {}
+    for mapping in mappings:
+        if mapping.dataset not in tensors:
+            raise ConversionError(f"{model_dir}: tensor {mapping.dataset} is missing")
+        array = tensors[mapping.dataset]
+        if array.shape != mapping.shape:
+            raise ConversionError(
+                f"{model_dir}: tensor {mapping.dataset} has shape {array.shape}, the config and dictionaries imply"
+                f" {mapping.shape}"
+            )
+        for name, converted in zip(mapping.parameters, mapping.to_model(array), strict=True):
+            state_dict[name] = torch.from_numpy(np.ascontiguousarray(converted, dtype=np.float32))
+    model = ElmoModel(config)
+    model.load_state_dict(state_dict, strict=True)
+    return model.eval(), chars, words
+
+
+def convert_elmoformanylangs(
+    model_dir: str | Path,
+    output: str | Path,
+    *,
+    source: SourceDescription,
+    repo_id: str | None = None,
+    overwrite: bool = False,
+) -> tuple[ElmoModel, float]:
+    """Convert and save an ELMoForManyLangs folder (atomically); returns the saved model and its parity."""
+    if Path(output).exists() and not overwrite:
+        raise ConversionError(f"{output} already exists: pass --overwrite to replace it")
+    model, chars, words = load_elmoformanylangs_model(model_dir)
+    with atomic_output_folder(output, overwrite=overwrite) as folder:
+        model.save_pretrained(folder)
+        tokenizer = _tokenizer(model.config, chars, words, folder)
+        tokenizer.save_pretrained(folder)
+        saved = ElmoModel.from_pretrained(folder).eval()
+        parity = measure_parity(saved, model.double(), tokenizer)
+        write_model_card(folder, saved, source, parity=parity, repo_id=repo_id or Path(output).name)
+    return saved, parity
