@@ -70,9 +70,27 @@ def convert_allennlp(
     return saved, parity
 
 
+def _check_exportable(config: ElmoConfig, folder: str | Path) -> None:
+    """bilm-tf's format holds UTF-8 byte characters, no word embedding, and the forget bias added at run time."""
+    default = ElmoConfig()
+    problems = []
+    if config.word_embedding_dim:
+        problems.append("a word embedding")
+    special_ids = ("char_vocab_size", "bow_char_id", "eow_char_id", "bos_char_id", "eos_char_id", "char_pad_id")
+    if any(getattr(config, name) != getattr(default, name) for name in special_ids):
+        problems.append("a character vocabulary other than UTF-8 bytes")
+    if config.lstm_forget_bias != default.lstm_forget_bias:
+        problems.append(f"a forget bias of {config.lstm_forget_bias} instead of 1.0 added at run time")
+    if problems:
+        raise ConversionError(
+            f"{folder} cannot be written in the AllenNLP/bilm-tf format: it has {', '.join(problems)}"
+        )
+
+
 def export_allennlp(model_folder: str | Path, output: str | Path, *, overwrite: bool = False) -> Path:
     """Write `options.json` + `weights.hdf5` in the original layout to the folder `output`."""
     model = load_converted_model(model_folder)
+    _check_exportable(model.config, model_folder)
     with atomic_output_folder(output, overwrite=overwrite) as folder:
         (folder / "options.json").write_text(json.dumps(options_from_config(model.config), indent=2) + "\n")
         write_allennlp_weights(folder / "weights.hdf5", model.state_dict(), model.config)

@@ -16,6 +16,7 @@ _EXAMPLES = """examples:
   elmo-convert allennlp --options elmo_2x4096_512_2048cnn_2xhighway_options.json \\
       --weights elmo_2x4096_512_2048cnn_2xhighway_weights.hdf5 --output elmo-original
   elmo-convert allennlp --variant small --weights elmo_2x1024_128_2048cnn_1xhighway_weights.hdf5 --output elmo-small
+  elmo-convert elmoformanylangs --model-dir 144 --language zh --output elmo-zh
   elmo-convert to-allennlp --model elmo-original --output elmo-original-allennlp
   elmo-convert token-embeddings --model elmo-original --vocab vocab.txt --output elmo_token_embeddings.hdf5
 
@@ -50,11 +51,10 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     allennlp.add_argument("--weights", required=True, help="the model's weights.hdf5")
     allennlp.add_argument("--output", required=True, help="model folder to create")
-    allennlp.add_argument("--license", default="apache-2.0", help="license of the weights, for the model page")
-    allennlp.add_argument("--language", default="en", help="language of the weights, for the model page")
-    allennlp.add_argument(
-        "--push-to-hub", metavar="REPO", help="upload the folder to this Hub model repo (needs a login)"
-    )
+
+    many_langs = command("elmoformanylangs", "ELMoForManyLangs model folder -> model folder")
+    many_langs.add_argument("--model-dir", required=True, help="folder with config.json, char.dic, *.pkl")
+    many_langs.add_argument("--output", required=True, help="model folder to create")
 
     to_allennlp = command("to-allennlp", "model folder -> options.json + weights.hdf5 in the original layout")
     to_allennlp.add_argument("--model", required=True, help="model folder written by this package")
@@ -66,7 +66,11 @@ def _build_parser() -> argparse.ArgumentParser:
     token_embeddings.add_argument("--output", required=True, help="hdf5 file to create (dataset 'embedding')")
     token_embeddings.add_argument("--batch-size", type=int, default=1024, help="words per batch (default 1024)")
 
-    for subparser in (allennlp, to_allennlp, token_embeddings):
+    for subparser in (allennlp, many_langs):
+        subparser.add_argument("--license", default="apache-2.0", help="license of the weights, for the model page")
+        subparser.add_argument("--language", default="en", help="language of the weights, for the model page")
+        subparser.add_argument("--push-to-hub", metavar="REPO", help="upload the folder to this Hub model repo")
+    for subparser in (allennlp, many_langs, to_allennlp, token_embeddings):
         subparser.add_argument("--overwrite", action="store_true", help="replace an existing output")
     return parser
 
@@ -107,17 +111,23 @@ def _run(args: argparse.Namespace) -> str:
             repo_id=args.push_to_hub,
             overwrite=args.overwrite,
         )
-        if args.push_to_hub:
-            from .hub import push_folder
+        return _conversion_summary(args, weights, model, parity)
+    if args.command == "elmoformanylangs":
+        from .elmoformanylangs import convert_elmoformanylangs
+        from .model_card import SourceDescription
 
-            push_folder(args.output, args.push_to_hub)
-        config = model.config
-        parameters = sum(parameter.numel() for parameter in model.parameters())
-        return (
-            f"Converted {weights} ({parameters:,} parameters, {config.num_hidden_layers} biLSTM layers of"
-            f" {config.cell_size} cells, projection {config.projection_dim}) -> {args.output};"
-            f" max |float32 - float64 source| at any layer: {parity:.2e}"
+        model_dir = Path(args.model_dir)
+        source = SourceDescription(
+            f"the ELMoForManyLangs model {model_dir.resolve().name}",
+            (model_dir / "token_embedder.pkl", model_dir / "encoder.pkl"),
+            args.license,
+            args.language,
+            "the CoNLL 2018 shared task raw text of its language (20M words sampled from Wikipedia and Common Crawl)",
         )
+        model, parity = convert_elmoformanylangs(
+            model_dir, args.output, source=source, repo_id=args.push_to_hub, overwrite=args.overwrite
+        )
+        return _conversion_summary(args, model_dir, model, parity)
     if args.command == "to-allennlp":
         from .allennlp import export_allennlp
 
@@ -129,6 +139,21 @@ def _run(args: argparse.Namespace) -> str:
         args.model, args.vocab, args.output, batch_size=args.batch_size, overwrite=args.overwrite
     )
     return f"Wrote the token layer of {count:,} words -> {args.output}"
+
+
+def _conversion_summary(args: argparse.Namespace, source: Path, model, parity: float) -> str:
+    """Push the new folder if asked, and say what was converted."""
+    if args.push_to_hub:
+        from .hub import push_folder
+
+        push_folder(args.output, args.push_to_hub)
+    config = model.config
+    parameters = sum(parameter.numel() for parameter in model.parameters())
+    return (
+        f"Converted {source} ({parameters:,} parameters, {config.num_hidden_layers} biLSTM layers of"
+        f" {config.cell_size} cells, projection {config.projection_dim}) -> {args.output};"
+        f" max |float32 - float64 source| at any layer: {parity:.2e}"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

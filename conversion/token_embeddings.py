@@ -9,7 +9,7 @@ import h5py
 import torch
 from tqdm.auto import tqdm
 
-from modeling_elmo import word_to_char_ids
+from modeling_elmo import ElmoTokenizer
 
 from .allennlp import load_converted_model
 from .atomic_output import atomic_output_file
@@ -47,12 +47,15 @@ def write_token_embeddings(
     """Compute and write the token layer of every vocabulary word; returns the number of words."""
     words = read_vocabulary(vocabulary_file)
     model = load_converted_model(model_folder)
-    max_characters = model.config.max_characters_per_token
+    tokenizer = ElmoTokenizer.from_pretrained(model_folder)
     with atomic_output_file(output, overwrite=overwrite) as staging, h5py.File(staging, "w") as embeddings:
         dataset = embeddings.create_dataset("embedding", (len(words), model.config.projection_dim), dtype="float32")
         for start in tqdm(range(0, len(words), batch_size), desc="Token embeddings", unit="batch"):
             batch = words[start : start + batch_size]
-            char_ids = torch.tensor([word_to_char_ids(word, max_characters) for word in batch])
+            inputs = tokenizer([batch], is_split_into_words=True, return_tensors="pt")
+            word_ids = inputs["input_word_ids"][0] if "input_word_ids" in inputs else None
             with torch.no_grad():
-                dataset[start : start + len(batch)] = model.char_encoder(char_ids).float().numpy()
+                dataset[start : start + len(batch)] = (
+                    model.char_encoder(inputs["input_ids"][0], word_ids).float().numpy()
+                )
     return len(words)
