@@ -102,8 +102,12 @@ class ElmoLstmLayer(nn.Module):
     """One direction of one layer: TensorFlow's `LSTMCell(num_units=C, num_proj=P)` without peepholes.
 
     Gate columns are in TensorFlow's order `i, j, f, o`. bilm-tf's `W_0` of shape `(input + P, 4C)` is split
-    into `input_projection` (applied to all time steps at once) and `state_projection` (per step).
+    into `input_projection` (one matrix multiply for a whole chunk of time steps) and `state_projection`
+    (per step).
     """
+
+    # Time steps whose input projections are computed together: bounds the (rows, steps, 4C) buffer.
+    steps_per_chunk = 32
 
     def __init__(
         self,
@@ -119,35 +123,54 @@ class ElmoLstmLayer(nn.Module):
         self.input_projection = nn.Linear(input_size, 4 * cell_size)
         self.state_projection = nn.Linear(projection_size, 4 * cell_size, bias=False)
         self.output_projection = nn.Linear(cell_size, projection_size, bias=False)
+        self.cell_size = cell_size
         self.cell_clip = cell_clip
         self.proj_clip = proj_clip
         self.forget_bias = forget_bias
 
-    def forward(self, inputs: torch.Tensor, mask: torch.Tensor, state: LstmState) -> tuple[torch.Tensor, LstmState]:
-        """Run over `inputs` (batch, time, input_size) where `mask` (batch, time) is True.
+    def forward(self, inputs: torch.Tensor, batch_sizes: list[int], state: LstmState) -> tuple[torch.Tensor, LstmState]:
+        """Run over `inputs` (batch, time, input_size) whose rows are sorted by length, longest first.
 
-        `state` is `(h, c)` of shapes (batch, P) and (batch, C). Returns the outputs (batch, time, P), zero
-        where the mask is False, and the state after each row's last valid step.
+        `batch_sizes[t]` is the number of rows still running at step t; only those are computed. `state` is
+        `(h, c)` of shapes (batch, P) and (batch, C). Returns the outputs (batch, time, P), zero past each
+        row's length, and the state after each row's last step.
         """
-        input_gates = self.input_projection(inputs)
         h, c = state
-        outputs = []
-        for step in range(inputs.shape[1]):
-            gates = input_gates[:, step] + self.state_projection(h)
-            i, j, f, o = gates.chunk(4, dim=-1)
-            new_c = torch.sigmoid(f + self.forget_bias) * c + torch.sigmoid(i) * torch.tanh(j)
-            if self.cell_clip is not None:
-                new_c = new_c.clamp(-self.cell_clip, self.cell_clip)
-            new_h = self.output_projection(torch.sigmoid(o) * torch.tanh(new_c))
-            if self.proj_clip is not None:
-                new_h = new_h.clamp(-self.proj_clip, self.proj_clip)
-            valid = mask[:, step, None]
-            h = torch.where(valid, new_h, h)
-            c = torch.where(valid, new_c, c)
-            outputs.append(new_h * valid)
-        if not outputs:
-            return inputs.new_zeros(*inputs.shape[:2], h.shape[-1]), (h, c)
-        return torch.stack(outputs, dim=1), (h, c)
+        outputs = inputs.new_zeros(*inputs.shape[:2], self.output_projection.out_features)
+        # The forget bias joins the input bias once, instead of one addition per step.
+        bias = self.input_projection.bias.clone()
+        bias[2 * self.cell_size : 3 * self.cell_size] += self.forget_bias
+        finished_h, finished_c = [], []  # final states of the rows that stopped, shortest rows first
+        for chunk_start in range(0, len(batch_sizes), self.steps_per_chunk):
+            chunk = range(chunk_start, min(chunk_start + self.steps_per_chunk, len(batch_sizes)))
+            rows = batch_sizes[chunk_start]
+            input_gates = nn.functional.linear(
+                inputs[:rows, chunk.start : chunk.stop], self.input_projection.weight, bias
+            )
+            for step in chunk:
+                rows = batch_sizes[step]
+                if rows < h.shape[0]:  # the last rows ended at the previous step: their state is final
+                    finished_h.append(h[rows:])
+                    finished_c.append(c[rows:])
+                    h, c = h[:rows], c[:rows]
+                h, c = self._step(input_gates[:rows, step - chunk.start], h, c)
+                outputs[:rows, step] = h
+        finished_h.append(h)
+        finished_c.append(c)
+        return outputs, (torch.cat(finished_h[::-1]), torch.cat(finished_c[::-1]))
+
+    def _step(self, input_gates: torch.Tensor, h: torch.Tensor, c: torch.Tensor) -> LstmState:
+        gates = torch.addmm(input_gates, h, self.state_projection.weight.T)
+        sigmoids = torch.sigmoid(gates)  # i, f, o use it; j's column block is replaced by tanh below
+        i, _, f, o = sigmoids.chunk(4, dim=-1)
+        j = torch.tanh(gates[:, self.cell_size : 2 * self.cell_size])
+        c = torch.addcmul(f * c, i, j)
+        if self.cell_clip is not None:
+            c = c.clamp(-self.cell_clip, self.cell_clip)
+        h = self.output_projection(o * torch.tanh(c))
+        if self.proj_clip is not None:
+            h = h.clamp(-self.proj_clip, self.proj_clip)
+        return h, c
 
 
 class ElmoLstmStack(nn.Module):
@@ -170,13 +193,14 @@ class ElmoLstmStack(nn.Module):
         self.use_skip_connections = config.use_skip_connections
 
     def forward(
-        self, inputs: torch.Tensor, mask: torch.Tensor, states: list[LstmState]
+        self, inputs: torch.Tensor, batch_sizes: list[int], states: list[LstmState]
     ) -> tuple[list[torch.Tensor], list[LstmState]]:
-        """`inputs` (batch, time, P) -> one output (batch, time, P) and one final state per layer."""
+        """`inputs` (batch, time, P), rows sorted by length -> one output (batch, time, P) and one final
+        state per layer (see [`ElmoLstmLayer.forward`])."""
         outputs, final_states = [], []
         layer_input = inputs
         for index, (layer, state) in enumerate(zip(self.layers, states, strict=True)):
-            output, final_state = layer(layer_input, mask, state)
+            output, final_state = layer(layer_input, batch_sizes, state)
             if index > 0 and self.use_skip_connections:
                 output = output + layer_input
             outputs.append(output)
@@ -272,22 +296,32 @@ class ElmoModel(ElmoPreTrainedModel):
         token = torch.zeros(batch, words + 2, self.config.projection_dim, dtype=self.dtype, device=input_ids.device)
         token[marked_mask] = self.char_encoder(marked_ids[marked_mask], marked_word_ids)
 
-        forward_states, backward_states = self._initial_states(state, batch, token)
-        forward_outputs, forward_final = self.forward_lstm(token, marked_mask, forward_states)
+        # The LSTMs run over rows sorted by length, longest first, computing only rows still running.
+        sorted_lengths, order = marked_lengths.sort(descending=True)
+        restore = order.argsort()
+        steps = torch.arange(words + 2, device=mask.device)
+        batch_sizes = (sorted_lengths[None, :] > steps[:, None]).sum(dim=1).tolist()
+        sorted_token = token[order]
+        forward_states, backward_states = self._initial_states(state, batch, token, order)
+        forward_outputs, forward_final = self.forward_lstm(sorted_token, batch_sizes, forward_states)
         backward_outputs, backward_final = self.backward_lstm(
-            _reverse_each_row(token, marked_lengths), marked_mask, backward_states
+            _reverse_each_row(sorted_token, sorted_lengths), batch_sizes, backward_states
         )
-        backward_outputs = [_reverse_each_row(output, marked_lengths) for output in backward_outputs]
+        backward_outputs = [_reverse_each_row(output, sorted_lengths) for output in backward_outputs]
 
         layers = [torch.cat([token, token], dim=-1)]
-        layers += [torch.cat(pair, dim=-1) for pair in zip(forward_outputs, backward_outputs, strict=True)]
+        layers += [torch.cat(pair, dim=-1)[restore] for pair in zip(forward_outputs, backward_outputs, strict=True)]
         # Drop the marker positions: word i sits at position i + 1; positions past a row's words are zeroed.
         layers = tuple(layer[:, 1:-1] * mask[..., None] for layer in layers)
 
+        final_state = None
+        if use_cache:
+            h, c = self._stack_states(forward_final, backward_final)
+            final_state = (h[:, :, restore], c[:, :, restore])
         return ElmoModelOutput(
             last_hidden_state=layers[-1],
             hidden_states=layers if output_hidden_states else None,
-            state=self._stack_states(forward_final, backward_final) if use_cache else None,
+            state=final_state,
         )
 
     def _word_mask(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
@@ -319,8 +353,9 @@ class ElmoModel(ElmoPreTrainedModel):
         return torch.tensor(ids, dtype=like.dtype, device=like.device)
 
     def _initial_states(
-        self, state: tuple[torch.Tensor, torch.Tensor] | None, batch: int, like: torch.Tensor
+        self, state: tuple[torch.Tensor, torch.Tensor] | None, batch: int, like: torch.Tensor, order: torch.Tensor
     ) -> tuple[list[LstmState], list[LstmState]]:
+        """Per direction and layer, `(h, c)` for the rows in `order` (zeros without a `state`)."""
         layers, cells, projection = self.config.num_hidden_layers, self.config.cell_size, self.config.projection_dim
         if state is None:
             h = like.new_zeros(2, layers, batch, projection)
@@ -333,6 +368,7 @@ class ElmoModel(ElmoPreTrainedModel):
                         f"state {name} must have shape (2, num_hidden_layers, batch, {width}) = "
                         f"{(2, layers, batch, width)}, got {tuple(tensor.shape)}"
                     )
+            h, c = h[:, :, order], c[:, :, order]
         return (
             [(h[0, layer], c[0, layer]) for layer in range(layers)],
             [(h[1, layer], c[1, layer]) for layer in range(layers)],

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
+from modeling_elmo.modeling_elmo import ElmoLstmLayer
 
 
 @pytest.fixture(scope="module")
@@ -79,10 +80,32 @@ def test_gradients_reach_every_parameter(model: ElmoModel, inputs: dict[str, tor
     model.zero_grad()
 
 
-def test_bfloat16_runs(model: ElmoModel, inputs: dict[str, torch.Tensor]) -> None:
-    low = ElmoModel(model.config).to(torch.bfloat16).eval()
-    low.load_state_dict(model.state_dict())
+def test_chunked_input_projection_gives_the_same_outputs(model: ElmoModel, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Input projections are computed a chunk of steps at a time; the chunk size must not change a number."""
+    tokenizer = ElmoTokenizer()
+    batch = [["w"] * length for length in (7, 1, 0, 12, 3)]
+    inputs = tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt")
     with torch.no_grad():
-        output = low(**inputs).last_hidden_state
-    assert output.dtype == torch.bfloat16
-    torch.testing.assert_close(output.float(), model(**inputs).last_hidden_state.detach(), atol=0.1, rtol=0.1)
+        whole = model(**inputs, output_hidden_states=True, use_cache=True)
+        monkeypatch.setattr(ElmoLstmLayer, "steps_per_chunk", 3)
+        chunked = model(**inputs, output_hidden_states=True, use_cache=True)
+    for expected, actual in zip(whole.hidden_states, chunked.hidden_states, strict=True):
+        torch.testing.assert_close(actual, expected, rtol=0, atol=1e-6)
+    for expected, actual in zip(whole.state, chunked.state, strict=True):
+        torch.testing.assert_close(actual, expected, rtol=0, atol=1e-6)
+
+
+def test_low_precision_from_pretrained(fixture_model_folder) -> None:
+    """`from_pretrained(..., dtype=...)` runs in that dtype, close to float32 (cosine per word)."""
+    model = ElmoModel.from_pretrained(fixture_model_folder).eval()
+    sentences = [["The", "naïve", "café", "owner", "said", "so", "."], ["Größe", "x" * 60, ""], []]
+    inputs = ElmoTokenizer()(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
+    words = inputs["attention_mask"].bool()
+    with torch.no_grad():
+        reference = model(**inputs).last_hidden_state[words]
+        for dtype in (torch.bfloat16, torch.float16):
+            low = ElmoModel.from_pretrained(fixture_model_folder, dtype=dtype).eval()
+            output = low(**inputs).last_hidden_state
+            assert output.dtype == dtype
+            cosine = torch.nn.functional.cosine_similarity(output[words].float(), reference)
+            assert cosine.min() > 0.99, (dtype, cosine)
