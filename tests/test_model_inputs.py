@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+import modeling_elmo
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
 from modeling_elmo.modeling_elmo import ElmoLstmLayer
 
@@ -109,3 +110,18 @@ def test_low_precision_from_pretrained(fixture_model_folder) -> None:
             assert output.dtype == dtype
             cosine = torch.nn.functional.cosine_similarity(output[words].float(), reference)
             assert cosine.min() > 0.99, (dtype, cosine)
+
+
+def test_compiled_lstm_cells_give_the_same_outputs() -> None:
+    torch.manual_seed(1)
+    config = ElmoConfig(char_embedding_dim=4, char_cnn_filters=[[1, 4]], projection_dim=8, cell_size=16)
+    model = ElmoModel(config).eval()
+    tokenizer = ElmoTokenizer()
+    batches = [[["a", "b", "c"], ["d"]], [["e"] * 9, [], ["f", "g"]]]  # other batch sizes and lengths: no recompile
+    with torch.no_grad():
+        expected = [model(**tokenizer(b, is_split_into_words=True, padding=True, return_tensors="pt")) for b in batches]
+        model.compile_lstm_cells()
+        for batch, reference in zip(batches, expected, strict=True):
+            output = model(**tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt"))
+            torch.testing.assert_close(output.last_hidden_state, reference.last_hidden_state, rtol=0, atol=1e-6)
+    assert model.forward_lstm.layers[0].cell is not modeling_elmo.modeling_elmo.lstm_cell_step
