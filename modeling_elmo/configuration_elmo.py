@@ -13,12 +13,16 @@ __all__ = ["ElmoConfig"]
 ELMO_AUTO_MAP = {
     "AutoConfig": "configuration_elmo.ElmoConfig",
     "AutoModel": "modeling_elmo.ElmoModel",
+    "AutoModelForTokenClassification": "modeling_elmo.ElmoForTokenClassification",
+    "AutoModelForSequenceClassification": "modeling_elmo.ElmoForSequenceClassification",
     "AutoTokenizer": ["tokenization_elmo.ElmoTokenizer", None],
 }
 
 # The released "original" model, 2x4096_512_2048cnn_2xhighway (93.6M parameters).
 ORIGINAL_CHAR_CNN_FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
 CHAR_CNN_ACTIVATIONS = ("relu", "tanh")
+MIX_MODES = ("scalar_mix", "average", "layer", "concat", "per_token")
+TASK_ENCODERS = ("bilstm", "none")
 
 
 class ElmoConfig(PreTrainedConfig):
@@ -53,6 +57,22 @@ class ElmoConfig(PreTrainedConfig):
     character of each sentence marker and the padding slots), and a word embedding of `word_vocab_size` x
     `word_embedding_dim` concatenated before the character features (with `bos_word_id`/`eos_word_id` for
     the markers). All character ids are the model's: 0 means "no word", its embedding row stays zero.
+
+    How the task heads mix the layers (see the README's table of schemes):
+
+    | field | meaning |
+    | --- | --- |
+    | `mix_mode` | `scalar_mix`, `average`, `layer`, `concat` or `per_token` (see `ElmoLayerMix`) |
+    | `mix_layers` | which layers enter (0 = token layer), `None` for all; none above the highest is computed |
+    | `mix_layer_norm` | normalise each layer with one mean and variance over the batch's words (scalar_mix) |
+    | `mix_l2_coefficient` | lambda of the penalty `lambda * sum(w ** 2)` added to the loss (scalar_mix) |
+    | `mix_dropout` | dropout on the mixed vectors |
+    | `mix_initial_weights` | starting softmax weights per entering layer (scalar_mix; default 0: uniform) |
+    | `mix_trainable` | learn the weights and scale (scalar_mix, per_token); False keeps the initial ones |
+    | `num_output_representations` | independent mixes: the first feeds the task encoder, a second joins its output |
+
+    Task heads: `freeze_bilm` (default True, as in the paper: the biLM's weights never change),
+    `task_encoder` (`bilstm` or `none`), `task_hidden_size`, `task_num_layers`, `classifier_dropout`.
     """
 
     model_type = "elmo"
@@ -86,6 +106,19 @@ class ElmoConfig(PreTrainedConfig):
         dropout: float = 0.1,
         training_options: dict | None = None,
         initializer_range: float = 0.02,
+        mix_mode: str = "scalar_mix",
+        mix_layers: Sequence[int] | None = None,
+        mix_layer_norm: bool = False,
+        mix_l2_coefficient: float = 0.0,
+        mix_dropout: float = 0.5,
+        mix_initial_weights: Sequence[float] | None = None,
+        mix_trainable: bool = True,
+        num_output_representations: int = 1,
+        freeze_bilm: bool = True,
+        task_encoder: str = "bilstm",
+        task_hidden_size: int = 200,
+        task_num_layers: int = 1,
+        classifier_dropout: float = 0.1,
         **kwargs,
     ) -> None:
         if char_cnn_activation not in CHAR_CNN_ACTIVATIONS:
@@ -129,8 +162,57 @@ class ElmoConfig(PreTrainedConfig):
         self.dropout = dropout
         self.training_options = dict(training_options or {})
         self.initializer_range = initializer_range
+        self.mix_mode = mix_mode
+        self.mix_layers = None if mix_layers is None else [int(layer) for layer in mix_layers]
+        self.mix_layer_norm = mix_layer_norm
+        self.mix_l2_coefficient = mix_l2_coefficient
+        self.mix_dropout = mix_dropout
+        self.mix_initial_weights = None if mix_initial_weights is None else [float(w) for w in mix_initial_weights]
+        self.mix_trainable = mix_trainable
+        self.num_output_representations = num_output_representations
+        self.freeze_bilm = freeze_bilm
+        self.task_encoder = task_encoder
+        self.task_hidden_size = task_hidden_size
+        self.task_num_layers = task_num_layers
+        self.classifier_dropout = classifier_dropout
+        self._check_mixing()
         kwargs.setdefault("auto_map", dict(ELMO_AUTO_MAP))
         super().__init__(**kwargs)
+
+    def _check_mixing(self) -> None:
+        if self.mix_mode not in MIX_MODES:
+            raise ValueError(f"mix_mode must be one of {MIX_MODES}, got {self.mix_mode!r}")
+        if self.task_encoder not in TASK_ENCODERS:
+            raise ValueError(f"task_encoder must be one of {TASK_ENCODERS}, got {self.task_encoder!r}")
+        layers = self.mixed_layers
+        if not layers or len(set(layers)) != len(layers) or not all(0 <= x <= self.num_hidden_layers for x in layers):
+            raise ValueError(
+                f"mix_layers must name distinct layers in 0..{self.num_hidden_layers}, got {self.mix_layers}"
+            )
+        if self.mix_mode == "layer" and len(layers) != 1:
+            raise ValueError(f"mix_mode='layer' takes exactly one layer in mix_layers, got {self.mix_layers}")
+        if self.mix_initial_weights is not None and len(self.mix_initial_weights) != len(layers):
+            raise ValueError(
+                f"mix_initial_weights has {len(self.mix_initial_weights)} values for {len(layers)} mixed layers"
+            )
+        if self.num_output_representations < 1:
+            raise ValueError(f"num_output_representations must be at least 1, got {self.num_output_representations}")
+
+    @property
+    def mixed_layers(self) -> list[int]:
+        """The layers the heads mix, in order (all `num_hidden_layers + 1` when `mix_layers` is None)."""
+        return list(range(self.num_hidden_layers + 1)) if self.mix_layers is None else list(self.mix_layers)
+
+    @property
+    def computed_layers(self) -> int:
+        """How many biLSTM layers the biLM runs: none above the highest mixed layer."""
+        return max(self.mixed_layers)
+
+    @property
+    def mix_output_size(self) -> int:
+        """Width of one mixed representation."""
+        width = 2 * self.projection_dim
+        return width * len(self.mixed_layers) if self.mix_mode == "concat" else width
 
     @property
     def hidden_size(self) -> int:

@@ -12,18 +12,23 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 from transformers import PreTrainedModel
+from transformers.modeling_outputs import SequenceClassifierOutput, TokenClassifierOutput
 from transformers.utils import ModelOutput
 from transformers.utils.generic import can_return_tuple
 
 from .configuration_elmo import ElmoConfig
+from .mixing_elmo import ElmoLayerMix
 
 __all__ = [
     "ElmoCharacterEncoder",
+    "ElmoForSequenceClassification",
+    "ElmoForTokenClassification",
     "ElmoLstmLayer",
     "ElmoLstmStack",
     "ElmoModel",
     "ElmoModelOutput",
     "ElmoPreTrainedModel",
+    "ElmoTaskModel",
     "lstm_cell_step",
 ]
 
@@ -218,18 +223,18 @@ class ElmoLstmStack(nn.Module):
         self.use_skip_connections = config.use_skip_connections
 
     def forward(
-        self, inputs: torch.Tensor, batch_sizes: list[int], states: list[LstmState]
+        self, inputs: torch.Tensor, batch_sizes: list[int], states: list[LstmState], num_layers: int
     ) -> tuple[list[torch.Tensor], list[LstmState]]:
         """`inputs` (batch, time, P), rows sorted by length -> one output (batch, time, P) and one final
-        state per layer (see [`ElmoLstmLayer.forward`])."""
-        outputs, final_states = [], []
+        state per layer (see [`ElmoLstmLayer.forward`]), for the first `num_layers` layers only: the layers
+        above are not run and keep their given state."""
+        outputs, final_states = [], list(states)
         layer_input = inputs
-        for index, (layer, state) in enumerate(zip(self.layers, states, strict=True)):
-            output, final_state = layer(layer_input, batch_sizes, state)
+        for index, layer in enumerate(self.layers[:num_layers]):
+            output, final_states[index] = layer(layer_input, batch_sizes, states[index])
             if index > 0 and self.use_skip_connections:
                 output = output + layer_input
             outputs.append(output)
-            final_states.append(final_state)
             layer_input = output
         return outputs, final_states
 
@@ -249,6 +254,11 @@ class ElmoPreTrainedModel(PreTrainedModel):
     base_model_prefix = "elmo"
     main_input_name = "input_ids"
     _no_split_modules = ["ElmoCharacterEncoder", "ElmoLstmStack"]
+
+    def _init_weights(self, module: nn.Module) -> None:
+        super()._init_weights(module)
+        if isinstance(module, ElmoLayerMix):
+            module.reset_parameters()
 
 
 class ElmoModel(ElmoPreTrainedModel):
@@ -328,9 +338,10 @@ class ElmoModel(ElmoPreTrainedModel):
         batch_sizes = (sorted_lengths[None, :] > steps[:, None]).sum(dim=1).tolist()
         sorted_token = token[order]
         forward_states, backward_states = self._initial_states(state, batch, token, order)
-        forward_outputs, forward_final = self.forward_lstm(sorted_token, batch_sizes, forward_states)
+        num_layers = self.config.computed_layers
+        forward_outputs, forward_final = self.forward_lstm(sorted_token, batch_sizes, forward_states, num_layers)
         backward_outputs, backward_final = self.backward_lstm(
-            _reverse_each_row(sorted_token, sorted_lengths), batch_sizes, backward_states
+            _reverse_each_row(sorted_token, sorted_lengths), batch_sizes, backward_states, num_layers
         )
         backward_outputs = [_reverse_each_row(output, sorted_lengths) for output in backward_outputs]
 
@@ -412,3 +423,160 @@ class ElmoModel(ElmoPreTrainedModel):
         h = torch.stack([torch.stack([h for h, _ in direction]) for direction in (forward, backward)])
         c = torch.stack([torch.stack([c for _, c in direction]) for direction in (forward, backward)])
         return h, c
+
+
+class ElmoTaskModel(ElmoPreTrainedModel):
+    """What the task heads share: the biLM (frozen by default), `num_output_representations` mixes of its
+    layers, and a task encoder (a BiLSTM by default) over the first mix.
+
+    Instead of `input_ids`, a head also takes `bilm_layers` (batch, layers, words, 2P): the biLM's
+    `hidden_states` computed once and stored (the frozen-biLM workflow), so that the biLM does not run.
+    """
+
+    def __init__(self, config: ElmoConfig) -> None:
+        super().__init__(config)
+        self.elmo = ElmoModel(config)
+        self.mixes = nn.ModuleList(ElmoLayerMix(config) for _ in range(config.num_output_representations))
+        width = config.mix_output_size
+        self.task_encoder = None
+        if config.task_encoder == "bilstm":
+            self.task_encoder = nn.LSTM(
+                width, config.task_hidden_size, num_layers=config.task_num_layers, batch_first=True, bidirectional=True
+            )
+            width = 2 * config.task_hidden_size
+        self.features_size = width + config.mix_output_size * (config.num_output_representations > 1)
+        self.classifier_dropout = nn.Dropout(config.classifier_dropout)
+
+    def freeze_bilm(self) -> None:
+        """Keep the biLM's weights as they are (the paper's setting; `config.freeze_bilm`)."""
+        self.elmo.requires_grad_(False)
+        self.elmo.eval()
+
+    def train(self, mode: bool = True) -> ElmoTaskModel:
+        super().train(mode)
+        if self.config.freeze_bilm:
+            self.elmo.eval()  # a frozen biLM never runs in training mode
+        return self
+
+    def _features(
+        self,
+        input_ids: torch.Tensor | None,
+        attention_mask: torch.Tensor | None,
+        input_word_ids: torch.Tensor | None,
+        bilm_layers: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(features (batch, words, features_size), word mask (batch, words))."""
+        if bilm_layers is None:
+            if input_ids is None:
+                raise ValueError("pass input_ids (character ids) or bilm_layers (precomputed biLM layers)")
+            with torch.set_grad_enabled(torch.is_grad_enabled() and not self.config.freeze_bilm):
+                layers = self.elmo(
+                    input_ids, attention_mask=attention_mask, input_word_ids=input_word_ids, output_hidden_states=True
+                ).hidden_states
+            mask = self.elmo._word_mask(input_ids, attention_mask)
+        else:
+            if attention_mask is None:
+                raise ValueError("bilm_layers needs the attention_mask of its words")
+            expected = self.config.computed_layers + 1
+            if bilm_layers.dim() != 4 or bilm_layers.shape[1] < expected:
+                raise ValueError(
+                    f"bilm_layers must have shape (batch, layers >= {expected}, words, {self.config.hidden_size}), "
+                    f"got {tuple(bilm_layers.shape)}"
+                )
+            layers = bilm_layers.unbind(dim=1)
+            mask = attention_mask.bool()
+        mixed_layers = [layers[index] for index in self.config.mixed_layers]
+        representations = [mix(mixed_layers, mask) for mix in self.mixes]
+        features = representations[0]
+        if self.task_encoder is not None:
+            lengths = mask.sum(dim=1).clamp(min=1).cpu()  # an empty sentence runs over one zero vector
+            packed = nn.utils.rnn.pack_padded_sequence(features, lengths, batch_first=True, enforce_sorted=False)
+            encoded, _ = self.task_encoder(packed)
+            features, _ = nn.utils.rnn.pad_packed_sequence(encoded, batch_first=True, total_length=mask.shape[1])
+        if len(representations) > 1:
+            features = torch.cat([features, representations[1]], dim=-1)
+        return self.classifier_dropout(features) * mask[..., None].to(features.dtype), mask
+
+    def _add_mix_penalty(self, loss: torch.Tensor, items: torch.Tensor, num_items_in_batch: torch.Tensor | None):
+        """Add the mixes' L2 penalty once per optimiser step, also under gradient accumulation (where the
+        Trainer divides the summed loss by `num_items_in_batch`, the items of all accumulated batches)."""
+        penalty = sum(mix.penalty() for mix in self.mixes)
+        if num_items_in_batch is not None:
+            penalty = penalty * items / num_items_in_batch
+        return loss + penalty
+
+
+class ElmoForTokenClassification(ElmoTaskModel):
+    """ELMo, mixed, a task encoder and a linear classifier per word: `logits` (batch, words, num_labels)."""
+
+    def __init__(self, config: ElmoConfig) -> None:
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.classifier = nn.Linear(self.features_size, config.num_labels)
+        self.post_init()
+        if config.freeze_bilm:
+            self.freeze_bilm()
+
+    @can_return_tuple
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        input_word_ids: torch.LongTensor | None = None,
+        bilm_layers: torch.Tensor | None = None,
+        labels: torch.LongTensor | None = None,
+        **kwargs,
+    ) -> TokenClassifierOutput:
+        r"""
+        Args:
+            input_ids, attention_mask, input_word_ids: as for [`ElmoModel`].
+            bilm_layers (`torch.Tensor` of shape `(batch, layers, words, 2 * projection_dim)`, *optional*):
+                The biLM's `hidden_states`, precomputed, instead of `input_ids`.
+            labels (`torch.LongTensor` of shape `(batch, words)`, *optional*):
+                Label ids; -100 for positions to ignore (padding).
+        """
+        features, _ = self._features(input_ids, attention_mask, input_word_ids, bilm_layers)
+        logits = self.classifier(features)
+        loss = None
+        if labels is not None:
+            loss = self.loss_function(logits, labels, self.config, **kwargs)
+            loss = self._add_mix_penalty(loss, (labels != -100).sum(), kwargs.get("num_items_in_batch"))
+        return TokenClassifierOutput(loss=loss, logits=logits)
+
+
+class ElmoForSequenceClassification(ElmoTaskModel):
+    """ELMo, mixed, a task encoder, max-pooled over the words, and a linear classifier: `logits`
+    (batch, num_labels)."""
+
+    def __init__(self, config: ElmoConfig) -> None:
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.classifier = nn.Linear(self.features_size, config.num_labels)
+        self.post_init()
+        if config.freeze_bilm:
+            self.freeze_bilm()
+
+    @can_return_tuple
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        input_word_ids: torch.LongTensor | None = None,
+        bilm_layers: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        **kwargs,
+    ) -> SequenceClassifierOutput:
+        r"""
+        Args:
+            input_ids, attention_mask, input_word_ids, bilm_layers: as for [`ElmoForTokenClassification`].
+            labels (`torch.Tensor` of shape `(batch,)`, *optional*): class ids (or values for regression).
+        """
+        features, mask = self._features(input_ids, attention_mask, input_word_ids, bilm_layers)
+        pooled = features.masked_fill(~mask[..., None], torch.finfo(features.dtype).min).amax(dim=1)
+        pooled = torch.where(mask.any(dim=1, keepdim=True), pooled, torch.zeros_like(pooled))  # empty sentences
+        logits = self.classifier(pooled)
+        loss = None
+        if labels is not None:
+            loss = self.loss_function(labels=labels, pooled_logits=logits, config=self.config, **kwargs)
+            loss = self._add_mix_penalty(loss, labels.new_tensor(labels.shape[0]), kwargs.get("num_items_in_batch"))
+        return SequenceClassifierOutput(loss=loss, logits=logits)
