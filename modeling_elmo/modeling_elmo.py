@@ -452,6 +452,14 @@ class ElmoTaskModel(ElmoPreTrainedModel):
         self.elmo.requires_grad_(False)
         self.elmo.eval()
 
+    @classmethod
+    def from_pretrained(cls, *args, **kwargs):
+        loaded = super().from_pretrained(*args, **kwargs)
+        model = loaded[0] if isinstance(loaded, tuple) else loaded  # output_loading_info=True gives a tuple
+        if model.config.freeze_bilm:
+            model.freeze_bilm()  # loading replaces the parameters, and with them their requires_grad
+        return loaded
+
     def train(self, mode: bool = True) -> ElmoTaskModel:
         super().train(mode)
         if self.config.freeze_bilm:

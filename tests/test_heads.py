@@ -1,0 +1,183 @@
+"""Task heads with the stock Trainer: they learn, the frozen biLM stays bit-identical, the loss is right
+under gradient accumulation, and saved heads reload with identical logits."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+import torch
+from datasets import Dataset
+from transformers import (
+    AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
+    AutoTokenizer,
+    DataCollatorForTokenClassification,
+    DataCollatorWithPadding,
+    Trainer,
+    TrainingArguments,
+)
+
+import modeling_elmo  # noqa: F401  (registers the Auto classes)
+from modeling_elmo import ElmoForSequenceClassification, ElmoForTokenClassification, ElmoModel
+
+# A toy part-of-speech task: the class of each word.
+WORD_CLASSES = {
+    "house": 0,
+    "river": 0,
+    "table": 0,
+    "city": 0,
+    "green": 1,
+    "open": 1,
+    "quiet": 1,
+    "walks": 2,
+    "sings": 2,
+    "reads": 2,
+}
+
+
+def _sentences(count: int, seed: int) -> list[list[str]]:
+    rng = random.Random(seed)
+    return [[rng.choice(list(WORD_CLASSES)) for _ in range(rng.randint(2, 8))] for _ in range(count)]
+
+
+def _token_dataset(tokenizer, count: int, seed: int) -> Dataset:
+    """Label each word with its class."""
+    rows = [
+        dict(tokenizer(words, is_split_into_words=True), labels=[WORD_CLASSES[word] for word in words])
+        for words in _sentences(count, seed)
+    ]
+    return Dataset.from_list(rows)
+
+
+def _sequence_dataset(tokenizer, count: int, seed: int) -> Dataset:
+    """Label a sentence 1 if it has a verb."""
+    rows = [
+        dict(tokenizer(words, is_split_into_words=True), labels=int(any(WORD_CLASSES[word] == 2 for word in words)))
+        for words in _sentences(count, seed)
+    ]
+    return Dataset.from_list(rows)
+
+
+def _train(model, tokenizer, train: Dataset, collator, output_dir: Path, epochs: int = 6) -> Trainer:
+    arguments = TrainingArguments(
+        output_dir=str(output_dir),
+        num_train_epochs=epochs,
+        per_device_train_batch_size=16,
+        learning_rate=1e-2,
+        report_to=[],
+        save_strategy="no",
+        logging_strategy="no",
+        seed=0,
+        use_cpu=True,
+        gradient_accumulation_steps=2,
+    )
+    trainer = Trainer(
+        model=model, args=arguments, train_dataset=train, data_collator=collator, processing_class=tokenizer
+    )
+    trainer.train()
+    return trainer
+
+
+def _accuracy(model, tokenizer, dataset: Dataset, collator) -> float:
+    batch = collator([dataset[index] for index in range(len(dataset))])
+    model.eval()
+    with torch.no_grad():
+        logits = model(**{key: value for key, value in batch.items() if key != "labels"}).logits
+    labels = batch["labels"]
+    predictions = logits.argmax(-1)
+    valid = labels != -100
+    return float((predictions[valid] == labels[valid]).float().mean())
+
+
+def _bilm_state(model) -> dict[str, torch.Tensor]:
+    return {name: tensor.clone() for name, tensor in model.elmo.state_dict().items()}
+
+
+@pytest.mark.parametrize(
+    "mix",
+    [
+        {"mix_mode": "scalar_mix", "mix_l2_coefficient": 0.01, "mix_layer_norm": True},
+        {"mix_mode": "concat"},
+        {"mix_mode": "per_token"},
+        {"mix_mode": "scalar_mix", "mix_layers": [0, 1]},
+    ],
+)
+def test_token_classification_learns_with_a_frozen_bilm(fixture_model_folder: Path, tmp_path: Path, mix) -> None:
+    tokenizer = AutoTokenizer.from_pretrained(fixture_model_folder)
+    model = AutoModelForTokenClassification.from_pretrained(fixture_model_folder, num_labels=3, **mix)
+    assert isinstance(model, ElmoForTokenClassification)
+    bilm = ElmoModel.from_pretrained(fixture_model_folder)
+    for name, tensor in bilm.state_dict().items():
+        assert torch.equal(model.elmo.state_dict()[name], tensor), f"{name} not loaded from the biLM"
+    before = _bilm_state(model)
+    collator = DataCollatorForTokenClassification(tokenizer)
+    _train(model, tokenizer, _token_dataset(tokenizer, 160, seed=1), collator, tmp_path)
+    accuracy = _accuracy(model, tokenizer, _token_dataset(tokenizer, 80, seed=2), collator)
+    assert accuracy > 0.95, accuracy
+    for name, tensor in _bilm_state(model).items():
+        assert torch.equal(tensor, before[name]), f"frozen biLM weight {name} changed"
+
+
+def test_sequence_classification_learns_and_reloads(fixture_model_folder: Path, tmp_path: Path) -> None:
+    tokenizer = AutoTokenizer.from_pretrained(fixture_model_folder)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        fixture_model_folder, num_labels=2, num_output_representations=2, mix_l2_coefficient=0.001
+    )
+    assert isinstance(model, ElmoForSequenceClassification)
+    before = _bilm_state(model)
+    collator = DataCollatorWithPadding(tokenizer)
+    trainer = _train(
+        model, tokenizer, _sequence_dataset(tokenizer, 160, seed=3), collator, tmp_path / "train", epochs=12
+    )
+    test = _sequence_dataset(tokenizer, 80, seed=4)
+    assert _accuracy(model, tokenizer, test, collator) > 0.9
+    for name, tensor in _bilm_state(model).items():
+        assert torch.equal(tensor, before[name]), f"frozen biLM weight {name} changed"
+
+    trainer.save_model(str(tmp_path / "saved"))
+    reloaded = AutoModelForSequenceClassification.from_pretrained(tmp_path / "saved").eval()
+    batch = collator([test[index] for index in range(8)])
+    inputs = {key: value for key, value in batch.items() if key != "labels"}
+    model.eval()
+    with torch.no_grad():
+        assert torch.equal(model(**inputs).logits, reloaded(**inputs).logits)
+    assert (tmp_path / "saved" / "mixing_elmo.py").is_file(), "remote code includes the mixing module"
+
+
+def test_loss_is_the_same_whole_or_accumulated(fixture_model_folder: Path) -> None:
+    """Under gradient accumulation the Trainer sums micro-batch losses divided by the items of all of them:
+    the sum must equal the whole batch's loss, L2 penalty included (counted once)."""
+    tokenizer = AutoTokenizer.from_pretrained(fixture_model_folder)
+    model = ElmoForTokenClassification.from_pretrained(
+        fixture_model_folder,
+        num_labels=3,
+        mix_l2_coefficient=0.5,
+        mix_initial_weights=[1.0, 0.0, -1.0],
+        mix_dropout=0.0,
+        classifier_dropout=0.0,
+    ).eval()
+    collator = DataCollatorForTokenClassification(tokenizer)
+    dataset = _token_dataset(tokenizer, 6, seed=5)
+    whole = collator([dataset[index] for index in range(6)])
+    halves = [collator([dataset[index] for index in part]) for part in (range(3), range(3, 6))]
+    items = (whole["labels"] != -100).sum()
+    with torch.no_grad():
+        expected = model(**whole).loss
+        accumulated = sum(model(**half, num_items_in_batch=items).loss for half in halves)
+    torch.testing.assert_close(accumulated, expected)
+    assert float(expected) > 0.5 * 2.0  # the penalty (0.5 * (1 + 1)) is in it
+
+
+def test_precomputed_bilm_layers_give_the_same_logits(fixture_model_folder: Path) -> None:
+    tokenizer = AutoTokenizer.from_pretrained(fixture_model_folder)
+    model = ElmoForTokenClassification.from_pretrained(fixture_model_folder, num_labels=3).eval()
+    inputs = tokenizer(
+        [["a", "Paris"], ["river", "x", "y"], []], is_split_into_words=True, padding=True, return_tensors="pt"
+    )
+    with torch.no_grad():
+        layers = torch.stack(model.elmo(**inputs, output_hidden_states=True).hidden_states, dim=1)
+        live = model(**inputs).logits
+        cached = model(bilm_layers=layers, attention_mask=inputs["attention_mask"]).logits
+    assert torch.equal(live, cached)
