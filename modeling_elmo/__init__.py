@@ -21,6 +21,7 @@ from .modeling_elmo import (
     ElmoModelOutput,
     ElmoPreTrainedModel,
 )
+from .pipeline_elmo import ElmoTokenClassificationPipeline
 from .tokenization_elmo import ElmoTokenizer, split_words, word_to_char_ids
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "ElmoModel",
     "ElmoModelOutput",
     "ElmoPreTrainedModel",
+    "ElmoTokenClassificationPipeline",
     "ElmoTokenizer",
     "split_words",
     "word_to_char_ids",

@@ -496,7 +496,9 @@ class ElmoTaskModel(ElmoPreTrainedModel):
         mixed_layers = [layers[index] for index in self.config.mixed_layers]
         representations = [mix(mixed_layers, mask) for mix in self.mixes]
         features = representations[0]
-        if self.task_encoder is not None:
+        if self.task_encoder is not None and mask.shape[1] == 0:  # only empty sentences: nothing to encode
+            features = features.new_zeros(*mask.shape, 2 * self.config.task_hidden_size)
+        elif self.task_encoder is not None:
             lengths = mask.sum(dim=1).clamp(min=1).cpu()  # an empty sentence runs over one zero vector
             packed = nn.utils.rnn.pack_padded_sequence(features, lengths, batch_first=True, enforce_sorted=False)
             encoded, _ = self.task_encoder(packed)

@@ -17,6 +17,7 @@ from transformers import (
     DataCollatorWithPadding,
     Trainer,
     TrainingArguments,
+    pipeline,
 )
 
 import modeling_elmo  # noqa: F401  (registers the Auto classes)
@@ -181,3 +182,21 @@ def test_precomputed_bilm_layers_give_the_same_logits(fixture_model_folder: Path
         live = model(**inputs).logits
         cached = model(bilm_layers=layers, attention_mask=inputs["attention_mask"]).logits
     assert torch.equal(live, cached)
+
+
+def test_token_classification_pipeline(fixture_model_folder: Path, tmp_path: Path) -> None:
+    model = ElmoForTokenClassification.from_pretrained(
+        fixture_model_folder, num_labels=3, id2label={0: "NOUN", 1: "ADJ", 2: "VERB"}
+    )
+    model.save_pretrained(tmp_path)
+    AutoTokenizer.from_pretrained(fixture_model_folder).save_pretrained(tmp_path)
+    tagger = pipeline("elmo-token-classification", model=str(tmp_path))
+    text = "The river, quiet."
+    results = tagger(text)
+    assert [result["word"] for result in results] == ["The", "river", ",", "quiet", "."]
+    assert all(text[r["start"] : r["end"]] == r["word"] for r in results)
+    assert {result["entity"] for result in results} <= {"NOUN", "ADJ", "VERB"}
+    assert all(0 < result["score"] <= 1 for result in results)
+    (pre_split,) = tagger([["New York", ""]])  # a list is a batch: pre-split words come as a list of lists
+    assert [r["word"] for r in pre_split] == ["New York", ""]
+    assert tagger("") == []
