@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import AutoConfig, AutoModel, AutoTokenizer, pipeline
+from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification, AutoTokenizer, pipeline
 
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
 
@@ -72,43 +72,52 @@ _REMOTE_SCRIPT = textwrap.dedent(
 
     sys.meta_path.insert(0, RefuseProject())
     import numpy as np, torch
-    from transformers import AutoModel, AutoTokenizer
+    import transformers
 
-    folder, sentences, expected = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
-    model = AutoModel.from_pretrained(folder, trust_remote_code=True).eval()
-    tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
+    folder, auto_class, sentences, expected = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
+    model = getattr(transformers, auto_class).from_pretrained(folder, trust_remote_code=True).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
     assert type(model).__module__.startswith("transformers_modules"), type(model).__module__
     inputs = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
     with torch.no_grad():
-        output = model(**inputs).last_hidden_state.numpy()
-    assert np.array_equal(output, np.load(expected)), np.abs(output - np.load(expected)).max()
+        output = model(**inputs)[0].numpy()
+    assert np.allclose(output, np.load(expected), rtol=0, atol=1e-6), np.abs(output - np.load(expected)).max()
     print("remote code OK", type(model).__name__, type(tokenizer).__name__)
     """
 )
+
+
+def _load_as_remote_code(folder: Path, auto_class: str, expected: torch.Tensor, work: Path) -> str:
+    """Load `folder` with `auto_class` in a Python where this package cannot be imported; check its output."""
+    np.save(work / "expected.npy", expected.numpy())
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(work / "modules"), PYTHONPATH="")
+    command = [sys.executable, "-c", _REMOTE_SCRIPT, str(folder), auto_class, json.dumps(SENTENCES)]
+    completed = subprocess.run(
+        [*command, str(work / "expected.npy")], capture_output=True, text=True, cwd=work, env=env
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return completed.stdout
 
 
 def test_remote_code_loads_where_the_package_is_not_installed(fixture_model_folder: Path, tmp_path: Path) -> None:
     model = AutoModel.from_pretrained(fixture_model_folder).eval()
     with torch.no_grad():
         expected = model(**_encode(AutoTokenizer.from_pretrained(fixture_model_folder))).last_hidden_state
-    np.save(tmp_path / "expected.npy", expected.numpy())
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"), PYTHONPATH="")
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            _REMOTE_SCRIPT,
-            str(fixture_model_folder),
-            json.dumps(SENTENCES),
-            str(tmp_path / "expected.npy"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    assert "remote code OK ElmoModel ElmoTokenizer" in completed.stdout
+    stdout = _load_as_remote_code(fixture_model_folder, "AutoModel", expected, tmp_path)
+    assert "remote code OK ElmoModel ElmoTokenizer" in stdout
+
+
+def test_heads_load_as_remote_code(fixture_model_folder: Path, tmp_path: Path) -> None:
+    head = AutoModelForSequenceClassification.from_pretrained(
+        fixture_model_folder, num_labels=3, mix_mode="per_token", mix_layers=[0, 1]
+    ).eval()
+    head.save_pretrained(tmp_path / "head")
+    tokenizer = AutoTokenizer.from_pretrained(fixture_model_folder)
+    tokenizer.save_pretrained(tmp_path / "head")
+    with torch.no_grad():
+        expected = head(**_encode(tokenizer)).logits
+    stdout = _load_as_remote_code(tmp_path / "head", "AutoModelForSequenceClassification", expected, tmp_path)
+    assert "remote code OK ElmoForSequenceClassification ElmoTokenizer" in stdout
 
 
 def test_feature_extraction_pipeline(fixture_model_folder: Path) -> None:
