@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from modeling_elmo import ElmoConfig
 
 from .errors import ConversionError
-from .weight_mapping import WeightMapping, same, transposed
+from .weight_mapping import WeightMapping, character_embedding, same, transposed
 
 __all__ = ["read_allennlp_weights", "weight_mappings", "write_allennlp_weights"]
 
@@ -25,16 +25,7 @@ def weight_mappings(config: ElmoConfig) -> list[WeightMapping]:
     """Every dataset of an original weights file for `config`, in file order."""
     chars, embedding = config.char_vocab_size, config.char_embedding_dim
     filters, projection, cells = config.num_filters, config.projection_dim, config.cell_size
-    mappings = [
-        # The file has no row for id 0 ("no character"): the model's row 0 is the zero vector.
-        WeightMapping(
-            "char_embed",
-            (chars - 1, embedding),
-            ("char_encoder.char_embedding.weight",),
-            lambda array: (np.concatenate([np.zeros_like(array[:1]), array]),),
-            lambda weight: weight[1:],
-        )
-    ]
+    mappings = [character_embedding("char_embed", (chars - 1, embedding))]
     for index, (width, count) in enumerate(config.char_cnn_filters):
         target = f"char_encoder.convolutions.{index}"
         # TF conv2d kernel (1, width, in, out) <-> torch Conv1d weight (out, in, width).

@@ -20,7 +20,7 @@ from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
 from .atomic_output import atomic_output_folder
 from .errors import ConversionError
 from .model_card import SourceDescription, measure_parity, write_model_card
-from .weight_mapping import WeightMapping, same
+from .weight_mapping import WeightMapping, character_embedding, same
 
 __all__ = ["RELEASED_NETWORK_CONFIG", "convert_elmoformanylangs", "load_elmoformanylangs_model", "weight_mappings"]
 
@@ -139,15 +139,7 @@ def weight_mappings(config: ElmoConfig) -> list[WeightMapping]:
     """Every tensor of `token_embedder.pkl` and `encoder.pkl` for `config`, and the parameters it becomes."""
     chars, char_dim = config.char_vocab_size, config.char_embedding_dim
     filters, projection, cells = config.num_filters, config.projection_dim, config.cell_size
-    mappings = [
-        WeightMapping(
-            "char_emb_layer.embedding.weight",
-            (chars - 1, char_dim),
-            ("char_encoder.char_embedding.weight",),
-            lambda array: (np.concatenate([np.zeros_like(array[:1]), array]),),
-            lambda weight: weight[1:],
-        )
-    ]
+    mappings = [character_embedding("char_emb_layer.embedding.weight", (chars - 1, char_dim))]
     if config.word_embedding_dim:
         mappings.append(
             same(

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["WeightMapping", "same", "transposed"]
+__all__ = ["WeightMapping", "character_embedding", "same", "transposed"]
 
 
 @dataclass(frozen=True)
@@ -33,3 +33,14 @@ def same(dataset: str, shape: tuple[int, ...], parameter: str) -> WeightMapping:
 def transposed(dataset: str, shape: tuple[int, ...], parameter: str) -> WeightMapping:
     """TF dense kernels are (in, out); torch Linear weights are (out, in)."""
     return WeightMapping(dataset, shape, (parameter,), lambda array: (array.T,), lambda array: array.T)
+
+
+def character_embedding(dataset: str, shape: tuple[int, ...]) -> WeightMapping:
+    """The source has no row for the model's id 0 ("no word"): that row is the zero vector."""
+    return WeightMapping(
+        dataset,
+        shape,
+        ("char_encoder.char_embedding.weight",),
+        lambda array: (np.concatenate([np.zeros_like(array[:1]), array]),),
+        lambda weight: weight[1:],
+    )

@@ -427,7 +427,7 @@ class ElmoModel(ElmoPreTrainedModel):
 
 class ElmoTaskModel(ElmoPreTrainedModel):
     """What the task heads share: the biLM (frozen by default), `num_output_representations` mixes of its
-    layers, and a task encoder (a BiLSTM by default) over the first mix.
+    layers, a task encoder (a BiLSTM by default) over the first mix, and a linear classifier.
 
     Instead of `input_ids`, a head also takes `bilm_layers` (batch, layers, words, 2P): the biLM's
     `hidden_states` computed once and stored (the frozen-biLM workflow), so that the biLM does not run.
@@ -446,6 +446,11 @@ class ElmoTaskModel(ElmoPreTrainedModel):
             width = 2 * config.task_hidden_size
         self.features_size = width + config.mix_output_size * (config.num_output_representations > 1)
         self.classifier_dropout = nn.Dropout(config.classifier_dropout)
+        self.num_labels = config.num_labels
+        self.classifier = nn.Linear(self.features_size, config.num_labels)
+        self.post_init()
+        if config.freeze_bilm:
+            self.freeze_bilm()
 
     def freeze_bilm(self) -> None:
         """Keep the biLM's weights as they are (the paper's setting; `config.freeze_bilm`)."""
@@ -519,14 +524,6 @@ class ElmoTaskModel(ElmoPreTrainedModel):
 class ElmoForTokenClassification(ElmoTaskModel):
     """ELMo, mixed, a task encoder and a linear classifier per word: `logits` (batch, words, num_labels)."""
 
-    def __init__(self, config: ElmoConfig) -> None:
-        super().__init__(config)
-        self.num_labels = config.num_labels
-        self.classifier = nn.Linear(self.features_size, config.num_labels)
-        self.post_init()
-        if config.freeze_bilm:
-            self.freeze_bilm()
-
     @can_return_tuple
     def forward(
         self,
@@ -557,14 +554,6 @@ class ElmoForTokenClassification(ElmoTaskModel):
 class ElmoForSequenceClassification(ElmoTaskModel):
     """ELMo, mixed, a task encoder, max-pooled over the words, and a linear classifier: `logits`
     (batch, num_labels)."""
-
-    def __init__(self, config: ElmoConfig) -> None:
-        super().__init__(config)
-        self.num_labels = config.num_labels
-        self.classifier = nn.Linear(self.features_size, config.num_labels)
-        self.post_init()
-        if config.freeze_bilm:
-            self.freeze_bilm()
 
     @can_return_tuple
     def forward(

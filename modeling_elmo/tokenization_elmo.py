@@ -261,22 +261,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
             if return_length:
                 row["length"] = len(words)
             encoded.append(row)
-        if not is_batched:
-            # A single sentence is padded (if asked) as a batch of one, then returned without the batch axis
-            # unless tensors were asked for.
-            padded = self.pad(
-                encoded,
-                padding=padding_strategy,
-                max_length=max_length,
-                pad_to_multiple_of=pad_to_multiple_of,
-                padding_side=padding_side,
-                return_attention_mask=return_attention_mask,
-                return_tensors=return_tensors,
-            )
-            if return_tensors is None:
-                padded = BatchEncoding({key: value[0] for key, value in padded.items()})
-            return padded
-        return self.pad(
+        padded = self.pad(
             encoded,
             padding=padding_strategy,
             max_length=max_length,
@@ -285,6 +270,9 @@ class ElmoTokenizer(PreTrainedTokenizer):
             return_attention_mask=return_attention_mask,
             return_tensors=return_tensors,
         )
+        if not is_batched and return_tensors is None:  # one sentence: lists without the batch axis
+            return BatchEncoding({key: value[0] for key, value in padded.items()})
+        return padded
 
     def _words_of(self, sentence: Any, is_split_into_words: bool) -> list[str]:
         if is_split_into_words:
