@@ -1,0 +1,230 @@
+"""The training scripts end to end on a toy task with the fixture model: they train, evaluate (seqeval F1,
+accuracy), save a reloadable model with its layer weights, and give the same results from cached biLM layers."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
+
+import modeling_elmo  # noqa: F401  (registers the Auto classes)
+from training import run_classification, run_token_classification
+from training.jsonl import DataFileError
+
+# A toy tagging task: each word's tag is its class; the fixture biLM tells the classes apart in a few epochs.
+WORD_TAGS = {
+    "house": "B-NOUN",
+    "river": "B-NOUN",
+    "table": "B-NOUN",
+    "city": "B-NOUN",
+    "green": "B-ADJ",
+    "open": "B-ADJ",
+    "quiet": "B-ADJ",
+    "walks": "B-VERB",
+    "sings": "B-VERB",
+    "reads": "B-VERB",
+    "the": "O",
+    "a": "O",
+}
+TRAINING = {"do_train": True, "num_train_epochs": 6, "learning_rate": 1e-2, "per_device_train_batch_size": 16}
+QUIET = {"save_strategy": "no", "use_cpu": True, "seed": 0, "report_to": "none", "disable_tqdm": "true"}
+SCORES = ("eval_precision", "eval_recall", "eval_f1", "eval_accuracy")
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    """The tiny model trains faster on one thread: with more, thread synchronisation dominates every small op."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _arguments(**options: object) -> list[str]:
+    """Command-line arguments: `--name value`, `--name` alone for True, `--name v1 v2` for a list."""
+    arguments = []
+    for name, value in options.items():
+        arguments.append(f"--{name}")
+        if isinstance(value, list):
+            arguments += [str(item) for item in value]
+        elif value is not True:
+            arguments.append(str(value))
+    return arguments
+
+
+def _write_json_lines(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def _sentences(count: int, seed: int) -> list[list[str]]:
+    rng = random.Random(seed)
+    return [[rng.choice(list(WORD_TAGS)) for _ in range(rng.randint(2, 8))] for _ in range(count)]
+
+
+@pytest.fixture(scope="module")
+def tagging_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("tagging")
+    files = []
+    for name, count, seed in (("train", 160, 1), ("dev", 60, 2)):
+        rows = [{"tokens": words, "tags": [WORD_TAGS[word] for word in words]} for words in _sentences(count, seed)]
+        files.append(_write_json_lines(folder / f"{name}.jsonl", rows))
+    return files[0], files[1]
+
+
+@pytest.fixture(scope="module")
+def classification_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Raw sentences labelled by whether they have a verb."""
+    folder = tmp_path_factory.mktemp("classification")
+    files = []
+    for name, count, seed in (("train", 160, 3), ("dev", 60, 4)):
+        rows = [
+            {"sentence": " ".join(words), "label": "verb" if any(WORD_TAGS[w] == "B-VERB" for w in words) else "none"}
+            for words in _sentences(count, seed)
+        ]
+        files.append(_write_json_lines(folder / f"{name}.jsonl", rows))
+    return files[0], files[1]
+
+
+def _tag_accuracy(model_folder: Path, dev: Path) -> float:
+    """The token accuracy of a saved tagger, loaded with the Auto class, on the rows of `dev`."""
+    model = AutoModelForTokenClassification.from_pretrained(model_folder).eval()
+    tokenizer = AutoTokenizer.from_pretrained(model_folder)
+    rows = [json.loads(line) for line in dev.read_text().splitlines()]
+    batch = tokenizer([row["tokens"] for row in rows], is_split_into_words=True, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        predicted = model(**batch).logits.argmax(-1)
+    correct = total = 0
+    for row, row_predicted in zip(rows, predicted, strict=True):
+        tags = [model.config.id2label[int(index)] for index in row_predicted[: len(row["tags"])]]
+        correct += sum(tag == gold for tag, gold in zip(tags, row["tags"], strict=True))
+        total += len(tags)
+    return correct / total
+
+
+def test_token_classification_trains_saves_and_gives_the_same_results_from_cached_layers(
+    tagging_files: tuple[Path, Path], fixture_model_folder: Path, tmp_path: Path
+) -> None:
+    train, dev = tagging_files
+    options = {"model_name_or_path": fixture_model_folder, "train_file": train, "validation_file": dev, **TRAINING}
+    live = run_token_classification.main(_arguments(**options, **QUIET, do_eval=True, output_dir=tmp_path / "live"))
+    assert live["eval_f1"] > 0.9 and live["eval_accuracy"] > 0.9, live
+
+    saved = tmp_path / "live"
+    config = json.loads((saved / "config.json").read_text())
+    assert config["id2label"] == {"0": "B-ADJ", "1": "B-NOUN", "2": "B-VERB", "3": "O"}
+    assert _tag_accuracy(saved, dev) == pytest.approx(live["eval_accuracy"])
+    weights = json.loads((saved / "layer_weights.json").read_text())
+    assert weights["mix_mode"] == "scalar_mix" and weights["layer_names"] == ["token", "biLSTM 1", "biLSTM 2"]
+    (representation,) = weights["representations"]
+    assert sum(representation["weights"]) == pytest.approx(1.0)
+    assert (saved / "layer_weights.png").read_bytes().startswith(b"\x89PNG")
+
+    cached = run_token_classification.main(
+        _arguments(
+            **options,
+            **QUIET,
+            do_eval=True,
+            output_dir=tmp_path / "cached",
+            cache_features=True,
+            features_cache_dir=tmp_path / "features",
+        )
+    )
+    # The cache computes the layers in other batches than training does: equal up to float32 rounding (~1e-7).
+    assert {name: cached[name] for name in SCORES} == {name: live[name] for name in SCORES}
+    assert cached["eval_loss"] == pytest.approx(live["eval_loss"], rel=1e-4)
+    cached_weights = json.loads((tmp_path / "cached" / "layer_weights.json").read_text())
+    assert cached_weights["representations"][0]["weights"] == pytest.approx(representation["weights"], abs=1e-5)
+
+    # Evaluation alone of the saved model: the labels come from its config.
+    evaluated = run_token_classification.main(
+        _arguments(model_name_or_path=saved, validation_file=dev, do_eval=True, output_dir=tmp_path / "eval", **QUIET)
+    )
+    assert {name: evaluated[name] for name in SCORES} == {name: live[name] for name in SCORES}
+
+
+def test_classification_trains_on_cached_layers_and_saves(
+    classification_files: tuple[Path, Path], fixture_model_folder: Path, tmp_path: Path
+) -> None:
+    train, dev = classification_files
+    metrics = run_classification.main(
+        _arguments(
+            model_name_or_path=fixture_model_folder,
+            train_file=train,
+            validation_file=dev,
+            do_eval=True,
+            output_dir=tmp_path / "model",
+            cache_features=True,
+            features_cache_dir=tmp_path / "features",
+            **{**TRAINING, **QUIET, "num_train_epochs": 12},
+            num_output_representations=2,
+            mix_l2_coefficient=1e-3,
+        )
+    )
+    assert metrics["eval_accuracy"] > 0.9, metrics
+    model = AutoModelForSequenceClassification.from_pretrained(tmp_path / "model")
+    assert model.config.id2label == {0: "none", 1: "verb"} and model.config.num_output_representations == 2
+    weights = json.loads((tmp_path / "model" / "layer_weights.json").read_text())
+    assert [r["name"] for r in weights["representations"]] == ["task encoder input", "task encoder output"]
+    assert (tmp_path / "model" / "layer_weights.png").is_file()
+
+
+def test_a_mix_without_layer_weights_writes_a_note(
+    tagging_files: tuple[Path, Path], fixture_model_folder: Path, tmp_path: Path
+) -> None:
+    train, _ = tagging_files
+    run_token_classification.main(
+        _arguments(
+            model_name_or_path=fixture_model_folder,
+            train_file=train,
+            output_dir=tmp_path,
+            **{**TRAINING, **QUIET, "num_train_epochs": 1},
+            mix_mode="concat",
+            mix_layers=[0, 1],
+        )
+    )
+    weights = json.loads((tmp_path / "layer_weights.json").read_text())
+    assert weights["mix_mode"] == "concat" and weights["layers"] == [0, 1] and "note" in weights
+    assert not (tmp_path / "layer_weights.png").exists()
+    assert AutoModelForTokenClassification.from_pretrained(tmp_path).config.mix_layers == [0, 1]
+
+
+@pytest.mark.parametrize("script", [run_token_classification, run_classification])
+def test_help(script, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        script.main(["--help"])
+    assert exit_info.value.code == 0
+    help_text = capsys.readouterr().out
+    for option in ("--model_name_or_path", "--mix_mode", "--mix_layers", "--cache_features", "--label_column_name"):
+        assert option in help_text
+
+
+def test_bad_data_and_options_are_reported(fixture_model_folder: Path, tmp_path: Path) -> None:
+    def run(rows: list[str], **options: object) -> None:
+        train = tmp_path / "train.jsonl"
+        train.write_text("\n".join(rows) + "\n", encoding="utf-8")
+        run_token_classification.main(
+            _arguments(
+                model_name_or_path=fixture_model_folder,
+                train_file=train,
+                do_train=True,
+                output_dir=tmp_path / "out",
+                **QUIET,
+                **options,
+            )
+        )
+
+    good = json.dumps({"tokens": ["a", "house"], "tags": ["O", "B-NOUN"]})
+    with pytest.raises(DataFileError, match=r"train\.jsonl, line 3: not JSON"):
+        run([good, "", "{not json", good])
+    with pytest.raises(DataFileError, match=r"line 1: no 'ner_tags' column \(its columns: tokens, tags\)"):
+        run([good, good], label_column_name="ner_tags")
+    with pytest.raises(DataFileError, match="line 1: 1 words but 2 tags"):
+        run([json.dumps({"tokens": ["a"], "tags": ["O", "O"]})])
+    with pytest.raises(SystemExit):
+        run([good], cache_features=True, no_freeze_bilm=True)

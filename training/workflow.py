@@ -1,0 +1,148 @@
+"""The steps both training scripts share: parse the options, load the head, cache the biLM's layers, train,
+evaluate, save, write the layer weights and print a summary."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import datasets
+from datasets import Dataset
+from transformers import AutoConfig, HfArgumentParser, Trainer, TrainingArguments
+
+import modeling_elmo  # noqa: F401  (registers the ELMo classes with the Auto classes)
+from modeling_elmo.modeling_elmo import ElmoTaskModel
+
+from .arguments import DataFileArguments, ElmoModelArguments
+from .collator import ElmoCachedFeaturesCollator
+from .feature_cache import cache_bilm_features
+from .layer_weights import write_layer_weights
+
+__all__ = ["TrainingRun", "model_label_names", "parse_arguments"]
+
+DEFAULT_CACHE_FOLDER = "elmo_bilm_features"
+DataArguments = TypeVar("DataArguments", bound=DataFileArguments)
+
+
+def parse_arguments(
+    data_class: type[DataArguments], args: list[str] | None
+) -> tuple[ElmoModelArguments, DataArguments, TrainingArguments]:
+    """Parse `args` (default: the command line) into the model, data and training options; --help exits."""
+    parser = HfArgumentParser((ElmoModelArguments, data_class, TrainingArguments))
+    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=args)
+    if not (training_args.do_train or training_args.do_eval):
+        parser.error("nothing to do: pass --do_train (with --train_file) and/or --do_eval (with --validation_file)")
+    if training_args.do_train and not data_args.train_file:
+        parser.error("--do_train needs --train_file")
+    if training_args.do_eval and not data_args.validation_file:
+        parser.error("--do_eval needs --validation_file")
+    if model_args.cache_features and not model_args.freeze_bilm:
+        parser.error("--cache_features needs a frozen biLM: the layers of a biLM in training change at every step")
+    return model_args, data_args, training_args
+
+
+def model_label_names(model_name_or_path: str) -> list[str]:
+    """The label names of an already fine-tuned head, in id order (for evaluation without training)."""
+    config = AutoConfig.from_pretrained(model_name_or_path)
+    return [config.id2label[index] for index in range(config.num_labels)]
+
+
+class TrainingRun:
+    """One run of a script: the head with its labels, and the steps around the Trainer."""
+
+    def __init__(
+        self,
+        auto_class: type,
+        model_args: ElmoModelArguments,
+        training_args: TrainingArguments,
+        label_names: list[str],
+        title: str,
+    ) -> None:
+        if len(label_names) < 2:
+            raise ValueError(f"a classifier needs at least 2 labels, got {label_names}")
+        self.model_args = model_args
+        self.training_args = training_args
+        self.label_names = label_names
+        self.label2id = {name: index for index, name in enumerate(label_names)}
+        self.title = title
+        self.model: ElmoTaskModel = auto_class.from_pretrained(
+            model_args.model_name_or_path,
+            num_labels=len(label_names),
+            id2label=dict(enumerate(label_names)),
+            label2id=self.label2id,
+            **model_args.config_overrides(),
+        )
+        self.cache_dir = Path(
+            model_args.features_cache_dir or Path(datasets.config.HF_DATASETS_CACHE) / DEFAULT_CACHE_FOLDER
+        )
+
+    def model_inputs(self, dataset: Dataset) -> Dataset:
+        """`dataset` (tokenized, with labels) as the head will read it: with `bilm_layers` under --cache_features."""
+        if not self.model_args.cache_features:
+            return dataset
+        self.model.to(self.training_args.device)
+        return cache_bilm_features(
+            dataset,
+            self.model,
+            self.cache_dir,
+            batch_size=self.training_args.per_device_eval_batch_size,
+            storage_dtype=self.model_args.features_dtype,
+        )
+
+    def data_collator(self, live_collator: Callable) -> Callable:
+        """The collator of cached layers under --cache_features, else `live_collator` (character ids)."""
+        return ElmoCachedFeaturesCollator() if self.model_args.cache_features else live_collator
+
+    def run(self, trainer: Trainer) -> dict[str, float]:
+        """Train and save (--do_train), evaluate (--do_eval), print a summary; returns the metrics."""
+        metrics: dict[str, float] = {}
+        layer_weights = None
+        if self.training_args.do_train:
+            train_metrics = trainer.train().metrics
+            trainer.save_model()
+            trainer.log_metrics("train", train_metrics)
+            trainer.save_metrics("train", train_metrics)
+            layer_weights = write_layer_weights(self.model, self.training_args.output_dir, self.title)
+            metrics.update(train_metrics)
+        if self.training_args.do_eval:
+            eval_metrics = trainer.evaluate()
+            trainer.log_metrics("eval", eval_metrics)
+            trainer.save_metrics("eval", eval_metrics)
+            metrics.update(eval_metrics)
+        print(self._summary(trainer, metrics, layer_weights))
+        return metrics
+
+    def _summary(self, trainer: Trainer, metrics: dict[str, float], layer_weights: dict[str, Any] | None) -> str:
+        config = self.model.config
+        features = f"cached in {self.cache_dir}" if self.model_args.cache_features else "computed live"
+        lines = [
+            f"ELMo {self.title}: {self.model_args.model_name_or_path}",
+            f"  labels ({len(self.label_names)}): {' '.join(self.label_names)}",
+            f"  mixing: {config.mix_mode} of layers {config.mixed_layers}, "
+            f"{config.num_output_representations} representation(s), task encoder {config.task_encoder}",
+            f"  biLM: {'frozen' if config.freeze_bilm else 'trained'}, its layers {features}",
+        ]
+        if trainer.train_dataset is not None and "train_loss" in metrics:
+            lines.append(
+                f"  train: {len(trainer.train_dataset)} examples, {metrics['epoch']:g} epochs, "
+                f"loss {metrics['train_loss']:.4f}, {metrics['train_runtime']:.1f} s"
+            )
+        scores = {name.removeprefix("eval_"): value for name, value in metrics.items() if name.startswith("eval_")}
+        if scores:
+            shown = ", ".join(f"{name} {value:.4f}" for name, value in scores.items() if not name.endswith("_second"))
+            lines.append(f"  eval: {shown}")
+        if layer_weights is not None:
+            for representation in layer_weights.get("representations", []):
+                weights = ", ".join(
+                    f"{name} {weight:.3f}"
+                    for name, weight in zip(layer_weights["layer_names"], representation["weights"], strict=True)
+                )
+                gamma = representation["gamma"]
+                lines.append(f"  layer weights ({representation['name']}): {weights}; gamma {gamma:.3f}")
+            if "note" in layer_weights:
+                lines.append(f"  layer weights: {layer_weights['note']}")
+            output_dir = os.path.abspath(self.training_args.output_dir)
+            lines.append(f"  saved: model, tokenizer and layer weights in {output_dir}")
+        return "\n".join(lines)
