@@ -13,9 +13,11 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import torch
 
 ALLENNLP_WHEEL = "allennlp==0.9.0"
 _FIXTURE_PREFIX = "allennlp/tests/fixtures/"
@@ -47,6 +49,15 @@ def _download_fixtures(target: Path) -> None:
                     destination.write_bytes(archive.read(name))
         shutil.rmtree(target, ignore_errors=True)
         staging.rename(target)
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    """The test models are tiny: on one thread they run faster, as thread synchronisation dominates small ops."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,6 @@ running the biLM, and the key follows the weights, the inputs and the stored lay
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -24,15 +23,6 @@ SENTENCES = [
     ["green", "house", "walks", "to", "the", "quiet", "city", "today"],
     ["Hello", "!"],
 ]
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """The tiny model runs faster on one thread: with more, thread synchronisation dominates every small op."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,15 +33,6 @@ WORD_TAGS = {
 TRAINING = {"do_train": True, "num_train_epochs": 6, "learning_rate": 1e-2, "per_device_train_batch_size": 16}
 QUIET = {"save_strategy": "no", "use_cpu": True, "seed": 0, "report_to": "none", "disable_tqdm": "true"}
 SCORES = ("eval_precision", "eval_recall", "eval_f1", "eval_accuracy")
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """The tiny model trains faster on one thread: with more, thread synchronisation dominates every small op."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _arguments(**options: object) -> list[str]:
