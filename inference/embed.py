@@ -1,0 +1,316 @@
+"""The `elmo-embed` command: ELMo vectors of every line of a text file, in AllenNLP's `elmo` command layout.
+
+The input is read in windows of a few thousand lines; each window is sorted by length into batches, embedded
+and written, so memory does not grow with the corpus (except the "sentence_to_index" mapping, which holds
+every distinct line, as AllenNLP's does: `--forget-sentences` leaves it out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+from transformers.utils.logging import disable_progress_bar
+
+from .batching import bucketed_batches
+from .embedder import DTYPES, LAYER_CHOICES, Embedder, default_device, resolve_model
+from .errors import EmbedError, first_line
+from .hdf5_output import EmbeddingFile, check_output, partial_path
+from .lines import read_lines
+
+__all__ = ["EmbedSummary", "embed_file", "main"]
+
+# A window ends at this many lines to embed, or at this many words, whichever comes first.
+WINDOW_LINES = 4096
+WINDOW_WORDS = 200_000
+# Lines with invalid UTF-8 get a warning each, up to this many; the summary counts them all.
+MAX_WARNINGS = 10
+# The summary names at most this many lines of each kind.
+LISTED_LINES = 20
+
+
+@dataclass
+class LineSet:
+    """How many lines have some property, and the indices of the first `LISTED_LINES` of them."""
+
+    count: int = 0
+    first: list[int] = field(default_factory=list)
+
+    def add(self, index: int) -> None:
+        self.count += 1
+        if len(self.first) < LISTED_LINES:
+            self.first.append(index)
+
+    def describe(self) -> str:
+        """E.g. "2 (datasets 4, 17)"."""
+        if not self.count:
+            return "0"
+        more = f", and {self.count - len(self.first):,} more" if self.count > len(self.first) else ""
+        return f"{self.count:,} (datasets {', '.join(map(str, self.first))}{more})"
+
+
+@dataclass
+class EmbedSummary:
+    """What a run did. `words` counts every line's words; `embedded_words` those this run computed."""
+
+    shape: str
+    lines: int = 0
+    words: int = 0
+    embedded_words: int = 0
+    resumed_lines: int = 0
+    empty: LineSet = field(default_factory=LineSet)
+    replaced: LineSet = field(default_factory=LineSet)
+    split: LineSet = field(default_factory=LineSet)
+    seconds: float = 0.0
+
+    def describe(self, output: Path, max_words: int) -> str:
+        """The summary printed at the end of a run."""
+        rate = self.embedded_words / self.seconds if self.seconds else 0.0
+        lines = [
+            f"Wrote {output}: {self.lines:,} lines, {self.words:,} words, one dataset {self.shape} per line",
+            f"  empty lines (written with 0 words): {self.empty.describe()}",
+            f"  lines with invalid UTF-8 (embedded with U+FFFD for the bad bytes): {self.replaced.describe()}",
+            f"  lines over --max-words {max_words} (embedded in pieces, concatenated): {self.split.describe()}",
+        ]
+        if self.resumed_lines:
+            lines.append(f"  resumed: {self.resumed_lines:,} lines were already in {partial_path(output).name}")
+        lines.append(f"  {self.embedded_words:,} words embedded in {self.seconds:.1f} s: {rate:,.0f} words/s")
+        return "\n".join(lines)
+
+
+def embed_file(
+    input_file: str | Path,
+    output: str | Path,
+    *,
+    model: str | None = None,
+    layers: str = "all",
+    batch_size: int = 64,
+    max_words: int = 1000,
+    tokenize: bool = False,
+    dtype: str = "float32",
+    device: str | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+    forget_sentences: bool = False,
+) -> EmbedSummary:
+    """Embed every line of `input_file` into the hdf5 file `output` (see the module docstring and `--help`).
+
+    Dataset str(i) holds line i's float32 vectors: (L+1, words, 2P) for `layers="all"`, (words, 2P) for "top"
+    and "average". Words are the line's whitespace-separated tokens, or with `tokenize` the tokenizer's
+    PTB-like split of the line. Empty lines get a dataset of 0 words; undecodable bytes are embedded as U+FFFD;
+    lines of more than `max_words` words are embedded in pieces of at most `max_words` words, concatenated.
+    The file is written as `OUT.partial`, renamed when complete; with `resume` an existing `OUT.partial`
+    keeps its finished lines and only the others are embedded.
+    """
+    input_file, output = Path(input_file), Path(output)
+    if not input_file.is_file():
+        raise EmbedError(f"{input_file}: no such input file")
+    if batch_size < 1 or max_words < 1:
+        raise EmbedError(f"--batch-size and --max-words must be at least 1, got {batch_size} and {max_words}")
+    check_output(output, resume=resume, overwrite=overwrite)
+    model = resolve_model(model)
+    embedder = Embedder(model, layers=layers, dtype=dtype, device=device)
+    settings = {
+        "input": str(input_file.resolve()),
+        "input_bytes": input_file.stat().st_size,
+        "model": str(Path(model).resolve()) if Path(model).exists() else model,
+        "layers": layers,
+        "tokenize": tokenize,
+        "max_words": max_words,
+        "dtype": dtype,
+    }
+    shape = f"({embedder.num_layers}, words, {embedder.width})" if layers == "all" else f"(words, {embedder.width})"
+    summary = EmbedSummary(shape=shape)
+    started = time.perf_counter()
+    with EmbeddingFile(output, settings=settings, shape=embedder.shape, resume=resume) as file:
+        run = _Run(file, embedder, summary, batch_size=batch_size, max_words=max_words)
+        try:
+            sentence_to_index = run.embed_lines(input_file, tokenize=tokenize, keep_sentences=not forget_sentences)
+        except (RuntimeError, OSError, MemoryError) as error:  # out of memory, disk full, ...
+            raise EmbedError(
+                f"{type(error).__name__} after {summary.lines:,} lines: {first_line(error)}; {file.partial} keeps"
+                " the finished lines: rerun with --resume (with a smaller --batch-size after running out of memory)"
+            ) from error
+        file.finish(sentence_to_index)
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+@dataclass
+class _Run:
+    """One pass over the input: lines are read, counted, and embedded window by window into `file`."""
+
+    file: EmbeddingFile
+    embedder: Embedder
+    summary: EmbedSummary
+    batch_size: int
+    max_words: int
+
+    def embed_lines(self, input_file: Path, *, tokenize: bool, keep_sentences: bool) -> dict[str, str] | None:
+        """Embed every line not yet in the file; returns "sentence_to_index" (None unless `keep_sentences`)."""
+        split_words = self.embedder.tokenizer.tokenize if tokenize else str.split
+        summary = self.summary
+        sentence_to_index: dict[str, str] | None = {} if keep_sentences else None
+        window: list[tuple[int, list[str]]] = []
+        window_words = 0
+        with tqdm(desc="elmo-embed", unit="word", unit_scale=True, disable=None) as progress:
+            for line in read_lines(input_file):
+                words = split_words(line.text)
+                summary.lines += 1
+                summary.words += len(words)
+                if sentence_to_index is not None:
+                    sentence_to_index[line.text] = str(line.index)
+                if line.replaced:
+                    self._warn_replaced(line.index)
+                if not words:
+                    summary.empty.add(line.index)
+                if len(words) > self.max_words:
+                    summary.split.add(line.index)
+                if line.index in self.file:
+                    summary.resumed_lines += 1
+                elif not words:
+                    self.file.write(line.index, 0, np.zeros(self.embedder.shape(0), dtype=np.float32), 0)
+                else:
+                    window.append((line.index, words))
+                    window_words += len(words)
+                    if len(window) >= max(WINDOW_LINES, self.batch_size) or window_words >= WINDOW_WORDS:
+                        self._embed_window(window, progress)
+                        window, window_words = [], 0
+            self._embed_window(window, progress)
+        if summary.replaced.count > MAX_WARNINGS:
+            tqdm.write(f"elmo-embed: warning: {summary.replaced.count:,} lines are not valid UTF-8", file=sys.stderr)
+        return sentence_to_index
+
+    def _warn_replaced(self, index: int) -> None:
+        self.summary.replaced.add(index)
+        if self.summary.replaced.count <= MAX_WARNINGS:
+            tqdm.write(
+                f"elmo-embed: warning: line {index + 1} (dataset {index}) is not valid UTF-8:"
+                " its bad bytes are embedded as U+FFFD",
+                file=sys.stderr,
+            )
+
+    def _embed_window(self, window: list[tuple[int, list[str]]], progress: tqdm) -> None:
+        """Embed and write the (line index, words) pairs of one window, in batches of similar length."""
+        line_words = {index: len(words) for index, words in window}
+        for batch in bucketed_batches(window, batch_size=self.batch_size, max_words=self.max_words):
+            for piece, vectors in zip(batch, self.embedder.embed([piece.words for piece in batch]), strict=True):
+                self.file.write(piece.line, piece.start, vectors, line_words[piece.line])
+            self.file.flush()
+            words = sum(len(piece.words) for piece in batch)
+            self.summary.embedded_words += words
+            progress.update(words)
+
+
+_EXAMPLES = """examples:
+  elmo-embed sentences.txt sentences.hdf5 --model elmo-original
+  elmo-embed raw.txt raw.hdf5 --model elmo-original --tokenize --layers top --device cuda --dtype bfloat16
+  elmo-embed corpus.txt corpus.hdf5 --model elmo-original --resume   # continue an interrupted run
+
+The input holds one sentence per line: whitespace-separated words, or raw text with --tokenize. The output
+has the layout of AllenNLP's `allennlp elmo` command: dataset "0" holds the first line's vectors, float32 of
+shape (L+1, words, 2P) with --layers all (the token layer and the model's L biLSTM layers, each word's vector
+[forward; backward] of width 2P) or (words, 2P) otherwise, and "sentence_to_index" holds one JSON string
+mapping each line's text to its dataset name:
+  import h5py, json
+  with h5py.File("sentences.hdf5") as file:
+      vectors = file["0"][()]
+      index = json.loads(file["sentence_to_index"][0])
+
+Unlike AllenNLP's command, elmo-embed does not stop at bad lines: an empty line gets a dataset of 0 words,
+a line that is not UTF-8 is embedded with U+FFFD for its bad bytes (with a warning), and a line of more
+than --max-words words is embedded in pieces of at most that many words, concatenated. The summary counts
+and names them. Each sentence is embedded from a fresh LSTM state (AllenNLP carried the state across
+batches, so its vectors depended on the batch order).
+
+The output is written to OUT.partial and renamed to OUT when complete. After an interruption, the same
+command with --resume keeps every finished line and embeds only the rest.
+"""
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="elmo-embed",
+        description="ELMo vectors of every line of a text file, written to hdf5 in AllenNLP's `elmo` layout.",
+        epilog=_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("input", metavar="IN", help="text file, one sentence per line (UTF-8)")
+    parser.add_argument("output", metavar="OUT.hdf5", help="hdf5 file to create")
+    parser.add_argument("--model", metavar="DIR", help="model folder written by elmo-convert")
+    parser.add_argument(
+        "--layers",
+        choices=LAYER_CHOICES,
+        default="all",
+        help="all: every layer, (L+1, words, 2P); top: the top biLSTM layer; average: the mean of the L+1 layers;"
+        " mix: a learned mix (not available yet: no model has mixing weights) (default all)",
+    )
+    parser.add_argument("--batch-size", type=int, default=64, metavar="N", help="sentences per batch (default 64)")
+    parser.add_argument(
+        "--max-words",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="embed longer lines in pieces of at most N words (default 1000)",
+    )
+    parser.add_argument(
+        "--tokenize", action="store_true", help="split raw text into words PTB-like (punctuation split off)"
+    )
+    parser.add_argument(
+        "--dtype", choices=sorted(DTYPES), default="float32", help="model dtype; the file is float32 (default float32)"
+    )
+    parser.add_argument("--device", help=f"torch device: cpu, cuda, cuda:1, ... (default {default_device()})")
+    parser.add_argument("--resume", action="store_true", help="continue an interrupted run from OUT.hdf5.partial")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    parser.add_argument(
+        "--forget-sentences",
+        action="store_true",
+        help='leave out the "sentence_to_index" dataset (its mapping keeps every distinct line in memory)',
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _build_parser().parse_args(argv)
+    # oneDNN, behind torch's CPU convolutions, caches a kernel per input shape, and the character CNN sees a new
+    # shape (the number of words in the batch) in nearly every batch: over a corpus the cache would take gigabytes.
+    # Set here, before the first convolution reads it; caching nothing costs no measurable speed.
+    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "0")
+    disable_progress_bar()  # transformers' weight-loading bar; elmo-embed shows its own
+    try:
+        summary = embed_file(
+            args.input,
+            args.output,
+            model=args.model,
+            layers=args.layers,
+            batch_size=args.batch_size,
+            max_words=args.max_words,
+            tokenize=args.tokenize,
+            dtype=args.dtype,
+            device=args.device,
+            resume=args.resume,
+            overwrite=args.overwrite,
+            forget_sentences=args.forget_sentences,
+        )
+    except EmbedError as error:
+        print(f"elmo-embed: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        partial = partial_path(args.output)
+        if not partial.exists():
+            raise
+        print(f"elmo-embed: interrupted: {partial} keeps the finished lines; rerun with --resume", file=sys.stderr)
+        return 130
+    print(summary.describe(Path(args.output), args.max_words))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

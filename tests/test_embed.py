@@ -1,0 +1,376 @@
+"""`elmo-embed`: AllenNLP's `elmo` layout, values equal to the model run one sentence at a time, bad lines,
+long lines, resuming an interrupted run without recomputing finished lines, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+import modeling_elmo
+from inference.embed import main
+from modeling_elmo import ElmoModel, ElmoTokenizer, split_words
+
+SENTENCES = [
+    "The cat sat on the mat .",
+    "Hello !",
+    "ELMo gives every word three vectors .",
+    "a",
+    "Colorless green ideas sleep furiously .",
+]
+
+
+@pytest.fixture(autouse=True)
+def _keep_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """main() sets ONEDNN_PRIMITIVE_CACHE_CAPACITY (unless set): set it here so that it is unset again after."""
+    monkeypatch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "0")
+
+
+@pytest.fixture(scope="module")
+def reference(fixture_model_folder: Path) -> tuple[ElmoModel, ElmoTokenizer]:
+    return ElmoModel.from_pretrained(fixture_model_folder).eval(), ElmoTokenizer.from_pretrained(fixture_model_folder)
+
+
+def _layers(reference: tuple[ElmoModel, ElmoTokenizer], words: list[str]) -> np.ndarray:
+    """Every layer of one sentence, (L+1, words, D), computed alone: a batch of one, no padding."""
+    model, tokenizer = reference
+    inputs = tokenizer([words], is_split_into_words=True, return_tensors="pt")
+    with torch.no_grad():
+        output = model(**inputs, output_hidden_states=True)
+    return torch.stack(output.hidden_states, dim=1)[0].numpy()
+
+
+def _select(layers: np.ndarray, choice: str) -> np.ndarray:
+    return {"all": layers, "top": layers[-1], "average": layers.mean(axis=0)}[choice]
+
+
+def _embed(capsys: pytest.CaptureFixture, *args: str | Path) -> tuple[int, str, str]:
+    code = main([str(arg) for arg in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _read(path: Path) -> dict[str, np.ndarray]:
+    with h5py.File(path, "r") as file:
+        assert not file.attrs, "the finished file has no attributes"
+        return {name: file[name][()] for name in file}
+
+
+def _line_datasets(contents: dict[str, np.ndarray]) -> dict[int, np.ndarray]:
+    return {int(name): array for name, array in contents.items() if name != "sentence_to_index"}
+
+
+@pytest.mark.parametrize("layers", ["all", "top", "average"])
+def test_layout_and_values_equal_one_sentence_at_a_time(
+    layers: str, reference, fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    source = _write_lines(tmp_path / "in.txt", SENTENCES)
+    output = tmp_path / "out.hdf5"
+    # Batches of 2 of different lengths: every batch but the last is padded.
+    args = ("--model", fixture_model_folder, "--layers", layers, "--batch-size", 2)
+    code, out, _ = _embed(capsys, source, output, *args)
+    assert code == 0
+    assert "5 lines, 23 words" in out and "words/s" in out
+    assert not Path(f"{output}.partial").exists()
+    contents = _read(output)
+    assert set(contents) == {*map(str, range(len(SENTENCES))), "sentence_to_index"}
+    for index, sentence in enumerate(SENTENCES):
+        vectors = contents[str(index)]
+        expected = _select(_layers(reference, sentence.split()), layers)
+        assert vectors.dtype == np.float32
+        assert vectors.shape == expected.shape == ((3,) if layers == "all" else ()) + (len(sentence.split()), 32)
+        np.testing.assert_allclose(vectors, expected, rtol=0, atol=1e-6)
+
+
+def test_sentence_to_index(fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    source = _write_lines(tmp_path / "in.txt", ["  The cat sat .\t", "Hello !", "The cat sat .", "Olá, mundo"])
+    output = tmp_path / "out.hdf5"
+    assert _embed(capsys, source, output, "--model", fixture_model_folder)[0] == 0
+    with h5py.File(output, "r") as file:
+        dataset = file["sentence_to_index"]
+        assert dataset.shape == (1,) and h5py.check_string_dtype(dataset.dtype).length is None
+        text = dataset.asstr()[0]
+    # As AllenNLP writes it: json.dumps of the stripped lines in first-seen order, a repeated line's last index.
+    assert text == json.dumps({"The cat sat .": "2", "Hello !": "1", "Olá, mundo": "3"})
+
+    forgetful = tmp_path / "forgetful.hdf5"
+    assert _embed(capsys, source, forgetful, "--model", fixture_model_folder, "--forget-sentences")[0] == 0
+    assert set(_read(forgetful)) == {"0", "1", "2", "3"}
+
+
+def test_empty_lines_and_undecodable_bytes(
+    reference, fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    source = tmp_path / "in.txt"
+    # A byte order mark, an empty line, a blank line, CRLF, a lone CR, Latin-1 and stray bytes, no final newline.
+    source.write_bytes(b"\xef\xbb\xbfThe cat sat .\n\n \t \nA dog  barked .\r\ncaf\xe9 au lait\r\xff\xfe x\nend")
+    output = tmp_path / "out.hdf5"
+    code, out, err = _embed(capsys, source, output, "--model", fixture_model_folder)
+    assert code == 0
+    words = [["The", "cat", "sat", "."], [], [], ["A", "dog", "barked", "."], ["caf\ufffd", "au", "lait"]]
+    words += [["\ufffd\ufffd", "x"], ["end"]]
+    contents = _read(output)
+    lines = _line_datasets(contents)
+    assert sorted(lines) == list(range(len(words)))
+    for index, expected_words in enumerate(words):
+        if expected_words:
+            np.testing.assert_allclose(lines[index], _layers(reference, expected_words), rtol=0, atol=1e-6)
+        else:
+            assert lines[index].shape == (3, 0, 32) and lines[index].dtype == np.float32
+    mapping = json.loads(contents["sentence_to_index"][0])
+    assert mapping["caf\ufffd au lait"] == "4" and mapping[""] == "2"
+    assert "empty lines (written with 0 words): 2 (datasets 1, 2)" in out
+    assert "invalid UTF-8 (embedded with U+FFFD for the bad bytes): 2 (datasets 4, 5)" in out
+    assert "line 5 (dataset 4) is not valid UTF-8" in err and "line 6 (dataset 5)" in err
+
+    top = tmp_path / "top.hdf5"
+    assert _embed(capsys, source, top, "--model", fixture_model_folder, "--layers", "top")[0] == 0
+    assert _read(top)["1"].shape == (0, 32)
+
+
+@pytest.mark.parametrize("layers", ["all", "average"])
+def test_long_lines_are_embedded_in_pieces(
+    layers: str, reference, fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    long_words = "one two three four five six seven eight nine ten".split()
+    source = _write_lines(tmp_path / "in.txt", [" ".join(long_words), "just four words here", "short"])
+    output = tmp_path / "out.hdf5"
+    args = ("--model", fixture_model_folder, "--layers", layers, "--max-words", 4, "--batch-size", 2)
+    code, out, _ = _embed(capsys, source, output, *args)
+    assert code == 0
+    assert "lines over --max-words 4 (embedded in pieces, concatenated): 1 (datasets 0)" in out
+    lines = _line_datasets(_read(output))
+    pieces = [_select(_layers(reference, long_words[start : start + 4]), layers) for start in (0, 4, 8)]
+    word_axis = pieces[0].ndim - 2
+    np.testing.assert_allclose(lines[0], np.concatenate(pieces, axis=word_axis), rtol=0, atol=1e-6)
+    whole = _select(_layers(reference, long_words), layers)
+    assert not np.allclose(lines[0], whole, atol=1e-3), "the pieces are embedded each in its own context"
+    np.testing.assert_allclose(lines[1], _select(_layers(reference, "just four words here".split()), layers), atol=1e-6)
+
+
+def test_tokenize(reference, fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    text = "Don't panic: it's 3.14!"
+    source = _write_lines(tmp_path / "in.txt", [text])
+    output = tmp_path / "out.hdf5"
+    assert _embed(capsys, source, output, "--model", fixture_model_folder, "--tokenize")[0] == 0
+    contents = _read(output)
+    np.testing.assert_allclose(contents["0"], _layers(reference, split_words(text)), rtol=0, atol=1e-6)
+    assert contents["0"].shape[1] == 8
+    assert json.loads(contents["sentence_to_index"][0]) == {text: "0"}
+
+
+RESUME_LINES = [
+    "alpha",
+    "bravo charlie",
+    "delta echo foxtrot",
+    "golf hotel india",
+    "juliett kilo lima mike november oscar papa quebec romeo sierra",  # 10 words: pieces of 4, 4 and 2
+    "tango uniform victor whiskey",
+    "xray yankee zulu",
+]
+
+
+@pytest.fixture
+def recorded_pieces(fixture_model_folder: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    """Patches ElmoModel.forward to record the text of every sentence it embeds, and to raise `interrupt` (an
+    exception) when `interrupt_at` calls have been made."""
+    tokenizer = ElmoTokenizer.from_pretrained(fixture_model_folder)
+    original_forward = ElmoModel.forward
+    record: dict = {"pieces": [], "interrupt_at": None, "interrupt": None}
+
+    def recording_forward(self, input_ids, attention_mask=None, **kwargs):
+        if len(record["pieces"]) == record["interrupt_at"]:
+            raise record["interrupt"]
+        record["pieces"].extend(tokenizer.decode(input_ids))
+        return original_forward(self, input_ids, attention_mask, **kwargs)
+
+    monkeypatch.setattr(ElmoModel, "forward", recording_forward)
+    return record
+
+
+@pytest.mark.parametrize(
+    ("interrupt", "code", "message"),
+    [
+        (KeyboardInterrupt(), 130, "interrupted: "),
+        (RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"), 2, "RuntimeError after 7 lines: CUDA out"),
+    ],
+)
+def test_resume_embeds_only_unfinished_lines(
+    interrupt: BaseException,
+    code: int,
+    message: str,
+    recorded_pieces: dict,
+    reference,
+    fixture_model_folder: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    source = _write_lines(tmp_path / "in.txt", RESUME_LINES)
+    output = tmp_path / "out.hdf5"
+    partial = Path(f"{output}.partial")
+    args = (source, output, "--model", fixture_model_folder, "--batch-size", 1, "--max-words", 4)
+    # One piece per batch, shortest first: lines 0, 1, line 4's last piece, lines 2, 3, 6, then stop (at line 4's
+    # first piece), leaving lines 0-3 and 6 finished, line 4 begun and line 5 not.
+    recorded_pieces.update(interrupt_at=6, interrupt=interrupt)
+    first_code, _, err = _embed(capsys, *args)
+    assert first_code == code
+    assert message in err and f"{partial} keeps the finished lines" in err and "--resume" in err
+    assert partial.exists() and not output.exists()
+    with h5py.File(partial, "r") as file:
+        finished = {int(name): file[name][()] for name in file if name.isdigit()}
+    assert sorted(finished) == [0, 1, 2, 3, 6]
+
+    recorded_pieces.update(pieces=[], interrupt_at=None)
+    second_code, out, _ = _embed(capsys, *args, "--resume")
+    assert second_code == 0
+    assert "resumed: 5 lines were already in out.hdf5.partial" in out
+    long_pieces = ["juliett kilo lima mike", "november oscar papa quebec", "romeo sierra"]
+    assert sorted(recorded_pieces["pieces"]) == sorted([*long_pieces, RESUME_LINES[5]]), (
+        "only the unfinished lines are embedded again, the half-done one whole"
+    )
+    assert not partial.exists()
+    lines = _line_datasets(_read(output))
+    assert sorted(lines) == list(range(len(RESUME_LINES)))
+    for index, vectors in finished.items():
+        assert np.array_equal(lines[index], vectors), f"line {index} was kept as the first run wrote it"
+    long_expected = np.concatenate([_layers(reference, piece.split()) for piece in long_pieces], axis=1)
+    np.testing.assert_allclose(lines[4], long_expected, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(lines[5], _layers(reference, RESUME_LINES[5].split()), rtol=0, atol=1e-6)
+
+
+def test_interrupted_run_needs_resume_or_overwrite(
+    recorded_pieces: dict, fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    source = _write_lines(tmp_path / "in.txt", SENTENCES)
+    output = tmp_path / "out.hdf5"
+    partial = Path(f"{output}.partial")
+    recorded_pieces.update(interrupt_at=2, interrupt=KeyboardInterrupt())
+    assert _embed(capsys, source, output, "--model", fixture_model_folder, "--batch-size", 1)[0] == 130
+    recorded_pieces.update(interrupt_at=None)
+
+    code, _, err = _embed(capsys, source, output, "--model", fixture_model_folder)
+    assert code == 2
+    assert err.strip() == (
+        f"elmo-embed: error: {partial} exists (an interrupted run): pass --resume to continue it or --overwrite to"
+        " start over"
+    )
+    code, _, err = _embed(capsys, source, output, "--model", fixture_model_folder, "--layers", "top", "--resume")
+    assert code == 2 and f"{partial} was started with layers 'all' (now 'top')" in err
+    recorded_pieces["pieces"] = []
+    code, _, _ = _embed(capsys, source, output, "--model", fixture_model_folder, "--layers", "top", "--overwrite")
+    assert code == 0 and len(recorded_pieces["pieces"]) == len(SENTENCES), "--overwrite starts over"
+    assert _read(output)["0"].shape == (7, 32)
+
+
+def test_refuses_to_overwrite(fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    source = _write_lines(tmp_path / "in.txt", SENTENCES)
+    output = tmp_path / "out.hdf5"
+    output.write_text("not yet hdf5")
+    code, _, err = _embed(capsys, source, output, "--model", fixture_model_folder)
+    assert code == 2
+    assert err.strip() == f"elmo-embed: error: {output} already exists: pass --overwrite to replace it"
+    assert output.read_text() == "not yet hdf5"
+    assert _embed(capsys, source, output, "--model", fixture_model_folder, "--overwrite")[0] == 0
+    assert len(_read(output)) == len(SENTENCES) + 1
+
+
+def test_damaged_partial_file(fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    source = _write_lines(tmp_path / "in.txt", SENTENCES)
+    output = tmp_path / "out.hdf5"
+    Path(f"{output}.partial").write_bytes(b"\0" * 100)
+    code, _, err = _embed(capsys, source, output, "--model", fixture_model_folder, "--resume")
+    assert code == 2 and f"{output}.partial cannot be resumed" in err and "--overwrite to start over" in err
+
+
+def test_default_model(
+    fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = _write_lines(tmp_path / "in.txt", SENTENCES)
+    output = tmp_path / "out.hdf5"
+    monkeypatch.delattr(modeling_elmo, "DEFAULT_MODEL", raising=False)
+    code, _, err = _embed(capsys, source, output)
+    assert code == 2
+    assert err.strip() == (
+        "elmo-embed: error: there is no default model yet: pass --model DIR, a model folder written by elmo-convert"
+    )
+    assert not output.exists() and not Path(f"{output}.partial").exists()
+    monkeypatch.setattr(modeling_elmo, "DEFAULT_MODEL", str(fixture_model_folder), raising=False)
+    assert _embed(capsys, source, output)[0] == 0
+
+
+def test_mix_needs_mixing_weights(fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    source = _write_lines(tmp_path / "in.txt", SENTENCES)
+    code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", fixture_model_folder, "--layers", "mix")
+    assert code == 2
+    assert err.strip() == (
+        f"elmo-embed: error: --layers mix is not available: the model {fixture_model_folder} has no mixing weights;"
+        " use --layers all, top or average"
+    )
+    with_mix = tmp_path / "with-mix"
+    shutil.copytree(fixture_model_folder, with_mix)
+    weights = load_file(with_mix / "model.safetensors")
+    save_file({**weights, "scalar_mix.gamma": torch.ones(1)}, with_mix / "model.safetensors", metadata={"format": "pt"})
+    code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", with_mix, "--layers", "mix")
+    assert code == 2 and "has mixing weights (scalar_mix.gamma) but elmo-embed cannot apply them yet" in err
+
+
+def test_bfloat16_model_writes_float32(
+    reference, fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    source = _write_lines(tmp_path / "in.txt", SENTENCES)
+    output = tmp_path / "out.hdf5"
+    assert _embed(capsys, source, output, "--model", fixture_model_folder, "--dtype", "bfloat16")[0] == 0
+    vectors = _read(output)["0"]
+    assert vectors.dtype == np.float32
+    expected = _layers(reference, SENTENCES[0].split())
+    assert not np.array_equal(vectors, expected)
+    np.testing.assert_allclose(vectors, expected, rtol=0.05, atol=0.05)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.txt", "out.hdf5"], "missing.txt: no such input file"),
+        (["in.txt", "out.hdf5", "--model", "."], ".: not a model folder (no config.json)"),
+        (["in.txt", "out.hdf5", "--max-words", "0"], "--batch-size and --max-words must be at least 1, got 64 and 0"),
+        (["in.txt", "out.hdf5", "--device", "nonsense"], "--device nonsense: "),
+        (["in.txt", "folder"], "folder is a folder, expected a file path"),
+        (["in.txt", "."], ". is a folder, expected a file path"),
+    ],
+)
+def test_one_line_errors(
+    args: list[str],
+    message: str,
+    fixture_model_folder: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _write_lines(tmp_path / "in.txt", SENTENCES)
+    (tmp_path / "folder").mkdir()
+    if "--model" not in args:
+        args = [*args, "--model", str(fixture_model_folder)]
+    code, _, err = _embed(capsys, *args)
+    assert code == 2
+    assert err.startswith(f"elmo-embed: error: {message}") and err.count("\n") == 1
+
+
+def test_help_has_examples(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    help_text = capsys.readouterr().out
+    assert "examples:\n  elmo-embed sentences.txt sentences.hdf5 --model elmo-original" in help_text
+    assert "--resume" in help_text and "sentence_to_index" in help_text
