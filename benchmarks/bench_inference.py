@@ -67,6 +67,7 @@ from bench_common import time_group  # noqa: E402
 
 from conversion.allennlp import load_allennlp_model  # noqa: E402
 from conversion.options import config_from_options  # noqa: E402
+from conversion.variants import VARIANTS  # noqa: E402
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer  # noqa: E402
 
 ALLENNLP = "AllenNLP 0.9.0 `_ElmoBiLm`"
@@ -75,26 +76,8 @@ MIXED = "ours, mix_layers=[0, 1]"
 COMPILED = "ours, compiled"
 DEFAULT_ALLENNLP_VENV = os.environ.get("ELMO_BENCH_ALLENNLP_VENV", "/tmp/elmo-bench-allennlp-venv")
 
-# The released original model, 2x4096_512_2048cnn_2xhighway (options.json as AllenNLP distributed it, minus the
-# training-only keys).
-ORIGINAL_OPTIONS = {
-    "lstm": {
-        "dim": 4096,
-        "projection_dim": 512,
-        "n_layers": 2,
-        "cell_clip": 3,
-        "proj_clip": 3,
-        "use_skip_connections": True,
-    },
-    "char_cnn": {
-        "activation": "relu",
-        "embedding": {"dim": 16},
-        "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]],
-        "n_highway": 2,
-        "n_characters": 262,
-        "max_characters_per_token": 50,
-    },
-}
+# The released original model, 2x4096_512_2048cnn_2xhighway, as AllenNLP distributed its options.json.
+ORIGINAL_OPTIONS = VARIANTS["original"].options
 
 # Common English words, then non-ASCII words, punctuation, clitics, numbers and a word over 48 UTF-8 bytes (cut).
 WORDS = [

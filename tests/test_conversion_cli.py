@@ -61,31 +61,6 @@ def test_every_dataset_maps_to_parameters_bit_for_bit(original: tuple[Path, Path
     assert torch.equal(rebuilt, torch.from_numpy(w_0))
 
 
-def test_original_parameter_count() -> None:
-    config = config_from_options(
-        {
-            "lstm": {
-                "dim": 4096,
-                "projection_dim": 512,
-                "n_layers": 2,
-                "cell_clip": 3,
-                "proj_clip": 3,
-                "use_skip_connections": True,
-            },
-            "char_cnn": {
-                "activation": "relu",
-                "embedding": {"dim": 16},
-                "n_highway": 2,
-                "n_characters": 262,
-                "max_characters_per_token": 50,
-                "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]],
-            },
-        }
-    )
-    stored = sum(int(np.prod(mapping.shape)) for mapping in weight_mappings(config))
-    assert stored == 93_600_848
-
-
 def test_existing_output_is_refused_then_replaced_with_overwrite(
     original: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
