@@ -250,7 +250,7 @@ def _build_parser() -> argparse.ArgumentParser:
         choices=LAYER_CHOICES,
         default="all",
         help="all: every layer, (L+1, words, 2P); top: the top biLSTM layer; average: the mean of the L+1 layers;"
-        " mix: a learned mix (not available yet: no model has mixing weights) (default all)",
+        " mix: the learned mix of a task head fine-tuned with this package (default all)",
     )
     parser.add_argument("--batch-size", type=int, default=64, metavar="N", help="sentences per batch (default 64)")
     parser.add_argument(

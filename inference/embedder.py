@@ -10,13 +10,14 @@ import torch
 from transformers import PreTrainedConfig
 
 import modeling_elmo
-from modeling_elmo import ElmoModel, ElmoTokenizer
+from modeling_elmo import ElmoConfig, ElmoLayerMix, ElmoModel, ElmoTokenizer
 
 from .errors import EmbedError, first_line
 
 __all__ = ["DTYPES", "LAYER_CHOICES", "Embedder", "default_device", "resolve_model"]
 
 LAYER_CHOICES = ("all", "top", "average", "mix")
+_HEADS = ("ElmoForTokenClassification", "ElmoForSequenceClassification")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -38,26 +39,28 @@ def default_device() -> str:
 class Embedder:
     """An ELMo model and its tokenizer on one device, giving the vectors of `layers` for batches of sentences.
 
-    `layers` is "all" (every layer: L+1 vectors per word), "top" (the top biLSTM layer) or "average" (the mean
-    of the L+1 layers); "mix" is refused, since no model has mixing weights yet. Each word's vectors are
-    `width` = 2 * projection_dim wide.
+    `layers` is "all" (every layer: L+1 vectors per word), "top" (the top biLSTM layer), "average" (the mean
+    of the L+1 layers) or "mix" (the first learned mix of a task head fine-tuned with this package, `mixes.0`,
+    without dropout). Each word's vectors are `width` = 2 * projection_dim wide (a `concat` mix is wider).
     """
 
     def __init__(self, model: str, *, layers: str, dtype: str = "float32", device: str | None = None) -> None:
         if layers not in LAYER_CHOICES:
             raise EmbedError(f"--layers must be one of {', '.join(LAYER_CHOICES)}, got {layers!r}")
         self.layers = layers
-        self.model, unused_weights = _load_model(model, DTYPES[dtype])
-        if layers == "mix":
-            _refuse_mix(model, [name for name in unused_weights if "mix" in name.lower()])
+        # A head's folder may mix fewer layers; only --layers mix keeps that truncation.
+        self.model, unused_weights = _load_model(model, DTYPES[dtype], all_layers=layers != "mix")
+        self.mix = _load_mix(model, unused_weights, DTYPES[dtype]) if layers == "mix" else None
         self.tokenizer = ElmoTokenizer.from_pretrained(model)
         device = device or default_device()
         try:
             self.device = torch.device(device)
             self.model.to(self.device)
+            if self.mix is not None:
+                self.mix.to(self.device)
         except (RuntimeError, AssertionError) as error:
             raise EmbedError(f"--device {device}: {first_line(error)}") from None
-        self.width = 2 * self.model.config.projection_dim
+        self.width = self.model.config.mix_output_size if self.mix is not None else 2 * self.model.config.projection_dim
         self.num_layers = self.model.config.num_hidden_layers + 1
 
     def shape(self, words: int) -> tuple[int, ...]:
@@ -77,6 +80,9 @@ class Embedder:
             output = self.model(**inputs, output_hidden_states=self.layers != "top")
             if self.layers == "top":
                 vectors = output.last_hidden_state.float()  # (batch, words, width)
+            elif self.mix is not None:
+                mixed = [output.hidden_states[index] for index in self.model.config.mixed_layers]
+                vectors = self.mix(mixed, inputs["attention_mask"].bool()).float()  # (batch, words, width)
             else:
                 vectors = torch.stack(output.hidden_states, dim=1).float()  # (batch, L+1, words, width)
                 if self.layers == "average":
@@ -85,7 +91,7 @@ class Embedder:
         return [vectors[row, ..., : len(words), :] for row, words in enumerate(sentences)]
 
 
-def _load_model(model: str, dtype: torch.dtype) -> tuple[ElmoModel, list[str]]:
+def _load_model(model: str, dtype: torch.dtype, *, all_layers: bool) -> tuple[ElmoModel, list[str]]:
     """The model of a folder (or Hub repository) written by elmo-convert, and the names of the weights in its
     files that the model does not use; a one-line error for anything else."""
     if Path(model).exists() and not (Path(model) / "config.json").is_file():
@@ -94,7 +100,8 @@ def _load_model(model: str, dtype: torch.dtype) -> tuple[ElmoModel, list[str]]:
         config, _ = PreTrainedConfig.get_config_dict(model)
         if config.get("model_type") != "elmo":
             raise EmbedError(f"{model}: model_type is {config.get('model_type')!r}, expected 'elmo'")
-        loaded, info = ElmoModel.from_pretrained(model, dtype=dtype, output_loading_info=True)
+        overrides = {"mix_layers": None} if all_layers else {}
+        loaded, info = ElmoModel.from_pretrained(model, dtype=dtype, output_loading_info=True, **overrides)
     except OSError as error:
         raise EmbedError(f"{model}: cannot load the model: {first_line(error)}") from None
     if info["missing_keys"]:
@@ -102,13 +109,29 @@ def _load_model(model: str, dtype: torch.dtype) -> tuple[ElmoModel, list[str]]:
     return loaded.eval(), sorted(info["unexpected_keys"])
 
 
-def _refuse_mix(model: str, mix_weights: list[str]) -> None:
-    """`--layers mix` needs learned mixing weights: the model has none, or has some this command cannot apply."""
-    if mix_weights:
+def _load_mix(model: str, unused_weights: list[str], dtype: torch.dtype) -> ElmoLayerMix:
+    """The first mix (`mixes.0`) of a task head fine-tuned with this package; a one-line error without one."""
+    if not any(name.startswith("mixes.0.") for name in unused_weights) and not _is_parameter_free_mix(model):
+        foreign = [name for name in unused_weights if "mix" in name.lower()]
+        if foreign:
+            raise EmbedError(
+                f"--layers mix is not available: {model} has mixing weights ({', '.join(foreign)})"
+                " but not those of a head fine-tuned with this package (mixes.0.*); use --layers all, top or average"
+            )
         raise EmbedError(
-            f"--layers mix is not available: {model} has mixing weights ({', '.join(mix_weights)})"
-            " but elmo-embed cannot apply them yet; use --layers all, top or average"
+            f"--layers mix is not available: the model {model} has no mixing weights (a task head fine-tuned with"
+            " this package has them); use --layers all, top or average"
         )
-    raise EmbedError(
-        f"--layers mix is not available: the model {model} has no mixing weights; use --layers all, top or average"
+    config = ElmoConfig.from_pretrained(model)
+    head_class = getattr(modeling_elmo, (config.architectures or ["ElmoForTokenClassification"])[0])
+    return head_class.from_pretrained(model, dtype=dtype).mixes[0].eval()
+
+
+def _is_parameter_free_mix(model: str) -> bool:
+    """Heads mixing by `average`, `layer` or `concat` have no mixing weights but still define a mix."""
+    config = ElmoConfig.from_pretrained(model)
+    return (
+        bool(config.architectures)
+        and config.architectures[0] in _HEADS
+        and config.mix_mode in ("average", "layer", "concat")
     )

@@ -15,7 +15,7 @@ from safetensors.torch import load_file, save_file
 
 import modeling_elmo
 from inference.embed import main
-from modeling_elmo import ElmoModel, ElmoTokenizer, split_words
+from modeling_elmo import ElmoForTokenClassification, ElmoModel, ElmoTokenizer, split_words
 
 SENTENCES = [
     "The cat sat on the mat .",
@@ -314,15 +314,42 @@ def test_mix_needs_mixing_weights(fixture_model_folder: Path, tmp_path: Path, ca
     code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", fixture_model_folder, "--layers", "mix")
     assert code == 2
     assert err.strip() == (
-        f"elmo-embed: error: --layers mix is not available: the model {fixture_model_folder} has no mixing weights;"
-        " use --layers all, top or average"
+        f"elmo-embed: error: --layers mix is not available: the model {fixture_model_folder} has no mixing weights"
+        " (a task head fine-tuned with this package has them); use --layers all, top or average"
     )
     with_mix = tmp_path / "with-mix"
     shutil.copytree(fixture_model_folder, with_mix)
     weights = load_file(with_mix / "model.safetensors")
     save_file({**weights, "scalar_mix.gamma": torch.ones(1)}, with_mix / "model.safetensors", metadata={"format": "pt"})
     code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", with_mix, "--layers", "mix")
-    assert code == 2 and "has mixing weights (scalar_mix.gamma) but elmo-embed cannot apply them yet" in err
+    assert code == 2 and "has mixing weights (scalar_mix.gamma) but not those of a head fine-tuned" in err
+
+
+@pytest.mark.parametrize(
+    "mix",
+    [
+        {"mix_mode": "scalar_mix", "mix_initial_weights": [1.0, -0.5, 0.25]},
+        {"mix_mode": "concat", "mix_layers": [0, 1]},
+    ],
+)
+def test_mix_applies_a_heads_first_mix(fixture_model_folder: Path, tmp_path: Path, capsys, mix) -> None:
+    """A head's saved mix (non-uniform weights, or a concat of the truncated biLM's layers) is what gets written."""
+    head = ElmoForTokenClassification.from_pretrained(fixture_model_folder, num_labels=2, **mix).eval()
+    folder = tmp_path / "head"
+    head.save_pretrained(folder)
+    ElmoTokenizer.from_pretrained(fixture_model_folder).save_pretrained(folder)
+    source = _write_lines(tmp_path / "in.txt", SENTENCES)
+    code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", folder, "--layers", "mix")
+    assert code == 0, err
+    written = _line_datasets(_read(tmp_path / "out.hdf5"))
+    tokenizer = ElmoTokenizer.from_pretrained(folder)
+    for index, line in enumerate(SENTENCES):
+        inputs = tokenizer([line.split()], is_split_into_words=True, return_tensors="pt")
+        with torch.no_grad():
+            layers = head.elmo(**inputs, output_hidden_states=True).hidden_states
+            expected = head.mixes[0]([layers[j] for j in head.config.mixed_layers], inputs["attention_mask"].bool())
+        np.testing.assert_allclose(written[index], expected[0].numpy(), rtol=0, atol=1e-6)
+    assert written[0].shape[-1] == head.config.mix_output_size
 
 
 def test_bfloat16_model_writes_float32(
