@@ -23,7 +23,6 @@ from transformers import (
     AutoTokenizer,
     DataCollatorWithPadding,
     PreTrainedTokenizerBase,
-    Trainer,
     set_seed,
 )
 
@@ -91,16 +90,13 @@ def main(args: list[str] | None = None) -> dict[str, float]:
         labels = model_label_names(model_args.model_name_or_path)
     run = TrainingRun(AutoModelForSequenceClassification, model_args, training_args, labels, TITLE)
     tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
-    trainer = Trainer(
-        model=run.model,
-        args=training_args,
-        train_dataset=run.model_inputs(encode(train, tokenizer, run.label2id)) if train is not None else None,
-        eval_dataset=run.model_inputs(encode(validation, tokenizer, run.label2id)) if validation is not None else None,
-        data_collator=run.data_collator(DataCollatorWithPadding(tokenizer)),
-        processing_class=tokenizer,
+    return run.run(
+        tokenizer=tokenizer,
+        train=encode(train, tokenizer, run.label2id) if train is not None else None,
+        validation=encode(validation, tokenizer, run.label2id) if validation is not None else None,
+        live_collator=DataCollatorWithPadding(tokenizer),
         compute_metrics=classification_metrics(),
     )
-    return run.run(trainer)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import datasets
 from datasets import Dataset
-from transformers import AutoConfig, HfArgumentParser, Trainer, TrainingArguments
+from transformers import AutoConfig, HfArgumentParser, PreTrainedTokenizerBase, Trainer, TrainingArguments
 
 import modeling_elmo  # noqa: F401  (registers the ELMo classes with the Auto classes)
 from modeling_elmo.modeling_elmo import ElmoTaskModel
@@ -78,9 +78,31 @@ class TrainingRun:
             model_args.features_cache_dir or Path(datasets.config.HF_DATASETS_CACHE) / DEFAULT_CACHE_FOLDER
         )
 
-    def model_inputs(self, dataset: Dataset) -> Dataset:
+    def run(
+        self,
+        *,
+        tokenizer: PreTrainedTokenizerBase,
+        train: Dataset | None,
+        validation: Dataset | None,
+        live_collator: Callable,
+        compute_metrics: Callable,
+    ) -> dict[str, float]:
+        """Build the Trainer over the tokenized `train`/`validation` sets (their biLM layers cached under
+        --cache_features), train and save (--do_train), evaluate (--do_eval), print a summary; returns the metrics."""
+        trainer = Trainer(
+            model=self.model,
+            args=self.training_args,
+            train_dataset=self._model_inputs(train),
+            eval_dataset=self._model_inputs(validation),
+            data_collator=ElmoCachedFeaturesCollator() if self.model_args.cache_features else live_collator,
+            processing_class=tokenizer,
+            compute_metrics=compute_metrics,
+        )
+        return self._train_and_evaluate(trainer)
+
+    def _model_inputs(self, dataset: Dataset | None) -> Dataset | None:
         """`dataset` (tokenized, with labels) as the head will read it: with `bilm_layers` under --cache_features."""
-        if not self.model_args.cache_features:
+        if dataset is None or not self.model_args.cache_features:
             return dataset
         self.model.to(self.training_args.device)
         return cache_bilm_features(
@@ -91,12 +113,7 @@ class TrainingRun:
             storage_dtype=self.model_args.features_dtype,
         )
 
-    def data_collator(self, live_collator: Callable) -> Callable:
-        """The collator of cached layers under --cache_features, else `live_collator` (character ids)."""
-        return ElmoCachedFeaturesCollator() if self.model_args.cache_features else live_collator
-
-    def run(self, trainer: Trainer) -> dict[str, float]:
-        """Train and save (--do_train), evaluate (--do_eval), print a summary; returns the metrics."""
+    def _train_and_evaluate(self, trainer: Trainer) -> dict[str, float]:
         metrics: dict[str, float] = {}
         layer_weights = None
         if self.training_args.do_train:
