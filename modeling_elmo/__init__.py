@@ -7,6 +7,7 @@ where this package is not installed.
 from transformers import (
     AutoConfig,
     AutoModel,
+    AutoModelForPreTraining,
     AutoModelForSequenceClassification,
     AutoModelForTokenClassification,
     AutoTokenizer,
@@ -15,6 +16,8 @@ from transformers import (
 from .configuration_elmo import ElmoConfig
 from .mixing_elmo import ElmoLayerMix
 from .modeling_elmo import (
+    ElmoBidirectionalLMOutput,
+    ElmoForBidirectionalLM,
     ElmoForSequenceClassification,
     ElmoForTokenClassification,
     ElmoModel,
@@ -25,7 +28,9 @@ from .pipeline_elmo import ElmoTokenClassificationPipeline
 from .tokenization_elmo import ElmoTokenizer, split_words, word_to_char_ids
 
 __all__ = [
+    "ElmoBidirectionalLMOutput",
     "ElmoConfig",
+    "ElmoForBidirectionalLM",
     "ElmoForSequenceClassification",
     "ElmoForTokenClassification",
     "ElmoLayerMix",
@@ -40,6 +45,7 @@ __all__ = [
 
 AutoConfig.register(ElmoConfig.model_type, ElmoConfig, exist_ok=True)
 AutoModel.register(ElmoConfig, ElmoModel, exist_ok=True)
+AutoModelForPreTraining.register(ElmoConfig, ElmoForBidirectionalLM, exist_ok=True)
 AutoModelForTokenClassification.register(ElmoConfig, ElmoForTokenClassification, exist_ok=True)
 AutoModelForSequenceClassification.register(ElmoConfig, ElmoForSequenceClassification, exist_ok=True)
 AutoTokenizer.register(ElmoConfig, tokenizer_class=ElmoTokenizer, exist_ok=True)
@@ -47,6 +53,7 @@ AutoTokenizer.register(ElmoConfig, tokenizer_class=ElmoTokenizer, exist_ok=True)
 # Saving from this package copies the code files next to the weights (Hub remote code).
 ElmoConfig.register_for_auto_class()
 ElmoModel.register_for_auto_class("AutoModel")
+ElmoForBidirectionalLM.register_for_auto_class("AutoModelForPreTraining")
 ElmoForTokenClassification.register_for_auto_class("AutoModelForTokenClassification")
 ElmoForSequenceClassification.register_for_auto_class("AutoModelForSequenceClassification")
 ElmoTokenizer.register_for_auto_class("AutoTokenizer")

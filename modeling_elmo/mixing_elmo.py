@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import torch
 from torch import nn
+from transformers import initialization as init
 
 from .configuration_elmo import ElmoConfig
 
@@ -54,16 +55,16 @@ class ElmoLayerMix(nn.Module):
         self.dropout = nn.Dropout(config.mix_dropout)
 
     def reset_parameters(self) -> None:
-        """Uniform weights (or `mix_initial_weights`) and a scale of 1."""
-        with torch.no_grad():
-            if hasattr(self, "mix_gamma"):
-                self.mix_gamma.fill_(1.0)
-            if hasattr(self, "mix_weights"):
-                initial = self.initial_weights or [0.0] * self.mix_weights.numel()
-                self.mix_weights.copy_(torch.tensor(initial))
-            if hasattr(self, "mix_scorer"):
-                self.mix_scorer.weight.zero_()
-                self.mix_scorer.bias.zero_()
+        """Uniform weights (or `mix_initial_weights`) and a scale of 1; weights loaded from a checkpoint are kept
+        (transformers' `init` functions skip them)."""
+        if hasattr(self, "mix_gamma"):
+            init.constant_(self.mix_gamma, 1.0)
+        if hasattr(self, "mix_weights"):
+            initial = self.initial_weights or [0.0] * self.mix_weights.numel()
+            init.copy_(self.mix_weights, torch.tensor(initial))
+        if hasattr(self, "mix_scorer"):
+            init.zeros_(self.mix_scorer.weight)
+            init.zeros_(self.mix_scorer.bias)
 
     def forward(self, layers: Sequence[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
         """Mix `layers`, each (batch, words, D), where `mask` (batch, words) marks words -> (batch, words, D')."""

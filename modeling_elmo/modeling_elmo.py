@@ -12,15 +12,19 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 from transformers import PreTrainedModel
+from transformers import initialization as init
 from transformers.modeling_outputs import SequenceClassifierOutput, TokenClassifierOutput
 from transformers.utils import ModelOutput
 from transformers.utils.generic import can_return_tuple
 
 from .configuration_elmo import ElmoConfig
 from .mixing_elmo import ElmoLayerMix
+from .softmax_elmo import ElmoSoftmax
 
 __all__ = [
+    "ElmoBidirectionalLMOutput",
     "ElmoCharacterEncoder",
+    "ElmoForBidirectionalLM",
     "ElmoForSequenceClassification",
     "ElmoForTokenClassification",
     "ElmoLstmLayer",
@@ -223,14 +227,26 @@ class ElmoLstmStack(nn.Module):
         self.use_skip_connections = config.use_skip_connections
 
     def forward(
-        self, inputs: torch.Tensor, batch_sizes: list[int], states: list[LstmState], num_layers: int
+        self,
+        inputs: torch.Tensor,
+        batch_sizes: list[int],
+        states: list[LstmState],
+        num_layers: int,
+        *,
+        dropout: float = 0.0,
     ) -> tuple[list[torch.Tensor], list[LstmState]]:
         """`inputs` (batch, time, P), rows sorted by length -> one output (batch, time, P) and one final
         state per layer (see [`ElmoLstmLayer.forward`]), for the first `num_layers` layers only: the layers
-        above are not run and keep their given state."""
+        above are not run and keep their given state.
+
+        `dropout` (LM training) drops the input of every layer, as bilm-tf's `DropoutWrapper` around the
+        residual cell did: the skip connection adds the dropped input.
+        """
         outputs, final_states = [], list(states)
         layer_input = inputs
         for index, layer in enumerate(self.layers[:num_layers]):
+            if dropout:
+                layer_input = nn.functional.dropout(layer_input, p=dropout, training=True)
             output, final_states[index] = layer(layer_input, batch_sizes, states[index])
             if index > 0 and self.use_skip_connections:
                 output = output + layer_input
@@ -255,10 +271,55 @@ class ElmoPreTrainedModel(PreTrainedModel):
     main_input_name = "input_ids"
     _no_split_modules = ["ElmoCharacterEncoder", "ElmoLstmStack"]
 
+    def _initialize_weights(self, module: nn.Module, is_custom_code: bool = False) -> None:
+        # As Hub remote code, transformers would skip modules without parameters of their own (the character
+        # encoder, highway and LSTM layers, whose initialisation spans their sub-layers). Every init below uses
+        # transformers' `init` functions, which leave loaded weights alone, so the remote-code guard is not needed.
+        super()._initialize_weights(module, is_custom_code=False)
+
     def _init_weights(self, module: nn.Module) -> None:
+        """bilm-tf's initialisation for the biLM and the softmax (what training from scratch starts from)."""
         super()._init_weights(module)
         if isinstance(module, ElmoLayerMix):
             module.reset_parameters()
+        elif isinstance(module, ElmoCharacterEncoder):
+            _init_character_encoder(module, self.config)
+        elif isinstance(module, ElmoHighway):
+            dim = module.carry.in_features
+            init.normal_(module.carry.weight, std=dim**-0.5)
+            init.constant_(module.carry.bias, -2.0)  # gates start mostly closed: the layer passes its input on
+            init.normal_(module.transform.weight, std=dim**-0.5)
+            init.zeros_(module.transform.bias)
+        elif isinstance(module, ElmoLstmLayer):
+            # TensorFlow's default (Glorot uniform) over the cell's whole kernel W_0 of shape (input + P, 4C).
+            fan_in = module.input_projection.in_features + module.state_projection.in_features
+            bound = (6.0 / (fan_in + module.input_projection.out_features)) ** 0.5
+            init.uniform_(module.input_projection.weight, -bound, bound)
+            init.uniform_(module.state_projection.weight, -bound, bound)
+            init.zeros_(module.input_projection.bias)
+            init.xavier_uniform_(module.output_projection.weight)
+        elif isinstance(module, ElmoSoftmax):
+            init.normal_(module.weight, std=module.weight.shape[1] ** -0.5)
+            init.zeros_(module.bias)
+
+
+def _init_character_encoder(module: ElmoCharacterEncoder, config: ElmoConfig) -> None:
+    """bilm-tf: characters uniform in [-1, 1], convolutions normal with std sqrt(1 / (width * E)) (relu) or
+    uniform in [-0.05, 0.05] (tanh), the projection normal with std sqrt(1 / F), biases zero."""
+    embedding = module.char_embedding.weight
+    if not getattr(embedding, "_is_hf_initialized", False):
+        with torch.no_grad():
+            embedding.uniform_(-1.0, 1.0)
+            embedding[0].zero_()
+    for convolution in module.convolutions:
+        if config.char_cnn_activation == "relu":
+            width = convolution.kernel_size[0]
+            init.normal_(convolution.weight, std=(width * config.char_embedding_dim) ** -0.5)
+        else:
+            init.uniform_(convolution.weight, -0.05, 0.05)
+        init.zeros_(convolution.bias)
+    init.normal_(module.projection.weight, std=module.projection.in_features**-0.5)
+    init.zeros_(module.projection.bias)
 
 
 class ElmoModel(ElmoPreTrainedModel):
@@ -269,6 +330,9 @@ class ElmoModel(ElmoPreTrainedModel):
     to get the LSTM `state` after each row and `state=` to continue from it, the way bilm-tf and AllenNLP
     ran (they always carried the state of batch row k into row k of the next batch).
     """
+
+    # A language-model folder (ElmoForBidirectionalLM) loads as the biLM alone.
+    _keys_to_ignore_on_load_unexpected = [r"^softmax\."]
 
     def __init__(self, config: ElmoConfig) -> None:
         super().__init__(config)
@@ -423,6 +487,136 @@ class ElmoModel(ElmoPreTrainedModel):
         h = torch.stack([torch.stack([h for h, _ in direction]) for direction in (forward, backward)])
         c = torch.stack([torch.stack([c for _, c in direction]) for direction in (forward, backward)])
         return h, c
+
+
+@dataclass
+class ElmoBidirectionalLMOutput(ModelOutput):
+    r"""Output of [`ElmoForBidirectionalLM`].
+
+    Args:
+        loss (`torch.FloatTensor` of shape `()`): `0.5 * (forward_loss + backward_loss)`, bilm-tf's training loss.
+        forward_loss, backward_loss (`torch.FloatTensor` of shape `()`): mean negative log-likelihood per
+            labelled token of each direction (sampled softmax in training when `num_sampled` is set, else full).
+        forward_token_losses, backward_token_losses (`torch.FloatTensor` of shape `(tokens,)`): the same per
+            labelled token, in row-major order of the labels (for exact perplexity over many windows).
+        state (`tuple(torch.FloatTensor, torch.FloatTensor)`): the LSTM state after the windows, laid out as
+            [`ElmoModelOutput`]'s `state`; pass it as `state=` with the next windows of the same streams.
+    """
+
+    loss: torch.FloatTensor | None = None
+    forward_loss: torch.FloatTensor | None = None
+    backward_loss: torch.FloatTensor | None = None
+    forward_token_losses: torch.FloatTensor | None = None
+    backward_token_losses: torch.FloatTensor | None = None
+    state: tuple[torch.FloatTensor, torch.FloatTensor] | None = None
+
+
+class ElmoForBidirectionalLM(ElmoPreTrainedModel):
+    r"""The biLM with its language-model softmax, for pretraining and domain fine-tuning (bilm-tf's training graph).
+
+    The forward and backward directions read two independent streams of text, cut into windows of `unroll`
+    words with no padding: `<S> w1 ... wn` with targets `w1 ... wn </S>`, then the next sentence (the backward
+    stream holds each sentence reversed, `</S> wn ... w1` with targets `wn ... w1 <S>`). The LSTM state is
+    carried from one window to the next (truncated backpropagation through time): pass each call's `state`
+    to the next. One softmax of `config.vocab_size` words serves both directions; the loss is `0.5 * (forward
+    + backward)`. Dropout (`config.dropout`) hits each LSTM layer's input and the top layer's output, as in
+    bilm-tf. `num_sampled` (`config.training_options["n_negative_samples_batch"]`, 8192 in bilm-tf) turns on
+    the sampled softmax in training; evaluation (`model.eval()`) always uses the full softmax.
+
+    A saved folder also loads as `AutoModel` (the biLM alone, `ElmoModel`).
+    """
+
+    def __init__(self, config: ElmoConfig) -> None:
+        super().__init__(config)
+        if not config.vocab_size:
+            raise ValueError("ElmoForBidirectionalLM needs config.vocab_size, the number of words of its softmax")
+        if config.word_embedding_dim:
+            raise ValueError("LM training of models with a word embedding (ELMoForManyLangs) is not supported")
+        self.elmo = ElmoModel(config)
+        self.softmax = ElmoSoftmax(vocab_size=config.vocab_size, hidden_size=config.projection_dim)
+        self.num_sampled = config.training_options.get("n_negative_samples_batch")
+        self.post_init()
+
+    @can_return_tuple
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        backward_input_ids: torch.LongTensor,
+        labels: torch.LongTensor | None = None,
+        backward_labels: torch.LongTensor | None = None,
+        state: tuple[torch.Tensor, torch.Tensor] | None = None,
+        sampler_generator: torch.Generator | None = None,
+        **kwargs,
+    ) -> ElmoBidirectionalLMOutput:
+        r"""
+        Args:
+            input_ids, backward_input_ids (`torch.LongTensor` of shape `(batch, unroll, max_characters_per_token)`):
+                Character ids of the forward and backward streams' windows (the words `<S>`/`</S>` as the biLM's
+                marker characters, see `ElmoModel`); all-zero rows past the end of a finished stream.
+            labels, backward_labels (`torch.LongTensor` of shape `(batch, unroll)`, *optional*):
+                The next word's vocabulary id at each position, -100 where there is none. Without them only
+                `state` is returned.
+            state (`tuple(torch.Tensor, torch.Tensor)`, *optional*): the previous windows' final `state`.
+            sampler_generator (`torch.Generator`, *optional*): the CPU random generator of the softmax sampler.
+        """
+        config = self.config
+        if input_ids.shape != backward_input_ids.shape:
+            raise ValueError(
+                f"input_ids and backward_input_ids must have the same shape, got {tuple(input_ids.shape)} and "
+                f"{tuple(backward_input_ids.shape)}"
+            )
+        batch, unroll, characters = input_ids.shape
+        if characters != config.max_characters_per_token:
+            raise ValueError(
+                f"input_ids must have shape (batch, unroll, {config.max_characters_per_token}), "
+                f"got {tuple(input_ids.shape)}"
+            )
+        tokens = self._token_vectors(torch.stack([input_ids, backward_input_ids]))  # (2, batch, unroll, P)
+        dropout = config.dropout if self.training else 0.0
+        order = torch.arange(batch, device=input_ids.device)
+        forward_states, backward_states = self.elmo._initial_states(state, batch, tokens, order)
+        num_layers, batch_sizes = config.num_hidden_layers, [batch] * unroll
+        forward_outputs, forward_final = self.elmo.forward_lstm(
+            tokens[0], batch_sizes, forward_states, num_layers, dropout=dropout
+        )
+        backward_outputs, backward_final = self.elmo.backward_lstm(
+            tokens[1], batch_sizes, backward_states, num_layers, dropout=dropout
+        )
+        final_state = self.elmo._stack_states(forward_final, backward_final)
+        if labels is None or backward_labels is None:
+            return ElmoBidirectionalLMOutput(state=final_state)
+
+        num_sampled = self.num_sampled if self.training else None
+        token_losses = []
+        for outputs, direction_labels in ((forward_outputs, labels), (backward_outputs, backward_labels)):
+            hidden = nn.functional.dropout(outputs[-1], p=dropout, training=self.training)
+            token_losses.append(
+                self.softmax(
+                    hidden.reshape(-1, hidden.shape[-1]),
+                    direction_labels.reshape(-1),
+                    num_sampled=num_sampled,
+                    generator=sampler_generator,
+                )
+            )
+        forward_loss, backward_loss = (losses.mean() for losses in token_losses)
+        return ElmoBidirectionalLMOutput(
+            loss=0.5 * (forward_loss + backward_loss),
+            forward_loss=forward_loss,
+            backward_loss=backward_loss,
+            forward_token_losses=token_losses[0],
+            backward_token_losses=token_losses[1],
+            state=final_state,
+        )
+
+    def _token_vectors(self, char_ids: torch.Tensor) -> torch.Tensor:
+        """Token vectors `(..., P)` for char ids `(..., max_characters_per_token)`: the character encoder runs
+        once per distinct word of the batch (a window repeats its frequent words many times); rows of
+        padding (no characters) stay zero."""
+        flat = char_ids.reshape(-1, char_ids.shape[-1])
+        distinct, inverse = torch.unique(flat, dim=0, return_inverse=True)
+        vectors = self.elmo.char_encoder(distinct)
+        vectors = vectors * (distinct > 0).any(dim=-1, keepdim=True).to(vectors.dtype)
+        return vectors[inverse].reshape(*char_ids.shape[:-1], vectors.shape[-1])
 
 
 class ElmoTaskModel(ElmoPreTrainedModel):
