@@ -250,8 +250,9 @@ def wiki_to_paragraphs(markup: str) -> list[str]:
             continue
         if dropping or not line or line[0] in "*#:;|!{}" or line.startswith("----"):
             continue
-        line = re.sub(r"\(\s*[,;]?\s*\)", "", line)  # "( )" left by removed templates
-        line = re.sub(r"\(\s*[,;]\s*", "(", line)  # "(; literally ...)" likewise
+        line = re.sub(r"\s*\(\s*(?:[,;]\s*)*\)", "", line)  # "( ; , )" left by removed templates
+        line = re.sub(r"\(\s*(?:[,;]\s*)+", "(", line)  # "(; literally ...)" likewise
+        line = re.sub(r"\s*(?:[,;]\s*)+\)", ")", line)  # "(Republika e Shqipërisë; )"
         line = re.sub(r"\s+([,.;:])", r"\1", re.sub(r"\s{2,}", " ", line)).strip()
         if len(line) > 1:
             paragraphs.append(line)
