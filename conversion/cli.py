@@ -19,9 +19,13 @@ _EXAMPLES = """examples:
   elmo-convert elmoformanylangs --model-dir 144 --language zh --output elmo-zh
   elmo-convert to-allennlp --model elmo-original --output elmo-original-allennlp
   elmo-convert token-embeddings --model elmo-original --vocab vocab.txt --output elmo_token_embeddings.hdf5
+  elmo-convert bilm-tf-checkpoint --checkpoint checkpoints/model.ckpt-935588 --options checkpoints/options.json \\
+      --vocab vocab-2016-09-10.txt --output elmo-lm
 
 A model folder holds config.json, model.safetensors, the tokenizer files and the model code, and loads with
   AutoModel.from_pretrained("elmo-original", trust_remote_code=True)
+A language-model folder (bilm-tf-checkpoint) also holds the softmax and vocab.txt, and loads with
+  AutoModelForPreTraining.from_pretrained("elmo-lm", trust_remote_code=True)  (or AutoModel: the biLM alone)
 """
 
 
@@ -66,11 +70,26 @@ def _build_parser() -> argparse.ArgumentParser:
     token_embeddings.add_argument("--output", required=True, help="hdf5 file to create (dataset 'embedding')")
     token_embeddings.add_argument("--batch-size", type=int, default=1024, help="words per batch (default 1024)")
 
+    checkpoint = command(
+        "bilm-tf-checkpoint",
+        "bilm-tf training checkpoint (biLM + softmax) -> language-model folder (ElmoForBidirectionalLM)",
+    )
+    checkpoint.add_argument(
+        "--checkpoint",
+        required=True,
+        help="checkpoint prefix (model.ckpt-N, the .index file's name without '.index'), or the training folder",
+    )
+    checkpoint.add_argument("--options", required=True, help="the options.json bilm-tf wrote for the training run")
+    checkpoint.add_argument(
+        "--vocab", required=True, help="the training vocabulary: one word per softmax row, <S>, </S>, <UNK> first"
+    )
+    checkpoint.add_argument("--output", required=True, help="model folder to create")
+
     for subparser in (allennlp, many_langs):
         subparser.add_argument("--license", default="apache-2.0", help="license of the weights, for the model page")
         subparser.add_argument("--language", default="en", help="language of the weights, for the model page")
         subparser.add_argument("--push-to-hub", metavar="REPO", help="upload the folder to this Hub model repo")
-    for subparser in (allennlp, many_langs, to_allennlp, token_embeddings):
+    for subparser in (allennlp, many_langs, to_allennlp, token_embeddings, checkpoint):
         subparser.add_argument("--overwrite", action="store_true", help="replace an existing output")
     return parser
 
@@ -133,6 +152,25 @@ def _run(args: argparse.Namespace) -> str:
 
         output = export_allennlp(args.model, args.output, overwrite=args.overwrite)
         return f"Exported {args.model} -> {output / 'options.json'}, {output / 'weights.hdf5'}"
+    if args.command == "bilm-tf-checkpoint":
+        from .bilm_tf_checkpoint import convert_bilm_tf_checkpoint
+        from .options import read_options
+
+        model = convert_bilm_tf_checkpoint(
+            args.checkpoint,
+            read_options(args.options),
+            args.vocab,
+            args.output,
+            options_source=args.options,
+            overwrite=args.overwrite,
+        )
+        config = model.config
+        parameters = sum(parameter.numel() for parameter in model.elmo.parameters())
+        return (
+            f"Converted {args.checkpoint} (biLM of {parameters:,} parameters, {config.num_hidden_layers} biLSTM layers"
+            f" of {config.cell_size} cells, projection {config.projection_dim}; softmax of {config.vocab_size:,}"
+            f" words) -> {args.output}"
+        )
     from .token_embeddings import write_token_embeddings
 
     count = write_token_embeddings(

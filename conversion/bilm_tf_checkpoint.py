@@ -1,0 +1,203 @@
+"""bilm-tf training checkpoint -> `ElmoForBidirectionalLM` folder (`elmo-convert bilm-tf-checkpoint`).
+
+A training checkpoint is the only place the ELMo softmax survives: bilm-tf's `dump_weights`, and so every
+released weights.hdf5, leaves it out. bilm-tf's `train` saves every variable: the model under `lm/`, one
+optimizer slot per trainable variable (`<variable>/Adagrad`), and `global_step` and `train_perplexity`
+outside `lm/`. Only the model is converted.
+
+`dump_weights` wrote each biLM variable as an hdf5 dataset whose name it derived from the variable's;
+`checkpoint_name` maps the datasets of the hdf5 mapping (`allennlp_hdf5.weight_mappings`) back to their
+variables, so both routes build the same tensors through the same `WeightMapping`s.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM, ElmoTokenizer
+
+from .allennlp_hdf5 import weight_mappings
+from .atomic_output import atomic_output_folder
+from .errors import ConversionError
+from .options import config_from_options
+from .tf_checkpoint import TfCheckpoint
+from .token_embeddings import read_vocabulary
+
+__all__ = [
+    "SPECIAL_WORDS",
+    "checkpoint_name",
+    "convert_bilm_tf_checkpoint",
+    "load_bilm_tf_checkpoint",
+    "read_bilm_tf_vocabulary",
+]
+
+SPECIAL_WORDS = ("<S>", "</S>", "<UNK>")
+SOFTMAX_WEIGHT, SOFTMAX_BIAS = "lm/softmax/W", "lm/softmax/b"
+_LSTM_DATASET = re.compile(
+    r"RNN_(?P<direction>\d+)/RNN/MultiRNNCell/Cell(?P<layer>\d+)/LSTMCell/(?P<weight>W_0|B|W_P_0)"
+)
+# LSTMCell(num_proj=P) names its gate kernel `kernel`, its bias `bias` and its projection `projection/kernel`.
+_LSTM_VARIABLES = {"W_0": "kernel", "B": "bias", "W_P_0": "projection/kernel"}
+
+
+def checkpoint_name(dataset: str, num_layers: int) -> str:
+    """The bilm-tf variable that `dump_weights` wrote as the hdf5 dataset `dataset` (the inverse of its
+    `_get_outname`): `CNN/W_cnn_0` <- `lm/CNN/W_cnn_0`, `RNN_1/RNN/MultiRNNCell/Cell0/LSTMCell/W_0` <-
+    `lm/RNN_1/rnn/multi_rnn_cell/cell_0/lstm_cell/kernel`.
+
+    bilm-tf wraps the LSTM layers in a `MultiRNNCell` only when there are several, so the variables of a
+    one-layer model lie directly under `rnn/lstm_cell`.
+    """
+    match = _LSTM_DATASET.fullmatch(dataset)
+    if match is None:
+        return f"lm/{dataset}"
+    cell = "lstm_cell" if num_layers == 1 else f"multi_rnn_cell/cell_{match['layer']}/lstm_cell"
+    return f"lm/RNN_{match['direction']}/rnn/{cell}/{_LSTM_VARIABLES[match['weight']]}"
+
+
+def _expected_shapes(config: ElmoConfig) -> dict[str, tuple[int, ...]]:
+    """Every model variable the options imply, with its shape, in the order of the hdf5 mapping."""
+    shapes = {
+        checkpoint_name(mapping.dataset, config.num_hidden_layers): mapping.shape for mapping in weight_mappings(config)
+    }
+    shapes[SOFTMAX_WEIGHT] = (config.vocab_size, config.projection_dim)
+    shapes[SOFTMAX_BIAS] = (config.vocab_size,)
+    return shapes
+
+
+def _more(names: list[str]) -> str:
+    return f" (and {len(names) - 1} more)" if len(names) > 1 else ""
+
+
+def _check_variables(checkpoint: TfCheckpoint, expected: dict[str, tuple[int, ...]], config: ElmoConfig) -> None:
+    """Each variable the options imply is there, float32, of the implied shape, and nothing under `lm/` is
+    left unexplained (optimizer slots, `<variable>/<slot>`, are expected and ignored)."""
+    where, entries = checkpoint.index_path, checkpoint.entries
+    missing = [name for name in expected if name not in entries]
+    if missing:
+        raise ConversionError(
+            f"{where}: tensor {missing[0]} is missing{_more(missing)}; do the options match this checkpoint?"
+        )
+    unexplained = [name for name in entries if name.startswith("lm/") and name not in expected]
+    # Slots (`<variable>/Adagrad`, or another optimizer's) of any variable are not counted as variables.
+    unexplained = [name for name in unexplained if not any(name.startswith(f"{other}/") for other in entries)]
+    if unexplained:
+        raise ConversionError(
+            f"{where}: tensor {unexplained[0]} is not described by the options{_more(unexplained)}; the options"
+            f" give {config.num_hidden_layers} LSTM layers, {config.num_highway_layers} highway layers and"
+            f" {len(config.char_cnn_filters)} CNN filters"
+        )
+    for name, shape in expected.items():
+        entry = entries[name]
+        if entry.shape != shape:
+            raise ConversionError(f"{where}: tensor {name} has shape {entry.shape}, the options imply {shape}")
+        if entry.dtype != "float32":
+            raise ConversionError(f"{where}: tensor {name} has dtype {entry.dtype}, expected float32")
+
+
+def _softmax_size(checkpoint: TfCheckpoint) -> int:
+    """The number of softmax rows (words) the checkpoint holds."""
+    if "lm/embedding" in checkpoint.entries:
+        raise ConversionError(
+            f"{checkpoint.index_path}: a word-input bilm-tf model (lm/embedding, no character CNN): only"
+            " character models convert"
+        )
+    entry = checkpoint.entries.get(SOFTMAX_WEIGHT)
+    if entry is None:
+        raise ConversionError(
+            f"{checkpoint.index_path}: tensor {SOFTMAX_WEIGHT} is missing: not a bilm-tf training checkpoint"
+            " (its tensors are " + ", ".join(list(checkpoint.entries)[:3]) + ", ...)"
+        )
+    return entry.shape[0] if entry.shape else 0
+
+
+def read_bilm_tf_vocabulary(path: str | Path, vocab_size: int) -> list[str]:
+    """The words of a bilm-tf vocabulary file, one per softmax row: `vocab_size` lines, the first three
+    `<S>`, `</S>`, `<UNK>`."""
+    words = read_vocabulary(path)
+    if tuple(words[: len(SPECIAL_WORDS)]) != SPECIAL_WORDS:
+        raise ConversionError(
+            f"{path}: a bilm-tf vocabulary starts with the lines {', '.join(SPECIAL_WORDS)} (ids 0, 1, 2);"
+            f" this one starts with {', '.join(words[: len(SPECIAL_WORDS)])}"
+        )
+    if len(words) != vocab_size:
+        raise ConversionError(
+            f"{path} has {len(words):,} words, but the softmax ({SOFTMAX_WEIGHT}) has {vocab_size:,} rows: the"
+            " vocabulary must be the one the model was trained with, one line per softmax row"
+        )
+    return words
+
+
+def load_bilm_tf_checkpoint(
+    checkpoint_path: str | Path,
+    options: dict[str, Any],
+    vocabulary_file: str | Path,
+    *,
+    options_source: str = "options.json",
+) -> ElmoForBidirectionalLM:
+    """An `ElmoForBidirectionalLM` holding the biLM and softmax of a bilm-tf checkpoint described by `options`.
+
+    Raises `ConversionError` naming the file and tensor when a variable is missing, unexplained or of
+    another shape than the options imply, and when the vocabulary does not fit the softmax.
+    """
+    config = config_from_options(options, source=options_source)
+    checkpoint = TfCheckpoint(checkpoint_path)
+    # The options' n_tokens_vocab, where given, is checked like any other shape; without it the softmax decides.
+    config.vocab_size = config.vocab_size or _softmax_size(checkpoint)
+    expected = _expected_shapes(config)
+    _check_variables(checkpoint, expected, config)
+    read_bilm_tf_vocabulary(vocabulary_file, config.vocab_size)
+
+    state_dict = {}
+    for mapping in weight_mappings(config):
+        array = checkpoint.read(checkpoint_name(mapping.dataset, config.num_hidden_layers))
+        for name, parameter in zip(mapping.parameters, mapping.to_model(array), strict=True):
+            state_dict[f"elmo.{name}"] = torch.from_numpy(np.ascontiguousarray(parameter))
+    state_dict["softmax.weight"] = torch.from_numpy(checkpoint.read(SOFTMAX_WEIGHT))
+    state_dict["softmax.bias"] = torch.from_numpy(checkpoint.read(SOFTMAX_BIAS))
+
+    model = ElmoForBidirectionalLM(config)
+    result = model.load_state_dict(state_dict, strict=False)
+    if result.missing_keys or result.unexpected_keys:  # a gap in the mapping itself, not in the user's input
+        raise AssertionError(f"mapping incomplete: missing {result.missing_keys}, unexpected {result.unexpected_keys}")
+    return model.eval()
+
+
+def _check_saved(saved: ElmoForBidirectionalLM, model: ElmoForBidirectionalLM, folder: Path) -> None:
+    """The reloaded folder holds exactly the converted tensors (guards the save, not the user's input)."""
+    expected = model.state_dict()
+    for name, tensor in saved.state_dict().items():
+        if not torch.equal(tensor, expected[name]):
+            raise AssertionError(f"{folder}: {name} changed on save")
+
+
+def convert_bilm_tf_checkpoint(
+    checkpoint_path: str | Path,
+    options: dict[str, Any],
+    vocabulary_file: str | Path,
+    output: str | Path,
+    *,
+    options_source: str = "options.json",
+    overwrite: bool = False,
+) -> ElmoForBidirectionalLM:
+    """Convert and save model, tokenizer, code and the vocabulary (as `vocab.txt`) to `output` (atomically).
+
+    Returns the saved model, reloaded. The folder loads as `ElmoForBidirectionalLM` (biLM and softmax, to go
+    on training) and with `AutoModel` (the biLM alone).
+    """
+    if Path(output).exists() and not overwrite:  # fail before the slow part
+        raise ConversionError(f"{output} already exists: pass --overwrite to replace it")
+    model = load_bilm_tf_checkpoint(checkpoint_path, options, vocabulary_file, options_source=options_source)
+    with atomic_output_folder(output, overwrite=overwrite) as folder:
+        model.save_pretrained(folder)
+        ElmoTokenizer(max_characters_per_token=model.config.max_characters_per_token).save_pretrained(folder)
+        shutil.copyfile(vocabulary_file, folder / "vocab.txt")
+        saved = ElmoForBidirectionalLM.from_pretrained(folder).eval()
+        _check_saved(saved, model, folder)
+    return saved

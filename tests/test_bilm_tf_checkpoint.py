@@ -1,0 +1,293 @@
+"""`elmo-convert bilm-tf-checkpoint` and the TensorFlow checkpoint reader, against a checkpoint TensorFlow wrote.
+
+tests/data/bilm_tf_checkpoint/ (made by tests/data/make_bilm_tf_checkpoint.py, which says how to regenerate it)
+holds a bilm-tf training checkpoint of the allennlp fixture biLM with a seeded random softmax, Adagrad slots,
+global_step and train_perplexity, saved by TensorFlow 2.21's `tf.compat.v1.train.Saver`. TensorFlow is not
+needed here.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModel, AutoModelForPreTraining
+
+from conversion import tf_checkpoint
+from conversion.allennlp_hdf5 import weight_mappings
+from conversion.bilm_tf_checkpoint import checkpoint_name
+from conversion.cli import main
+from conversion.errors import ConversionError
+from conversion.options import config_from_options
+from conversion.tf_checkpoint import crc32c, list_tf_checkpoint, read_tf_checkpoint, resolve_checkpoint_prefix
+from modeling_elmo import ElmoForBidirectionalLM, ElmoModel
+
+DATA = Path(__file__).parent / "data" / "bilm_tf_checkpoint"
+PREFIX = DATA / "model.ckpt-1"
+DATA_FILE = DATA / "model.ckpt-1.data-00000-of-00001"
+VOCAB_SIZE = 458
+
+
+def _convert(capsys: pytest.CaptureFixture, folder: Path, output: Path, *extra: str, **files: Path) -> tuple[int, str]:
+    """Run the command on the checkpoint in `folder`; returns the exit code and the last line of any error."""
+    paths = {"checkpoint": folder, "options": folder / "options.json", "vocab": folder / "vocab.txt", **files}
+    arguments = [f"--{name}={path}" for name, path in paths.items()]
+    code = main(["bilm-tf-checkpoint", *arguments, f"--output={output}", *extra])
+    return code, capsys.readouterr().err.strip().splitlines()[-1] if code else ""
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    output = tmp_path_factory.mktemp("bilm-tf") / "elmo-lm"
+    arguments = ["--checkpoint", PREFIX, "--options", DATA / "options.json", "--vocab", DATA / "vocab.txt"]
+    assert main(["bilm-tf-checkpoint", *map(str, arguments), "--output", str(output)]) == 0
+    return output
+
+
+@pytest.fixture
+def copy(tmp_path: Path) -> Path:
+    """A copy of the checkpoint folder, to damage."""
+    return Path(shutil.copytree(DATA, tmp_path / "checkpoint"))
+
+
+def test_bilm_equals_the_hdf5_route_bit_for_bit(converted: Path, fixture_model_folder: Path) -> None:
+    from_hdf5 = ElmoModel.from_pretrained(fixture_model_folder).state_dict()
+    from_checkpoint = ElmoForBidirectionalLM.from_pretrained(converted).elmo.state_dict()
+    assert set(from_checkpoint) == set(from_hdf5)
+    for name, tensor in from_hdf5.items():
+        assert torch.equal(from_checkpoint[name], tensor), name
+
+
+def test_softmax_is_the_one_tensorflow_saved(converted: Path) -> None:
+    model = ElmoForBidirectionalLM.from_pretrained(converted)
+    weight = np.load(DATA / "softmax_W.npy", allow_pickle=False)
+    bias = np.load(DATA / "softmax_b.npy", allow_pickle=False)
+    assert weight.shape == (VOCAB_SIZE, 16) and bias.shape == (VOCAB_SIZE,)
+    assert torch.equal(model.softmax.weight, torch.from_numpy(weight))
+    assert torch.equal(model.softmax.bias, torch.from_numpy(bias))
+    assert model.config.vocab_size == VOCAB_SIZE
+
+
+def test_folder_loads_as_language_model_and_as_bilm(converted: Path) -> None:
+    language_model = AutoModelForPreTraining.from_pretrained(converted)
+    bilm = AutoModel.from_pretrained(converted)
+    assert type(language_model) is ElmoForBidirectionalLM and type(bilm) is ElmoModel
+    bilm_tensors = bilm.state_dict()
+    assert bilm_tensors.keys() == language_model.elmo.state_dict().keys()
+    for name, tensor in language_model.elmo.state_dict().items():
+        assert torch.equal(bilm_tensors[name], tensor), name
+    assert (converted / "vocab.txt").read_bytes() == (DATA / "vocab.txt").read_bytes()
+    options = json.loads((DATA / "options.json").read_text())
+    assert language_model.config.dropout == options["dropout"]
+    assert language_model.config.training_options["n_negative_samples_batch"] == options["n_negative_samples_batch"]
+    # The full-softmax loss of a window runs and is finite (the trained biLM under a random softmax).
+    char_ids = torch.randint(1, 262, (2, 5, 50), generator=torch.Generator().manual_seed(0))
+    labels = torch.randint(0, VOCAB_SIZE, (2, 5), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        output = language_model.eval()(char_ids, char_ids.flip(1), labels=labels, backward_labels=labels.flip(1))
+    assert torch.isfinite(output.loss)
+
+
+def test_reader_lists_every_variable_with_its_slots_and_global_step() -> None:
+    entries = list_tf_checkpoint(PREFIX)
+    model_variables = [name for name in entries if name.startswith("lm/") and not name.endswith("/Adagrad")]
+    config = config_from_options(json.loads((DATA / "options.json").read_text()))
+    assert len(model_variables) == len(weight_mappings(config)) + 2 == 35  # the hdf5's datasets + softmax W and b
+    slots = {f"{variable}/Adagrad" for variable in model_variables}
+    assert set(entries) == {*model_variables, *slots, "global_step", "train_perplexity"}
+    assert entries["global_step"].dtype == "float32" and entries["global_step"].shape == ()  # bilm-tf's own dtype
+    assert entries["lm/softmax/W"].shape == (VOCAB_SIZE, 16)
+    tensors = read_tf_checkpoint(PREFIX, ["global_step", "lm/CNN/W_cnn_4/Adagrad", "lm/softmax/W/Adagrad"])
+    assert tensors["global_step"] == 1.0
+    # The one Adagrad step had a zero gradient except at the softmax: initial accumulator 1 there, 1 + g^2 here.
+    assert (tensors["lm/CNN/W_cnn_4/Adagrad"] == 1.0).all()
+    accumulator = tensors["lm/softmax/W/Adagrad"]
+    assert (accumulator >= 1.0).all() and (accumulator > 1.0).mean() > 0.99
+    assert len(read_tf_checkpoint(PREFIX)) == len(entries)  # every tensor here is numeric
+
+
+def test_prefix_from_the_folder_or_either_file() -> None:
+    for path in (DATA, PREFIX, DATA / "model.ckpt-1.index", DATA_FILE):
+        assert resolve_checkpoint_prefix(path) == PREFIX
+
+
+def test_reader_joins_shards_and_reads_other_dtypes() -> None:
+    folder = DATA / "two_shards"
+    entries = list_tf_checkpoint(folder)
+    assert {entry.shard_id for entry in entries.values()} == {0, 1}
+    tensors = read_tf_checkpoint(folder)
+    with np.load(folder / "expected.npz", allow_pickle=False) as expected:
+        assert set(tensors) == {name.replace(".", "/") for name in expected.files}
+        for name in expected.files:
+            actual = tensors[name.replace(".", "/")]
+            assert actual.dtype == expected[name].dtype and actual.shape == expected[name].shape, name
+            np.testing.assert_array_equal(actual, expected[name])
+
+
+def _bitwise_crc32c(data: bytes) -> int:
+    register = 0xFFFFFFFF
+    for byte in data:
+        register ^= byte
+        for _ in range(8):
+            register = (register >> 1) ^ (0x82F63B78 if register & 1 else 0)
+    return register ^ 0xFFFFFFFF
+
+
+def test_crc32c(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert crc32c(b"") == 0 and crc32c(b"123456789") == 0xE3069283  # the standard check value
+    rng = random.Random(5)
+    samples = [bytes(rng.getrandbits(8) for _ in range(size)) for size in (1, 63, 64, 65, 1000, 3001)]
+    # Small lanes and pieces make the short samples go through the lane joining and the piece chaining.
+    for lanes, piece in ((1 << 16, 1 << 26), (4, 100), (8, 7)):
+        monkeypatch.setattr(tf_checkpoint, "_MAX_LANES", lanes)
+        monkeypatch.setattr(tf_checkpoint, "_MIN_LANE_BYTES", 2)
+        monkeypatch.setattr(tf_checkpoint, "_PIECE_BYTES", piece)
+        for sample in samples:
+            assert crc32c(sample) == _bitwise_crc32c(sample), (len(sample), lanes, piece)
+
+
+def _dump_weights_name(variable: str) -> str:
+    """bilm-tf's `_get_outname` (training.py), written out again here to check `checkpoint_name` against it."""
+    name = variable.removeprefix("lm/")
+    renames = {"/rnn/": "/RNN/", "/multi_rnn_cell/": "/MultiRNNCell/", "/cell_": "/Cell", "/lstm_cell/": "/LSTMCell/"}
+    for tf_part, hdf5_part in renames.items():
+        name = name.replace(tf_part, hdf5_part)
+    if "/RNN/" in name:
+        name = name.replace("projection/kernel", "W_P_0").replace("/kernel", "/W_0").replace("/bias", "/B")
+    return name
+
+
+def test_checkpoint_names_invert_dump_weights() -> None:
+    config = config_from_options(json.loads((DATA / "options.json").read_text()))
+    for mapping in weight_mappings(config):
+        assert _dump_weights_name(checkpoint_name(mapping.dataset, config.num_hidden_layers)) == mapping.dataset
+    # A one-layer bilm-tf model has no MultiRNNCell around its cell.
+    one_layer = checkpoint_name("RNN_1/RNN/MultiRNNCell/Cell0/LSTMCell/W_P_0", 1)
+    assert one_layer == "lm/RNN_1/rnn/lstm_cell/projection/kernel"
+
+
+def test_options_without_n_tokens_vocab_take_the_softmax_size(copy: Path, tmp_path: Path, capsys) -> None:
+    options = json.loads((copy / "options.json").read_text())
+    del options["n_tokens_vocab"]
+    (copy / "options.json").write_text(json.dumps(options))
+    code, _ = _convert(capsys, copy, tmp_path / "out")
+    assert code == 0
+    assert json.loads((tmp_path / "out" / "config.json").read_text())["vocab_size"] == VOCAB_SIZE
+
+
+def test_existing_output_is_refused_then_replaced_with_overwrite(tmp_path: Path, capsys) -> None:
+    output = tmp_path / "out"
+    output.mkdir()
+    (output / "keep.txt").write_text("mine")
+    code, error = _convert(capsys, DATA, output)
+    assert code == 2 and "already exists" in error and "--overwrite" in error
+    assert (output / "keep.txt").read_text() == "mine"
+    assert _convert(capsys, DATA, output, "--overwrite")[0] == 0
+    assert (output / "model.safetensors").is_file() and not (output / "keep.txt").exists()
+    assert [path.name for path in tmp_path.iterdir()] == ["out"], "no temporary leftovers"
+
+
+def test_missing_data_shard(copy: Path, tmp_path: Path, capsys) -> None:
+    (copy / DATA_FILE.name).unlink()
+    code, error = _convert(capsys, copy, tmp_path / "out")
+    assert code == 2 and f"{DATA_FILE.name}: no such data shard" in error and "holding tensor lm/" in error
+    assert not (tmp_path / "out").exists()
+
+
+def test_truncated_index(copy: Path, tmp_path: Path, capsys) -> None:
+    index = copy / "model.ckpt-1.index"
+    index.write_bytes(index.read_bytes()[:1000])
+    code, error = _convert(capsys, copy, tmp_path / "out")
+    assert code == 2 and "model.ckpt-1.index: not a readable TensorFlow checkpoint index" in error
+    assert "truncated" in error
+
+
+def test_truncated_data_file_names_the_tensor(copy: Path, capsys) -> None:
+    data_file = copy / DATA_FILE.name
+    entry = list_tf_checkpoint(copy)["lm/softmax/W"]
+    data_file.write_bytes(data_file.read_bytes()[: entry.offset + 100])
+    with pytest.raises(ConversionError, match=r"tensor lm/softmax/W lies at bytes .* it is truncated"):
+        read_tf_checkpoint(copy, ["lm/softmax/W"])
+
+
+def test_corrupt_bytes_fail_the_checksums(copy: Path) -> None:
+    data_file, index = copy / DATA_FILE.name, copy / "model.ckpt-1.index"
+    entry = list_tf_checkpoint(copy)["lm/softmax/b"]
+    data = bytearray(data_file.read_bytes())
+    data[entry.offset + 7] ^= 0x10
+    data_file.write_bytes(bytes(data))
+    with pytest.raises(ConversionError, match=r"tensor lm/softmax/b fails its checksum .* the file is corrupt"):
+        read_tf_checkpoint(copy, ["lm/softmax/b"])
+    table = bytearray(index.read_bytes())
+    table[200] ^= 0x01  # inside the data block of tensor entries
+    index.write_bytes(bytes(table))
+    with pytest.raises(ConversionError, match="data block at byte 0 fails its checksum"):
+        list_tf_checkpoint(copy)
+
+
+def test_missing_index(tmp_path: Path) -> None:
+    with pytest.raises(ConversionError, match=r"model.ckpt-2.index: no such checkpoint index \(found model.ckpt-1"):
+        list_tf_checkpoint(DATA / "model.ckpt-2")
+    with pytest.raises(ConversionError, match="without TensorFlow's 'checkpoint' file"):
+        list_tf_checkpoint(tmp_path)
+
+
+def test_vocabulary_of_another_size(copy: Path, tmp_path: Path, capsys) -> None:
+    vocab = tmp_path / "short.txt"
+    vocab.write_text("\n".join((DATA / "vocab.txt").read_text().split("\n")[:-1]))
+    code, error = _convert(capsys, copy, tmp_path / "out", vocab=vocab)
+    assert code == 2 and "has 457 words, but the softmax (lm/softmax/W) has 458 rows" in error
+
+
+def test_vocabulary_without_the_special_words_first(copy: Path, tmp_path: Path, capsys) -> None:
+    words = (DATA / "vocab.txt").read_text().split("\n")
+    vocab = tmp_path / "swapped.txt"
+    vocab.write_text("\n".join([words[1], words[0], *words[2:]]))
+    code, error = _convert(capsys, copy, tmp_path / "out", vocab=vocab)
+    assert code == 2 and "starts with the lines <S>, </S>, <UNK>" in error and "starts with </S>, <S>, <UNK>" in error
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda options: options["lstm"].update(dim=32),
+            "lm/RNN_0/rnn/multi_rnn_cell/cell_0/lstm_cell/kernel has shape (32, 256), the options imply (32, 128)",
+        ),
+        (
+            lambda options: options.update(n_tokens_vocab=500),
+            "tensor lm/softmax/W has shape (458, 16), the options imply (500, 16)",
+        ),
+        (
+            lambda options: options["char_cnn"].update(n_highway=1),
+            "tensor lm/CNN_high_1/W_carry is not described by the options (and 3 more)",
+        ),
+        (
+            lambda options: options["lstm"].update(n_layers=3),
+            "tensor lm/RNN_0/rnn/multi_rnn_cell/cell_2/lstm_cell/kernel is missing (and 5 more)",
+        ),
+    ],
+)
+def test_options_that_do_not_match_the_checkpoint(copy: Path, tmp_path: Path, capsys, change, message: str) -> None:
+    options = json.loads((copy / "options.json").read_text())
+    change(options)
+    (copy / "options.json").write_text(json.dumps(options))
+    code, error = _convert(capsys, copy, tmp_path / "out")
+    assert code == 2 and message in error and "model.ckpt-1.index" in error
+
+
+def test_help_has_an_example() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "conversion.cli", "bilm-tf-checkpoint", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "elmo-convert bilm-tf-checkpoint --checkpoint" in completed.stdout and "--overwrite" in completed.stdout
