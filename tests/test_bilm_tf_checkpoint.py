@@ -118,6 +118,31 @@ def test_prefix_from_the_folder_or_either_file() -> None:
         assert resolve_checkpoint_prefix(path) == PREFIX
 
 
+def test_prefix_of_a_moved_training_folder(copy: Path) -> None:
+    """TensorFlow may record an absolute path in the `checkpoint` file; the folder may have moved since."""
+    (copy / "checkpoint").write_text('model_checkpoint_path: "/elsewhere/train/model.ckpt-1"\n')
+    assert resolve_checkpoint_prefix(copy) == copy / "model.ckpt-1"
+
+
+def test_compressed_index_blocks_are_refused(copy: Path) -> None:
+    index = copy / "model.ckpt-1.index"
+    table = bytearray(index.read_bytes())
+    footer = bytes(table[-48:])  # the footer's second block handle locates the index block
+    _, position = tf_checkpoint._block_handle(footer, 0, 40)
+    index_handle, _ = tf_checkpoint._block_handle(footer, position, 40)
+    index_block = tf_checkpoint._block(bytes(table), index_handle, "index block")
+    ((_, handle),) = tf_checkpoint._block_entries(index_block, "index block")  # one data block
+    (offset, size), _ = tf_checkpoint._block_handle(handle, 0, len(handle))
+    assert offset == 0
+    table[size] = 1  # the block trailer's compression type: Snappy, with a checksum that matches it
+    crc = tf_checkpoint.crc32c(bytes(table[: size + 1]))
+    masked = (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+    table[size + 1 : size + 5] = masked.to_bytes(4, "little")
+    index.write_bytes(bytes(table))
+    with pytest.raises(ConversionError, match="data block at byte 0 is Snappy-compressed, which this reader does not"):
+        list_tf_checkpoint(copy)
+
+
 def test_reader_joins_shards_and_reads_other_dtypes() -> None:
     folder = DATA / "two_shards"
     entries = list_tf_checkpoint(folder)
