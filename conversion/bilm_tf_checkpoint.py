@@ -79,6 +79,10 @@ def _check_variables(checkpoint: TfCheckpoint, expected: dict[str, tuple[int, ..
     """Each variable the options imply is there, float32, of the implied shape, and nothing under `lm/` is
     left unexplained (optimizer slots, `<variable>/<slot>`, are expected and ignored)."""
     where, entries = checkpoint.index_path, checkpoint.entries
+    if "lm/embedding" in entries:
+        raise ConversionError(
+            f"{where}: a word-input bilm-tf model (lm/embedding, no character CNN): only character models convert"
+        )
     missing = [name for name in expected if name not in entries]
     if missing:
         raise ConversionError(
@@ -103,11 +107,6 @@ def _check_variables(checkpoint: TfCheckpoint, expected: dict[str, tuple[int, ..
 
 def _softmax_size(checkpoint: TfCheckpoint) -> int:
     """The number of softmax rows (words) the checkpoint holds."""
-    if "lm/embedding" in checkpoint.entries:
-        raise ConversionError(
-            f"{checkpoint.index_path}: a word-input bilm-tf model (lm/embedding, no character CNN): only"
-            " character models convert"
-        )
     entry = checkpoint.entries.get(SOFTMAX_WEIGHT)
     if entry is None:
         raise ConversionError(
