@@ -534,8 +534,13 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
             raise ValueError("LM training of models with a word embedding (ELMoForManyLangs) is not supported")
         self.elmo = ElmoModel(config)
         self.softmax = ElmoSoftmax(vocab_size=config.vocab_size, hidden_size=config.projection_dim)
-        self.num_sampled = config.training_options.get("n_negative_samples_batch")
         self.post_init()
+
+    @property
+    def num_sampled(self) -> int | None:
+        """Candidates of the sampled softmax in training (`training_options["n_negative_samples_batch"]`);
+        None trains with the full softmax."""
+        return self.config.training_options.get("n_negative_samples_batch")
 
     @can_return_tuple
     def forward(

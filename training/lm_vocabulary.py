@@ -1,0 +1,73 @@
+"""The word vocabulary of the biLM's softmax, in bilm-tf's file format: one word per line, ids in line order."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+from modeling_elmo.tokenization_elmo import BOS_WORD, EOS_WORD
+
+from .jsonl import DataFileError
+
+__all__ = ["SPECIAL_WORDS", "UNK_WORD", "LmVocabulary"]
+
+UNK_WORD = "<UNK>"
+# bilm-tf's vocabularies start with these three words; build_vocab writes them first.
+SPECIAL_WORDS = (BOS_WORD, EOS_WORD, UNK_WORD)
+
+
+class LmVocabulary:
+    """Words <-> softmax row ids. Words outside the vocabulary map to `<UNK>`."""
+
+    def __init__(self, words: Iterable[str], *, source: str = "vocabulary") -> None:
+        self.words = list(words)
+        self.ids: dict[str, int] = {}
+        for index, word in enumerate(self.words):
+            if not word or any(char.isspace() for char in word):
+                raise DataFileError(f"{source}, line {index + 1}: {word!r} is not a word (empty or with whitespace)")
+            if word in self.ids:
+                raise DataFileError(f"{source}, line {index + 1}: {word!r} repeats line {self.ids[word] + 1}")
+            self.ids[word] = index
+        missing = [word for word in SPECIAL_WORDS if word not in self.ids]
+        if missing:
+            raise DataFileError(
+                f"{source} lacks the special words {', '.join(missing)}: a bilm-tf vocabulary holds <S>, </S> and "
+                "<UNK> (build one with `python -m training.build_vocab`)"
+            )
+        self.unk_id = self.ids[UNK_WORD]
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike) -> LmVocabulary:
+        path = Path(path)
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as error:
+            raise DataFileError(f"cannot read the vocabulary {path}: {error}") from None
+        return cls((line.strip() for line in lines if line.strip()), source=str(path))
+
+    @classmethod
+    def from_counts(cls, counts: Counter[str], *, min_count: int = 1, max_size: int | None = None) -> LmVocabulary:
+        """`<S>`, `</S>`, `<UNK>`, then the words seen at least `min_count` times, most frequent first (ties in
+        alphabetical order, so the file is reproducible), at most `max_size` lines in all."""
+        ranked = sorted(
+            (item for item in counts.items() if item[1] >= min_count and item[0] not in SPECIAL_WORDS),
+            key=lambda item: (-item[1], item[0]),
+        )
+        words = [word for word, _ in ranked]
+        if max_size is not None:
+            words = words[: max(0, max_size - len(SPECIAL_WORDS))]
+        return cls([*SPECIAL_WORDS, *words])
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __contains__(self, word: str) -> bool:
+        return word in self.ids
+
+    def word_id(self, word: str) -> int:
+        return self.ids.get(word, self.unk_id)
+
+    def save(self, path: str | os.PathLike) -> None:
+        Path(path).write_text("".join(f"{word}\n" for word in self.words), encoding="utf-8")
