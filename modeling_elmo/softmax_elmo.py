@@ -13,7 +13,13 @@ import math
 import torch
 from torch import nn
 
-__all__ = ["ElmoSoftmax", "log_uniform_expected_count", "sample_log_uniform_candidates"]
+__all__ = [
+    "ElmoSoftmax",
+    "draw_log_uniform",
+    "log_uniform_expected_count",
+    "log_uniform_probability",
+    "sample_log_uniform_candidates",
+]
 
 IGNORE_INDEX = -100
 
@@ -29,12 +35,21 @@ def log_uniform_expected_count(ids: torch.Tensor, vocab_size: int, num_tries: in
 
     With `unique=True` the sampler draws `num_tries` times until it has `num_sampled` distinct ids, so an id
     is a candidate with probability `1 - (1 - P(k)) ** num_tries`; without repeats (`num_tries ==
-    num_sampled`) TensorFlow uses `num_sampled * P(k)` instead.
+    num_sampled`) TensorFlow uses `num_sampled * P(k)` instead. (Like TensorFlow, this ignores that stopping at
+    the `num_sampled`-th distinct id favours rare ids a little: it is the correction bilm-tf trained with.)
     """
     probability = log_uniform_probability(ids, vocab_size)
     if num_tries == num_sampled:
         return probability * num_sampled
     return -torch.expm1(num_tries * torch.log1p(-probability))
+
+
+def draw_log_uniform(count: int, vocab_size: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
+    """`count` independent draws (with repeats) of ids with P(k) above, by inverse-CDF sampling:
+    floor(exp(u * log(V + 1))) - 1 for u uniform in [0, 1). Drawn on the CPU so that the stream of random
+    numbers, and so the candidates, do not depend on the device."""
+    uniform = torch.rand(count, dtype=torch.float64, generator=generator)
+    return (torch.exp(uniform * math.log(vocab_size + 1.0)).floor().long() - 1).clamp_(0, vocab_size - 1)
 
 
 def sample_log_uniform_candidates(
@@ -47,14 +62,9 @@ def sample_log_uniform_candidates(
     """
     if not 0 < num_sampled < vocab_size:
         raise ValueError(f"num_sampled must lie in 1..{vocab_size - 1} (vocab_size - 1), got {num_sampled}")
-    log_range = math.log(vocab_size + 1.0)
     draws = torch.empty(0, dtype=torch.long)
     while True:
-        # Inverse-CDF sampling: floor(exp(u * log(V + 1))) - 1 has P(k) above. Drawn on the CPU so that the
-        # stream of random numbers, and so the candidates, do not depend on the device.
-        uniform = torch.rand(2 * num_sampled, dtype=torch.float64, generator=generator)
-        new = (torch.exp(uniform * log_range).floor().long() - 1).clamp_(0, vocab_size - 1)
-        draws = torch.cat([draws, new])
+        draws = torch.cat([draws, draw_log_uniform(2 * num_sampled, vocab_size, generator=generator)])
         first_draw = torch.full((vocab_size,), len(draws), dtype=torch.long)
         first_draw.scatter_reduce_(0, draws, torch.arange(len(draws)), reduce="amin")
         firsts = first_draw[first_draw < len(draws)].sort().values

@@ -84,9 +84,10 @@ def transfer_softmax(model: ElmoForBidirectionalLM, old: LmVocabulary, new: LmVo
     """Give `model` a softmax over `new`: words of `old` keep their rows; returns how many did.
 
     Every other word (and the new `<UNK>`) starts as a copy of the old `<UNK>` row with its bias lowered by
-    log(n + 1), n the number of new words: the model then predicts exactly what it predicted before for the
-    words it knew, and splits the probability it gave to `<UNK>` evenly among the words that were hidden in
-    it, so training starts from the old model's perplexity instead of from noise.
+    log(n + 1), n the number of new words: the model then keeps the odds between the words it knew (their
+    probabilities are exactly the old ones when no word was dropped) and splits the probability it gave to
+    `<UNK>` evenly among the words that were hidden in it, so training starts from the old model's
+    predictions instead of from noise.
     """
     weight, bias = model.softmax.weight.detach(), model.softmax.bias.detach()
     old_unk = old.ids[UNK_WORD]

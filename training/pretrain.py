@@ -103,7 +103,9 @@ class LmTrainer:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.accelerator = Accelerator()
+        # Without a GPU, processes started by `accelerate launch --multi_gpu` (or torchrun) join one CPU group
+        # (gloo); accelerate's own `--cpu` flag starts a single process.
+        self.accelerator = Accelerator(cpu=not torch.accelerator.is_available())
         self.rank, self.world_size = self.accelerator.process_index, self.accelerator.num_processes
         self.output_dir = Path(args.output_dir)
         set_seed(args.seed + self.rank)

@@ -1,0 +1,119 @@
+"""The biLM's training data: vocabulary files, sentence streams and bilm-tf's window packing."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+import torch
+
+from modeling_elmo import ElmoTokenizer
+from training.build_vocab import main as build_vocab
+from training.jsonl import DataFileError
+from training.lm_vocabulary import LmVocabulary
+from training.text_stream import SentenceStream, expand_files
+from training.window_packer import WindowEncoder, WindowPacker
+
+
+def _write(path, text: str | bytes):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    (path.write_bytes if isinstance(text, bytes) else path.write_text)(text)
+    return path
+
+
+def _packer(path, *, reverse=False, batch_size=2, unroll_steps=3):
+    source = SentenceStream([path], shuffle=False, loop=False)
+    return WindowPacker(source, batch_size=batch_size, unroll_steps=unroll_steps, reverse=reverse)
+
+
+def test_windows_match_a_hand_worked_example(tmp_path):
+    corpus = _write(tmp_path / "c.txt", "a b c\nd e\nf\n")
+    packer = _packer(corpus)
+    # Row 0 takes "<S> a b c </S>", row 1 "<S> d e </S>"; </S> is a target only, and a sentence that does not
+    # fit continues in the same row of the next window, followed by the next sentence from the shared source.
+    assert packer.next_window() == (
+        [["<S>", "a", "b"], ["<S>", "d", "e"]],
+        [["a", "b", "c"], ["d", "e", "</S>"]],
+    )
+    assert packer.next_window() == (
+        [["c", "<S>", "f"], [None, None, None]],
+        [["</S>", "f", "</S>"], [None, None, None]],
+    )
+    assert packer.next_window() is None
+
+
+def test_backward_windows_read_each_sentence_reversed(tmp_path):
+    packer = _packer(_write(tmp_path / "c.txt", "a b c\nd e\n"), batch_size=1, unroll_steps=4)
+    packer.reverse = True
+    assert packer.next_window() == ([["</S>", "c", "b", "a"]], [["c", "b", "a", "<S>"]])
+    assert packer.next_window() == ([["</S>", "e", "d", None]], [["e", "d", "<S>", None]])
+
+
+def test_a_saved_position_resumes_the_same_windows(tmp_path):
+    files = [_write(tmp_path / f"s{i}.txt", "".join(f"w{i}{j} x y{j % 3}\n" for j in range(7))) for i in range(3)]
+
+    def packer():
+        return WindowPacker(SentenceStream(files, seed=5), batch_size=3, unroll_steps=4)
+
+    uninterrupted = packer()
+    windows = [uninterrupted.next_window() for _ in range(12)]
+    first = packer()
+    for _ in range(5):
+        first.next_window()
+    resumed = packer()
+    resumed.load_state_dict(first.state_dict())
+    assert [resumed.next_window() for _ in range(7)] == windows[5:]
+    assert resumed.source.epoch >= 1  # the stream went round all shards at least once
+
+
+def test_processes_read_disjoint_sentences(tmp_path):
+    path = _write(tmp_path / "c.txt", "".join(f"s{i}\n" for i in range(10)))
+    seen = []
+    for rank in range(2):
+        stream = SentenceStream([path], seed=1, loop=False, rank=rank, world_size=2)
+        seen.append({tuple(s) for s in iter(stream.next_sentence, None)})
+    assert not seen[0] & seen[1] and len(seen[0] | seen[1]) == 10
+
+
+def test_bad_lines_are_skipped_and_counted_with_file_and_line(tmp_path):
+    path = _write(tmp_path / "c.txt", b"good line\n\xff\xfe bad\n\n  \nok\n")
+    stream = SentenceStream([path], shuffle=False, loop=False)
+    assert list(iter(stream.next_sentence, None)) == [["good", "line"], ["ok"]]
+    report = stream.report
+    assert (report.undecodable_lines, report.empty_lines, report.sentences) == (1, 2, 2)
+    assert f"{path}, line 2" in report.summary()
+
+
+def test_a_corpus_without_sentences_is_an_error_not_a_hang(tmp_path):
+    stream = SentenceStream([_write(tmp_path / "empty.txt", "\n\n")], seed=0, loop=True)
+    with pytest.raises(DataFileError, match="no sentences in"):
+        stream.next_sentence()
+    with pytest.raises(DataFileError, match="matches no file"):
+        expand_files(str(tmp_path / "missing-*.txt"), option="--train_files")
+
+
+def test_encoder_gives_char_ids_and_vocabulary_ids(tmp_path):
+    vocabulary = LmVocabulary(["<S>", "</S>", "<UNK>", "a"])
+    tokenizer = ElmoTokenizer()
+    char_ids, word_ids = WindowEncoder(tokenizer, vocabulary)(([["<S>", "zzz", None]], [["a", "zzz", None]]))
+    assert char_ids.shape == (1, 3, 50) and word_ids.tolist() == [[3, 2, -100]]
+    assert char_ids[0, 0].tolist() == tokenizer.word_char_ids("<S>") and not char_ids[0, 2].any()
+    assert char_ids.dtype == torch.long
+
+
+def test_vocabulary_checks():
+    with pytest.raises(DataFileError, match="lacks the special words <UNK>"):
+        LmVocabulary(["<S>", "</S>", "a"])
+    with pytest.raises(DataFileError, match="line 5: 'a' repeats line 4"):
+        LmVocabulary(["<S>", "</S>", "<UNK>", "a", "a"])
+    vocabulary = LmVocabulary.from_counts(Counter({"b": 2, "a": 2, "c": 5, "rare": 1}), min_count=2, max_size=5)
+    assert vocabulary.words == ["<S>", "</S>", "<UNK>", "c", "a"]
+    assert vocabulary.word_id("rare") == vocabulary.unk_id == 2
+
+
+def test_build_vocab_cli(tmp_path, capsys):
+    _write(tmp_path / "corpus" / "a.txt", "the cat the dog\nthe end\n")
+    _write(tmp_path / "corpus" / "b.txt", b"cat \xff\n")
+    build_vocab(["--train_files", str(tmp_path / "corpus" / "*.txt"), "--output", str(tmp_path / "v.txt")])
+    assert (tmp_path / "v.txt").read_text().split() == ["<S>", "</S>", "<UNK>", "the", "cat", "dog", "end"]
+    assert "1 lines not UTF-8 skipped" in capsys.readouterr().out

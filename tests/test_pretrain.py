@@ -1,0 +1,220 @@
+"""training.pretrain end to end: a 2-process accelerate run that learns, saves and resumes exactly; fine-tuning
+with a new vocabulary; perplexity evaluation; bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from transformers import AutoModel, AutoModelForPreTraining
+
+import modeling_elmo  # noqa: F401  (registers the Auto classes)
+from training.evaluate_perplexity import main as evaluate_main
+from training.lm_model import transfer_softmax
+from training.lm_vocabulary import LmVocabulary
+from training.pretrain import main as pretrain_main
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+TINY_OPTIONS = {
+    "lstm": {
+        "dim": 32,
+        "projection_dim": 8,
+        "n_layers": 2,
+        "cell_clip": 3,
+        "proj_clip": 3,
+        "use_skip_connections": True,
+    },
+    "char_cnn": {
+        "activation": "relu",
+        "embedding": {"dim": 4},
+        "filters": [[1, 8], [2, 8]],
+        "n_highway": 1,
+        "n_characters": 261,
+        "max_characters_per_token": 50,
+    },
+    "n_negative_samples_batch": 8,
+}
+
+
+def _toy_sentences(count: int, seed: int, nouns=("cat", "dog", "bird", "fish")) -> list[str]:
+    """A tiny regular language: easy to learn, so perplexity must fall far below the vocabulary size."""
+    rng = random.Random(seed)
+    verbs = ("sees", "likes", "chases")
+    return [f"the {rng.choice(nouns)} {rng.choice(verbs)} the {rng.choice(nouns)} ." for _ in range(count)]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("corpus")
+    for shard in range(2):
+        (root / f"train-{shard}.txt").write_text("\n".join(_toy_sentences(150, shard)) + "\n")
+    (root / "heldout.txt").write_text("\n".join(_toy_sentences(40, 99)) + "\n")
+    (root / "options.json").write_text(json.dumps(TINY_OPTIONS))
+    words = ["<S>", "</S>", "<UNK>", "the", ".", "cat", "dog", "bird", "fish", "sees", "likes", "chases"]
+    (root / "vocab.txt").write_text("\n".join(words) + "\n")
+    return root
+
+
+def _arguments(corpus: Path, output: Path, *extra: str) -> list[str]:
+    return [
+        "--train_files", str(corpus / "train-*.txt"),
+        "--validation_files", str(corpus / "heldout.txt"),
+        "--vocab_file", str(corpus / "vocab.txt"),
+        "--output_dir", str(output),
+        "--per_device_train_batch_size", "4",
+        "--per_device_eval_batch_size", "4",
+        "--unroll_steps", "5",
+        "--logging_steps", "10",
+        "--seed", "3",
+        "--optimizer", "adamw",  # learns the toy language in few steps (Adagrad at 0.2 needs many more)
+        "--learning_rate", "0.01",
+        *extra,
+    ]  # fmt: skip
+
+
+def _launch_two_processes(arguments: list[str]) -> None:
+    command = [
+        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+        "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "training.pretrain", *arguments,
+    ]  # fmt: skip
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPOSITORY)}
+    result = subprocess.run(command, cwd=REPOSITORY, env=environment, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+
+
+def _weights(folder: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(folder / "model.safetensors"))
+
+
+@pytest.fixture(scope="module")
+def two_process_run(corpus, tmp_path_factory) -> Path:
+    output = tmp_path_factory.mktemp("run") / "out"
+    _launch_two_processes(
+        _arguments(
+            corpus, output, "--options_file", str(corpus / "options.json"), "--max_steps", "60", "--save_steps", "30"
+        )
+    )
+    return output
+
+
+def test_two_processes_learn_the_corpus_and_save_a_model(two_process_run):
+    model_folder = two_process_run / "model"
+    results = json.loads((model_folder / "eval_results.json").read_text())
+    # 12 words: a model that learned nothing scores about 12; the toy language allows far less.
+    assert results["perplexity"] < 5.0, results
+    assert results["forward_perplexity"] < 5.5 and results["backward_perplexity"] < 5.5
+    assert (model_folder / "perplexity.png").stat().st_size > 0
+    records = [json.loads(line) for line in (two_process_run / "metrics.jsonl").read_text().splitlines()]
+    evaluations = [record["eval_perplexity"] for record in records if "eval_perplexity" in record]
+    assert len(evaluations) == 2 and evaluations[1] < evaluations[0]
+    assert type(AutoModelForPreTraining.from_pretrained(model_folder)).__name__ == "ElmoForBidirectionalLM"
+    assert type(AutoModel.from_pretrained(model_folder)).__name__ == "ElmoModel"
+    assert (two_process_run / "checkpoint-30" / "process-1.json").is_file()
+    assert not list(two_process_run.glob(".checkpoint-*"))
+
+
+def test_resuming_two_processes_reproduces_the_uninterrupted_run(two_process_run, corpus, tmp_path):
+    output = tmp_path / "resumed"
+    output.mkdir()
+    shutil.copytree(two_process_run / "checkpoint-30", output / "checkpoint-30")
+    # A save killed half-way leaves a hidden partial folder: resuming ignores it.
+    (output / ".checkpoint-60.partial").mkdir()
+    _launch_two_processes(
+        _arguments(corpus, output, "--options_file", str(corpus / "options.json"), "--max_steps", "60",
+                   "--save_steps", "30", "--resume_from_checkpoint", "latest")
+    )  # fmt: skip
+    expected, resumed = _weights(two_process_run / "model"), _weights(output / "model")
+    assert expected.keys() == resumed.keys()
+    for name in expected:
+        assert torch.equal(expected[name], resumed[name]), name
+
+
+def test_fine_tuning_with_a_new_vocabulary(two_process_run, corpus, tmp_path, capsys):
+    domain = tmp_path / "domain"
+    domain.mkdir()
+    nouns = ("cat", "cow", "horse", "goat")  # two new words
+    (domain / "train.txt").write_text("\n".join(_toy_sentences(200, 7, nouns)) + "\n")
+    (domain / "heldout.txt").write_text("\n".join(_toy_sentences(40, 8, nouns)) + "\n")
+    words = ["<S>", "</S>", "<UNK>", "the", ".", "cat", "cow", "horse", "goat", "sees", "likes", "chases"]
+    (domain / "vocab.txt").write_text("\n".join(words) + "\n")
+    base = two_process_run / "model"
+    evaluate = ["--files", str(domain / "heldout.txt"), "--vocab_file", str(domain / "vocab.txt")]
+    evaluate_main(["--model_name_or_path", str(base), *evaluate, "--output", str(tmp_path / "before.json")])
+    pretrain_main([
+        "--train_files", str(domain / "train.txt"), "--validation_files", str(domain / "heldout.txt"),
+        "--vocab_file", str(domain / "vocab.txt"), "--model_name_or_path", str(base), "--output_dir",
+        str(tmp_path / "adapted"), "--max_steps", "40", "--save_steps", "40", "--per_device_train_batch_size", "4",
+        "--unroll_steps", "5", "--num_sampled", "0",
+    ])  # fmt: skip
+    evaluate_main(["--model_name_or_path", str(tmp_path / "adapted" / "model"), *evaluate])
+    before = json.loads((tmp_path / "before.json").read_text())
+    after = json.loads((tmp_path / "adapted" / "model" / "eval_results.json").read_text())
+    assert after["perplexity"] < before["perplexity"]
+    assert (tmp_path / "adapted" / "model" / "vocab.txt").read_text().split() == words
+    assert '"perplexity"' in capsys.readouterr().out
+
+
+def test_transferred_softmax_keeps_known_words_and_splits_unk(two_process_run):
+    model = AutoModelForPreTraining.from_pretrained(two_process_run / "model").eval()
+    old = LmVocabulary.from_file(two_process_run / "model" / "vocab.txt")
+    hidden = torch.randn(5, 8)
+    old_log_probs = torch.log_softmax(hidden @ model.softmax.weight.T + model.softmax.bias, -1)
+    new = LmVocabulary(["<S>", "</S>", "<UNK>", "the", "cat", "cow", "horse"])  # "cow", "horse" new; others dropped
+    assert transfer_softmax(model, old, new) == 4
+    new_log_probs = torch.log_softmax(hidden @ model.softmax.weight.T + model.softmax.bias, -1)
+    def relative(log_probs, vocabulary, word):  # log p(word) - log p("the"): what dropping other words keeps
+        return log_probs[:, vocabulary.ids[word]] - log_probs[:, vocabulary.ids["the"]]
+
+    for word in ("<S>", "</S>", "cat"):
+        assert torch.allclose(relative(new_log_probs, new, word), relative(old_log_probs, old, word), atol=1e-5)
+    # The old <UNK> mass is split evenly among <UNK>, cow and horse.
+    unk_like = new_log_probs[:, [new.ids["<UNK>"], new.ids["cow"], new.ids["horse"]]]
+    assert torch.allclose(unk_like, unk_like[:, :1].expand_as(unk_like), atol=1e-6)
+    split_unk = torch.logsumexp(unk_like, dim=1) - new_log_probs[:, new.ids["the"]]
+    assert torch.allclose(split_unk, relative(old_log_probs, old, "<UNK>"), atol=1e-5)
+    assert model.config.vocab_size == 7
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"train": ""}, "no sentences"),
+        ({"train": "the cat .\n"}, "fewer than one batch"),
+        ({"vocab": "the\ncat\n"}, "lacks the special words <S>, </S>, <UNK>"),
+        ({"options": {**TINY_OPTIONS, "n_tokens_vocab": 99}}, "n_tokens_vocab=99 but the vocabulary has 12 words"),
+    ],
+)
+def test_bad_input_is_a_clear_error(corpus, tmp_path, change, message, capsys):
+    train, vocab, options = corpus / "train-*.txt", corpus / "vocab.txt", corpus / "options.json"
+    if "train" in change:
+        train = tmp_path / "train.txt"
+        train.write_text(change["train"])
+    if "vocab" in change:
+        vocab = tmp_path / "vocab.txt"
+        vocab.write_text(change["vocab"])
+    if "options" in change:
+        options = tmp_path / "options.json"
+        options.write_text(json.dumps(change["options"]))
+    arguments = _arguments(corpus, tmp_path / "out", "--options_file", str(options), "--max_steps", "2")
+    arguments[arguments.index("--train_files") + 1] = str(train)
+    arguments[arguments.index("--vocab_file") + 1] = str(vocab)
+    with pytest.raises(SystemExit) as raised:
+        pretrain_main(arguments)
+    assert message in str(raised.value)
+
+
+def test_an_existing_output_dir_is_not_overwritten(corpus, tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "keep.txt").write_text("x")
+    with pytest.raises(SystemExit, match="is not empty"):
+        pretrain_main(_arguments(corpus, tmp_path / "out", "--options_file", str(corpus / "options.json")))
+    with pytest.raises(SystemExit, match="either --options_file .* or --model_name_or_path"):
+        pretrain_main(_arguments(corpus, tmp_path / "other"))
