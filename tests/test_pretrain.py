@@ -82,8 +82,9 @@ def _arguments(corpus: Path, output: Path, *extra: str) -> list[str]:
 
 def _launch_two_processes(arguments: list[str]) -> None:
     command = [
-        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-        "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "training.pretrain", *arguments,
+        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+        "-m", "training.pretrain", *arguments,
     ]  # fmt: skip
     environment = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPOSITORY)}
     result = subprocess.run(command, cwd=REPOSITORY, env=environment, capture_output=True, text=True, timeout=600)
@@ -216,5 +217,5 @@ def test_an_existing_output_dir_is_not_overwritten(corpus, tmp_path):
     (tmp_path / "out" / "keep.txt").write_text("x")
     with pytest.raises(SystemExit, match="is not empty"):
         pretrain_main(_arguments(corpus, tmp_path / "out", "--options_file", str(corpus / "options.json")))
-    with pytest.raises(SystemExit, match="either --options_file .* or --model_name_or_path"):
+    with pytest.raises(SystemExit, match=r"either --options_file .* or --model_name_or_path"):
         pretrain_main(_arguments(corpus, tmp_path / "other"))
