@@ -12,7 +12,14 @@ from huggingface_hub import ModelCard, ModelCardData
 
 from modeling_elmo import ElmoModel, ElmoTokenizer
 
-__all__ = ["PARITY_SENTENCES", "SourceDescription", "file_sha256", "measure_parity", "write_model_card"]
+__all__ = [
+    "PARITY_SENTENCES",
+    "SourceDescription",
+    "file_sha256",
+    "measure_parity",
+    "render_model_card",
+    "write_model_card",
+]
 
 TEMPLATE = Path(__file__).with_name("model_card.md")
 
@@ -56,8 +63,7 @@ def measure_parity(converted: ElmoModel, float64_reference: ElmoModel, tokenizer
 def write_model_card(
     folder: Path, model: ElmoModel, source: SourceDescription, *, parity: float, repo_id: str
 ) -> ModelCard:
-    """Render `model_card.md` for `model` into `folder/README.md`; `repo_id` is what its snippets load."""
-    config = model.config
+    """Render `model_card.md` for a converted `model` into `folder/README.md`; `repo_id` is what its snippets load."""
     card_data = ModelCardData(
         library_name="transformers",
         pipeline_tag="feature-extraction",
@@ -67,13 +73,28 @@ def write_model_card(
         source_weights=[{"file": path.name, "sha256": file_sha256(path)} for path in source.source_files],
         parity_max_abs_difference=float(f"{parity:.3g}"),
     )
-    card = ModelCard.from_template(
+    return render_model_card(
+        folder,
+        model,
         card_data,
-        template_path=str(TEMPLATE),
         model_name=f"ELMo: {source.description}",
         repo_id=repo_id,
         source_description=source.description,
+        training_data=source.training_data,
         source_weights=card_data.source_weights,
+        parity=f"{parity:.2e}",
+        parity_words=sum(len(sentence) for sentence in PARITY_SENTENCES),
+        parity_sentences=len(PARITY_SENTENCES),
+    )
+
+
+def render_model_card(folder: Path, model: ElmoModel, card_data: ModelCardData, **fields) -> ModelCard:
+    """Fill `model_card.md` with `card_data`, the architecture of `model` and `fields` (see the template: a
+    converted model passes `parity`, a trained one `training`); writes `folder/README.md`."""
+    config = model.config
+    card = ModelCard.from_template(
+        card_data,
+        template_path=str(TEMPLATE),
         num_layers=config.num_hidden_layers,
         hidden_size=config.hidden_size,
         char_vocab_size=config.char_vocab_size,
@@ -89,10 +110,7 @@ def write_model_card(
         proj_clip=config.proj_clip if config.proj_clip is not None else "none",
         use_skip_connections="yes" if config.use_skip_connections else "no",
         parameters=f"{sum(parameter.numel() for parameter in model.parameters()):,}",
-        parity=f"{parity:.2e}",
-        parity_words=sum(len(sentence) for sentence in PARITY_SENTENCES),
-        parity_sentences=len(PARITY_SENTENCES),
-        training_data=source.training_data,
+        **fields,
     )
     card.save(folder / "README.md")
     return card

@@ -335,6 +335,7 @@ class LmTrainer:
             with atomic_output_folder(final, overwrite=True) as staging:
                 self._save_folder(staging)
                 write_json_atomically(staging / "eval_results.json", {"step": self.step, **results})
+                write_json_atomically(staging / "training_args.json", vars(self.args))
                 self.metrics.plot(staging / "perplexity.png")
             logger.info("saved %s (%s)", final, ", ".join(f"{k} {v:.2f}" for k, v in results.items() if "perplex" in k))
         self.accelerator.wait_for_everyone()

@@ -1,0 +1,123 @@
+"""Training throughput of the biLM (training/pretrain.py's step) and the share of the machine's matmul peak.
+
+Runs LmTrainer's training step on random text for each model shape given, after measuring the float32
+matrix-multiply peak in the same run, and prints words/s (target words of both directions) and the share
+of the peak the step's arithmetic reaches. Runs on a GPU when one is available (`--device cuda`).
+
+    python benchmarks/bench_training.py                          # the default model's shape and the original's
+    python benchmarks/bench_training.py --shapes default --steps 20 --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.bench_inference import flops_per_position, measure_matmul_peak
+from training.pretrain import LmTrainer, parse_args
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+ORIGINAL_OPTIONS = {
+    "lstm": {
+        "dim": 4096,
+        "projection_dim": 512,
+        "n_layers": 2,
+        "cell_clip": 3,
+        "proj_clip": 3,
+        "use_skip_connections": True,
+    },
+    "char_cnn": {
+        "activation": "relu",
+        "embedding": {"dim": 16},
+        "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]],
+        "n_highway": 2,
+        "n_characters": 261,
+        "max_characters_per_token": 50,
+    },
+    "n_negative_samples_batch": 8192,
+}
+SHAPES = {
+    "default": (json.loads((REPOSITORY / "training/recipes/default_model_options.json").read_text()), 16_000),
+    "original": (ORIGINAL_OPTIONS, 100_000),
+}
+
+
+def training_flops_per_word(trainer: LmTrainer) -> float:
+    """FLOPs per target word of one direction: 3x the forward (forward + backward pass) of the token layer, that
+    direction's LSTMs and the softmax over the sampled candidates (or the whole vocabulary)."""
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    per_position = flops_per_position(model.config)
+    forward = per_position["cnn"] + per_position["highway"] + per_position["projection"] + per_position["lstm"] / 2
+    softmax_rows = (model.num_sampled or model.config.vocab_size - 1) + 1
+    forward += 2 * model.config.projection_dim * softmax_rows
+    return 3 * forward
+
+
+def write_random_corpus(folder: Path, vocab_size: int, sentences: int = 4000) -> None:
+    rng = random.Random(0)
+    words = [f"w{index}" for index in range(vocab_size - 3)]
+    lines = [" ".join(rng.choice(words) for _ in range(rng.randint(10, 30))) for _ in range(sentences)]
+    (folder / "train.txt").write_text("\n".join(lines) + "\n")
+    (folder / "vocab.txt").write_text("\n".join(["<S>", "</S>", "<UNK>", *words]) + "\n")
+
+
+def bench_shape(name: str, args: argparse.Namespace, peak: float) -> dict[str, float]:
+    options, vocab_size = SHAPES[name]
+    with tempfile.TemporaryDirectory() as work:
+        folder = Path(work)
+        write_random_corpus(folder, vocab_size)
+        (folder / "options.json").write_text(json.dumps(options))
+        trainer = LmTrainer(
+            parse_args([
+                "--train_files", str(folder / "train.txt"), "--vocab_file", str(folder / "vocab.txt"),
+                "--options_file", str(folder / "options.json"), "--output_dir", str(folder / "out"),
+                "--per_device_train_batch_size", str(args.batch_size), "--unroll_steps", "20",
+                "--max_steps", str(args.steps),
+            ])
+        )  # fmt: skip
+        trainer.model.train()
+        for _ in range(args.warmup):
+            trainer._train_step()
+        start = time.perf_counter()
+        for _ in range(args.steps):
+            trainer._train_step()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        elapsed = time.perf_counter() - start
+    words_per_second = 2 * args.batch_size * 20 * args.steps / elapsed
+    gflops = words_per_second * training_flops_per_word(trainer) / 1e9
+    return {"words_per_second": words_per_second, "gflops": gflops, "share_of_peak": gflops / peak}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), default=["default", "original"])
+    parser.add_argument("--batch_size", type=int, default=64, help="Streams per step (bilm-tf: 128 per GPU).")
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    peak = measure_matmul_peak(torch.float32)["gflops"]
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU, {torch.get_num_threads()} threads"
+    print(f"{device}: float32 matmul peak {peak:.1f} GFLOP/s")
+    print("| shape | words/s (both directions) | GFLOP/s | share of peak |")
+    print("| --- | --- | --- | --- |")
+    for name in args.shapes:
+        result = bench_shape(name, args, peak)
+        print(
+            f"| {name} | {result['words_per_second']:,.0f} | {result['gflops']:.1f} | {result['share_of_peak']:.0%} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
