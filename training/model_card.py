@@ -119,7 +119,8 @@ def write_trained_model_card(
         model_name=model_name,
         repo_id=repo_id,
         source_description=(
-            f"a small ELMo biLM ({model.elmo.num_parameters():,} parameters) trained on {corpus.words:,} words of English"
+            f"a small ELMo biLM ({model.elmo.num_parameters():,} parameters) trained on {corpus.words:,} "
+            "words of English"
         ),
         training_data=data_description,
         training=training,
