@@ -1,0 +1,80 @@
+"""benchmarks/pos_sample_efficiency.py end to end on a few synthetic word/TAG sentences (no download): every row
+trains, the table and the plot are written, accuracies lie in [0, 1]."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "pos_sample_efficiency.py"
+WORDS = {
+    "NN": ["house", "river", "table", "city", "dog"],
+    "JJ": ["green", "open", "quiet", "old"],
+    "VBZ": ["walks", "sings", "reads"],
+    "DT": ["the", "a"],
+    ".": ["."],
+}
+
+
+@pytest.fixture(scope="module")
+def benchmark():
+    spec = importlib.util.spec_from_file_location("pos_sample_efficiency", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop(spec.name, None)
+
+
+def _corpus_lines(count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(count):
+        tags = ["DT", *rng.choices(["JJ", "NN"], k=rng.randint(0, 2)), "NN", "VBZ", "."]
+        lines.append(" ".join(f"{rng.choice(WORDS[tag])}/{tag}" for tag in tags))
+    return lines
+
+
+def test_parsing_split_and_samples(benchmark) -> None:
+    sentences = benchmark.parse_tagged_lines(["1/2/CD cups/NNS ./.", "", "Hi/UH"])
+    assert sentences == [(["1/2", "cups", "."], ["CD", "NNS", "."]), (["Hi"], ["UH"])]
+    with pytest.raises(ValueError, match="line 1"):
+        benchmark.parse_tagged_lines(["no-tag here/RB"])
+    corpus = benchmark.split_corpus(benchmark.parse_tagged_lines(_corpus_lines(50, 0)), 10, seed=0)
+    assert (len(corpus.train), len(corpus.test)) == (40, 10)
+    small, large = (benchmark.training_sample(corpus, fraction, seed=3) for fraction in (0.1, 0.5))
+    assert len(small) == 4 and len(large) == 20 and set(small) <= set(large) <= set(corpus.train)
+
+
+def test_runs_every_row_and_writes_table_and_plot(benchmark, fixture_model_folder: Path, tmp_path: Path) -> None:
+    corpus = tmp_path / "tagged.txt"
+    corpus.write_text("\n".join(_corpus_lines(60, 1)) + "\n", encoding="utf-8")
+    output = tmp_path / "docs"
+    arguments = [
+        "--model", str(fixture_model_folder), "--corpus", str(corpus), "--output_dir", str(output),
+        "--cache_dir", str(tmp_path / "cache"), "--test_sentences", "20", "--fractions", "0.25", "1",
+        "--seeds", "0", "--min_steps", "3", "--epochs", "1", "--batch_size", "8", "--task_hidden_size", "8",
+        "--shuffled_control",
+    ]  # fmt: skip
+    results = benchmark.main(arguments)
+
+    rows = [*benchmark.SCHEME_KEYS, "shuffled_control"]
+    assert sorted((r.scheme, r.fraction) for r in results) == sorted((s, f) for s in rows for f in (0.25, 1.0))
+    for result in results:
+        assert 0.0 <= result.accuracy <= 1.0
+        assert result.unseen_accuracy is None or 0.0 <= result.unseen_accuracy <= 1.0
+        assert result.sentences == (10 if result.fraction == 0.25 else 40)
+        assert result.steps == (3 if result.fraction == 0.25 else 5)
+    report = (output / "pos_sample_efficiency.md").read_text(encoding="utf-8")
+    assert "| model | 25% (10 sentences) | 100% (40 sentences) |" in report
+    assert "| no ELMo: word embeddings from the task data |" in report
+    assert "| ELMo scalar_mix of layers 0, 1 |" in report
+    assert "shuffled biLM weights (control)" in report
+    assert "--shuffled_control" in report  # the command
+    assert str(fixture_model_folder) in report
+    plot = output / "pos_sample_efficiency.png"
+    assert plot.read_bytes().startswith(b"\x89PNG")
