@@ -171,6 +171,7 @@ def test_transferred_softmax_keeps_known_words_and_splits_unk(two_process_run):
     new = LmVocabulary(["<S>", "</S>", "<UNK>", "the", "cat", "cow", "horse"])  # "cow", "horse" new; others dropped
     assert transfer_softmax(model, old, new) == 4
     new_log_probs = torch.log_softmax(hidden @ model.softmax.weight.T + model.softmax.bias, -1)
+
     def relative(log_probs, vocabulary, word):  # log p(word) - log p("the"): what dropping other words keeps
         return log_probs[:, vocabulary.ids[word]] - log_probs[:, vocabulary.ids["the"]]
 
