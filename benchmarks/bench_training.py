@@ -22,31 +22,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.bench_inference import flops_per_position, measure_matmul_peak
+from conversion.variants import VARIANTS
 from training.pretrain import LmTrainer, parse_args
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-ORIGINAL_OPTIONS = {
-    "lstm": {
-        "dim": 4096,
-        "projection_dim": 512,
-        "n_layers": 2,
-        "cell_clip": 3,
-        "proj_clip": 3,
-        "use_skip_connections": True,
-    },
-    "char_cnn": {
-        "activation": "relu",
-        "embedding": {"dim": 16},
-        "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]],
-        "n_highway": 2,
-        "n_characters": 261,
-        "max_characters_per_token": 50,
-    },
-    "n_negative_samples_batch": 8192,
-}
 SHAPES = {
     "default": (json.loads((REPOSITORY / "training/recipes/default_model_options.json").read_text()), 16_000),
-    "original": (ORIGINAL_OPTIONS, 100_000),
+    "original": ({**VARIANTS["original"].options, "n_negative_samples_batch": 8192}, 100_000),
 }
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from original_files import small_options
 from safetensors.torch import load_file
 from transformers import AutoModel, AutoModelForPreTraining
 
@@ -23,25 +24,7 @@ from training.lm_vocabulary import LmVocabulary
 from training.pretrain import main as pretrain_main
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-TINY_OPTIONS = {
-    "lstm": {
-        "dim": 32,
-        "projection_dim": 8,
-        "n_layers": 2,
-        "cell_clip": 3,
-        "proj_clip": 3,
-        "use_skip_connections": True,
-    },
-    "char_cnn": {
-        "activation": "relu",
-        "embedding": {"dim": 4},
-        "filters": [[1, 8], [2, 8]],
-        "n_highway": 1,
-        "n_characters": 261,
-        "max_characters_per_token": 50,
-    },
-    "n_negative_samples_batch": 8,
-}
+TINY_OPTIONS = small_options(n_characters=261, n_highway=1, filters=[[1, 8], [2, 8]], n_negative_samples_batch=8)
 
 
 def _toy_sentences(count: int, seed: int, nouns=("cat", "dog", "bird", "fish")) -> list[str]:
