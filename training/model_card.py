@@ -153,7 +153,9 @@ def main(argv: list[str] | None = None) -> None:
         heldout = {name: Path(path) for name, path in (item.split("=", 1) for item in args.heldout)}
         run_args = run_arguments(run_dir)
         with atomic_output_folder(args.output, overwrite=args.overwrite) as staging:
-            shutil.copytree(run_dir / "model", staging, dirs_exist_ok=True)
+            # Inside the package the classes are registered: a bundled copy needs no remote code of its own.
+            ignore = shutil.ignore_patterns("*.py") if args.bundled else None
+            shutil.copytree(run_dir / "model", staging, dirs_exist_ok=True, ignore=ignore)
             card = write_trained_model_card(
                 staging,
                 run_args=run_args,
