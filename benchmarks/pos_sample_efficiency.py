@@ -57,7 +57,7 @@ import datasets
 import numpy as np
 import torch
 import transformers
-from datasets import Dataset
+from datasets import Dataset, concatenate_datasets
 from torch import nn
 from tqdm.auto import tqdm
 
@@ -75,6 +75,7 @@ BASELINE = "baseline"
 UNK_REPLACE_PROBABILITY = 0.5  # baseline: a word seen once in training becomes <unk> this often while training
 GRADIENT_CLIP = 5.0
 EVAL_BATCH_SIZE = 128
+TOKENIZE_CHUNK = 1000  # sentences
 
 
 @dataclass(frozen=True)
@@ -281,8 +282,12 @@ def compute_features(
     returns them, the seconds taken and whether the cache already held them."""
     start = time.perf_counter()
     order = sorted(range(len(corpus.sentences)), key=lambda index: len(corpus.sentences[index].words))
-    encoding = tokenizer([corpus.sentences[index].words for index in order], is_split_into_words=True)
-    dataset = Dataset.from_dict({"input_ids": encoding["input_ids"], "attention_mask": encoding["attention_mask"]})
+    parts = []  # tokenized in chunks: the tokenizer's Python lists of the whole corpus would take ~1 GB
+    for first in range(0, len(order), TOKENIZE_CHUNK):
+        words = [corpus.sentences[index].words for index in order[first : first + TOKENIZE_CHUNK]]
+        encoding = tokenizer(words, is_split_into_words=True)
+        parts.append(Dataset.from_dict({name: encoding[name] for name in ("input_ids", "attention_mask")}))
+    dataset = concatenate_datasets(parts)
     files_before = set(Path(arguments.cache_dir).glob("*.arrow"))
     cached = cache_bilm_features(
         dataset, bilm, arguments.cache_dir, batch_size=arguments.bilm_batch_size, storage_dtype=arguments.features_dtype
