@@ -20,6 +20,9 @@ fractions still get enough updates; no early stopping, no development set):
   words seen once are replaced by <unk> with probability 0.5 while training, so <unk> gets trained), then the
   same head as the ELMo models: dropout, the BiLSTM task encoder and the classifier of
   `ElmoForTokenClassification` (the embeddings enter where the biLM's layers would).
+- `word embeddings + ELMo scalar_mix`: ELMo added to the baseline, as Peters et al. (2018) used it: the same word
+  embeddings (same vocabulary and <unk> handling) side by side with the scalar_mix of all the biLM's layers,
+  concatenated before the task encoder (dropout on both halves).
 - ELMo from --model, frozen biLM, one row per weighting scheme: `scalar_mix` (learned softmax weights and scale
   over all layers), `average`, `top layer`, `concat` and `first two layers` (scalar_mix with mix_layers=[0, 1]).
 - with --shuffled_control also `scalar_mix, shuffled biLM`: the same biLM with the entries of each weight tensor
@@ -61,7 +64,7 @@ from datasets import Dataset, concatenate_datasets
 from torch import nn
 from tqdm.auto import tqdm
 
-from modeling_elmo import ElmoConfig, ElmoForTokenClassification, ElmoModel, ElmoTokenizer
+from modeling_elmo import ElmoConfig, ElmoForTokenClassification, ElmoLayerMix, ElmoModel, ElmoTokenizer
 from training import FEATURES_COLUMN, ElmoCachedFeaturesCollator, cache_bilm_features
 from training.layer_weights import layer_weights
 
@@ -72,10 +75,12 @@ DEFAULT_DOWNLOAD_DIR = Path.home() / ".cache" / "elmo-transformers-benchmarks" /
 DEFAULT_CACHE_DIR = Path(datasets.config.HF_DATASETS_CACHE) / "elmo_bilm_features"
 OUTPUT_NAME = "pos_sample_efficiency"
 BASELINE = "baseline"
+BASELINE_ELMO = "baseline_elmo"  # the baseline's word embeddings concatenated with the ELMo scalar_mix
 UNK_REPLACE_PROBABILITY = 0.5  # baseline: a word seen once in training becomes <unk> this often while training
 GRADIENT_CLIP = 5.0
 EVAL_BATCH_SIZE = 128
 TOKENIZE_CHUNK = 1000  # sentences
+PLOT_STYLES = {BASELINE: {"color": "black", "linestyle": "--"}, BASELINE_ELMO: {"color": "black"}}  # others: cycle
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,9 @@ def schemes(config: ElmoConfig, keys: Sequence[str], shuffled_control: bool) -> 
         BASELINE: Scheme(
             BASELINE, "no ELMo: word embeddings from the task data", {"mix_mode": "layer", "mix_layers": [0]}
         ),
+        BASELINE_ELMO: Scheme(  # the head concatenates its two inputs: the word embeddings and the ELMo mix
+            BASELINE_ELMO, "word embeddings + ELMo scalar_mix", {"mix_mode": "concat", "mix_layers": [0, 1]}
+        ),
         "scalar_mix": Scheme("scalar_mix", "ELMo scalar_mix (learned weights)", {"mix_mode": "scalar_mix"}),
         "average": Scheme("average", "ELMo average", {"mix_mode": "average"}),
         "top": Scheme("top", f"ELMo top layer ({top})", {"mix_mode": "layer", "mix_layers": [top]}),
@@ -111,7 +119,7 @@ def schemes(config: ElmoConfig, keys: Sequence[str], shuffled_control: bool) -> 
     return chosen
 
 
-SCHEME_KEYS = (BASELINE, "scalar_mix", "average", "top", "concat", "first_two")
+SCHEME_KEYS = (BASELINE, BASELINE_ELMO, "scalar_mix", "average", "top", "concat", "first_two")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -330,8 +338,53 @@ class WordEmbeddingTagger(nn.Module):
         self.head = head
         self.embedding = nn.Embedding(vocabulary_size, head.config.hidden_size, padding_idx=0)
 
-    def forward(self, word_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor | None = None):
-        return self.head(bilm_layers=self.embedding(word_ids)[:, None], attention_mask=attention_mask, labels=labels)
+    def forward(
+        self,
+        word_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        labels: torch.Tensor | None = None,
+        bilm_layers: torch.Tensor | None = None,
+    ):
+        inputs = self.head_inputs(word_ids, attention_mask, bilm_layers)
+        return self.head(bilm_layers=inputs, attention_mask=attention_mask, labels=labels)
+
+    def head_inputs(
+        self, word_ids: torch.Tensor, attention_mask: torch.Tensor, bilm_layers: torch.Tensor | None
+    ) -> torch.Tensor:
+        """What the head reads as its layers, (batch, 1, words, D): the word embeddings."""
+        return self.embedding(word_ids)[:, None]
+
+
+class WordEmbeddingElmoTagger(WordEmbeddingTagger):
+    """ELMo added to the baseline (Peters et al., 2018): the baseline's word embeddings and the scalar_mix of all
+    the biLM's layers (`bilm_layers`), which the head (`mix_mode="concat"` over two inputs) puts side by side
+    and drops out before the task encoder. The ELMo mix has no dropout of its own: the head's covers it."""
+
+    def __init__(self, head: ElmoForTokenClassification, vocabulary_size: int) -> None:
+        super().__init__(head, vocabulary_size)
+        self.elmo_config = elmo_scalar_mix_config(head.config)
+        self.elmo_mix = ElmoLayerMix(self.elmo_config)
+
+    def head_inputs(
+        self, word_ids: torch.Tensor, attention_mask: torch.Tensor, bilm_layers: torch.Tensor | None
+    ) -> torch.Tensor:
+        """(batch, 2, words, D): the word embeddings, then the ELMo scalar_mix."""
+        if bilm_layers is None:
+            raise ValueError("word embeddings + ELMo needs bilm_layers (the cached biLM layers)")
+        elmo = self.elmo_mix(bilm_layers.unbind(dim=1), attention_mask.bool())
+        return torch.cat([super().head_inputs(word_ids, attention_mask, bilm_layers), elmo[:, None]], dim=1)
+
+    def layer_weights(self) -> dict[int, float]:
+        """The softmax weight of each biLM layer in the ELMo scalar_mix."""
+        weights = torch.softmax(self.elmo_mix.mix_weights.detach().float(), dim=0).tolist()
+        return dict(zip(self.elmo_config.mixed_layers, weights, strict=True))
+
+
+def elmo_scalar_mix_config(config: ElmoConfig) -> ElmoConfig:
+    """`config` (a head's) with a scalar_mix of all the biLM's layers and no mix dropout."""
+    mix_config = copy.deepcopy(config)
+    mix_config.mix_mode, mix_config.mix_layers, mix_config.mix_dropout = "scalar_mix", None, 0.0
+    return mix_config
 
 
 class Vocabulary:
@@ -390,6 +443,7 @@ Batcher = Callable[[list[int], bool], dict[str, torch.Tensor]]
 
 
 def elmo_batcher(corpus: Corpus, features: BilmFeatures) -> Batcher:
+    """The cached biLM layers, attention mask and labels (`ElmoCachedFeaturesCollator`)."""
     collator = ElmoCachedFeaturesCollator()
 
     def batch(indices: list[int], training: bool) -> dict[str, torch.Tensor]:
@@ -400,6 +454,8 @@ def elmo_batcher(corpus: Corpus, features: BilmFeatures) -> Batcher:
 
 
 def baseline_batcher(corpus: Corpus, vocabulary: Vocabulary, rng: random.Random) -> Batcher:
+    """Word ids (training: singletons dropped to <unk> by `rng`), attention mask and labels."""
+
     def batch(indices: list[int], training: bool) -> dict[str, torch.Tensor]:
         words = max(len(corpus.sentences[index].words) for index in indices)
         word_ids = torch.zeros(len(indices), words, dtype=torch.long)
@@ -412,6 +468,15 @@ def baseline_batcher(corpus: Corpus, vocabulary: Vocabulary, rng: random.Random)
             attention_mask[row, :length] = 1
             labels[row, :length] = torch.tensor(corpus.label_ids[index])
         return {"word_ids": word_ids, "attention_mask": attention_mask, "labels": labels}
+
+    return batch
+
+
+def combined_batcher(words: Batcher, elmo: Batcher) -> Batcher:
+    """The batches of `words` (the baseline's) with the cached biLM layers of `elmo` added."""
+
+    def batch(indices: list[int], training: bool) -> dict[str, torch.Tensor]:
+        return {**words(indices, training), FEATURES_COLUMN: elmo(indices, training)[FEATURES_COLUMN]}
 
     return batch
 
@@ -486,7 +551,36 @@ class RunResult:
     unseen_tokens: int
     seconds: float
     final_loss: float
-    layer_weights: list[float] | None = None
+    layer_weights: dict[int, float] | None = None  # biLM layer -> softmax weight in the ELMo scalar_mix
+
+
+def build_model(
+    scheme: Scheme,
+    head: ElmoForTokenClassification,
+    vocabulary: Vocabulary,
+    corpus: Corpus,
+    features: dict[bool, BilmFeatures],
+    seed: int,
+) -> tuple[nn.Module, Batcher]:
+    """The model of `scheme` around `head`, and the batcher that feeds it (the word-embedding rows share the
+    <unk> replacements of `seed`)."""
+    if scheme.key in (BASELINE, BASELINE_ELMO):
+        words = baseline_batcher(corpus, vocabulary, random.Random(f"unk-{seed}"))
+        if scheme.key == BASELINE:
+            return WordEmbeddingTagger(head, len(vocabulary)), words
+        elmo = elmo_batcher(corpus, features[False])
+        return WordEmbeddingElmoTagger(head, len(vocabulary)), combined_batcher(words, elmo)
+    return head, elmo_batcher(corpus, features[scheme.shuffled_bilm])
+
+
+def learned_layer_weights(model: nn.Module) -> dict[int, float] | None:
+    """The softmax weight of each biLM layer in the model's ELMo scalar_mix; None for models without one."""
+    if isinstance(model, WordEmbeddingElmoTagger):
+        return model.layer_weights()
+    if isinstance(model, ElmoForTokenClassification) and model.config.mix_mode == "scalar_mix":
+        summary = layer_weights(model)
+        return dict(zip(summary["layers"], summary["representations"][0]["weights"], strict=True))
+    return None
 
 
 def run_one(
@@ -503,19 +597,11 @@ def run_one(
     unseen = np.array([word not in vocabulary for index in corpus.test for word in corpus.sentences[index].words])
     torch.manual_seed(seed)
     head = load_head(arguments.model, corpus, scheme, arguments)
-    if scheme.key == BASELINE:
-        model: nn.Module = WordEmbeddingTagger(head, len(vocabulary))
-        batcher = baseline_batcher(corpus, vocabulary, random.Random(f"unk-{seed}"))
-    else:
-        model = head
-        batcher = elmo_batcher(corpus, features[scheme.shuffled_bilm])
+    model, batcher = build_model(scheme, head, vocabulary, corpus, features, seed)
     steps = training_steps(len(sample), arguments)
     batches = length_bucketed_batches(sample, corpus.lengths(), arguments.batch_size, random.Random(f"batches-{seed}"))
     final_loss = train(model, batcher, batches, steps, arguments.learning_rate)
     correct = predict(model, batcher, corpus)
-    weights = None
-    if scheme.overrides.get("mix_mode") == "scalar_mix":
-        weights = layer_weights(head)["representations"][0]["weights"]
     return RunResult(
         scheme=scheme.key,
         fraction=fraction,
@@ -527,7 +613,7 @@ def run_one(
         unseen_tokens=int(unseen.sum()),
         seconds=time.perf_counter() - start,
         final_loss=final_loss,
-        layer_weights=weights,
+        layer_weights=learned_layer_weights(model),
     )
 
 
@@ -587,7 +673,7 @@ def write_plot(path: Path, results: Sequence[RunResult], rows: Sequence[Scheme],
                     xs.append(fraction)
                     means.append(100 * summary[0])
                     stds.append(100 * summary[1])
-            style = {"color": "black", "linestyle": "--"} if scheme.key == BASELINE else {}
+            style = PLOT_STYLES.get(scheme.key, {})
             axes.errorbar(xs, means, yerr=stds, marker="o", capsize=3, label=scheme.title, **style)
         axes.set_xscale("log")
         axes.set_xticks(list(fractions), [f"{100 * fraction:g}%" for fraction in fractions])
@@ -649,8 +735,8 @@ def write_report(
         for fraction in fractions:
             runs = [r for r in results if r.scheme == scheme.key and r.fraction == fraction and r.layer_weights]
             if runs:
-                mean = np.mean([r.layer_weights for r in runs], axis=0)
-                layers = scheme.overrides.get("mix_layers") or list(range(len(mean)))
+                layers = list(runs[0].layer_weights)
+                mean = np.mean([[r.layer_weights[layer] for layer in layers] for r in runs], axis=0)
                 shown = ", ".join(f"layer {layer} {weight:.2f}" for layer, weight in zip(layers, mean, strict=True))
                 weights_lines.append(f"| {scheme.title} | {100 * fraction:g}% | {shown} |")
     seeds = " ".join(str(seed) for seed in arguments.seeds)
@@ -697,7 +783,8 @@ def write_report(
         f"![accuracy against training fraction]({OUTPUT_NAME}.png)",
         "",
         "How to read it: the baseline sees the task data only (no pretrained embeddings, no characters), so "
-        "its unseen words are all `<unk>`; the ELMo rows get every word's characters and context from the biLM. "
+        "its unseen words are all `<unk>`; the ELMo rows get every word's characters and context from the biLM "
+        "(`word embeddings + ELMo` on top of the baseline's embeddings, as Peters et al. used it). "
         "A gap smaller than the seeds' spread is not a difference. The `shuffled biLM weights` control "
         "(--shuffled_control), when present, shows how much of the gain comes from the architecture (even an "
         "untrained character CNN tells words apart) rather than from language-model training.",

@@ -1,5 +1,6 @@
 """benchmarks/pos_sample_efficiency.py end to end on a few synthetic word/TAG sentences (no download): every row
-trains, the table and the plot are written, accuracies lie in [0, 1]."""
+trains, the table and the plot are written, accuracies lie in [0, 1]; and the word embeddings + ELMo model's
+inputs."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "pos_sample_efficiency.py"
 WORDS = {
@@ -69,12 +71,40 @@ def test_runs_every_row_and_writes_table_and_plot(benchmark, fixture_model_folde
         assert result.unseen_accuracy is None or 0.0 <= result.unseen_accuracy <= 1.0
         assert result.sentences == (10 if result.fraction == 0.25 else 40)
         assert result.steps == (3 if result.fraction == 0.25 else 5)
+        if result.scheme in ("scalar_mix", benchmark.BASELINE_ELMO):  # the ELMo scalar_mix over all 3 layers
+            assert list(result.layer_weights) == [0, 1, 2] and sum(result.layer_weights.values()) == pytest.approx(1)
+        elif result.scheme == benchmark.BASELINE:
+            assert result.layer_weights is None
     report = (output / "pos_sample_efficiency.md").read_text(encoding="utf-8")
     assert "| model | 25% (10 sentences) | 100% (40 sentences) |" in report
-    assert "| no ELMo: word embeddings from the task data |" in report
+    baseline, with_elmo = "| no ELMo: word embeddings from the task data |", "| word embeddings + ELMo scalar_mix |"
+    assert report.index(baseline) < report.index(with_elmo) < report.index("| ELMo scalar_mix (learned weights) |")
+    assert "| word embeddings + ELMo scalar_mix | 100% | layer 0 " in report  # its learned layer weights
     assert "| ELMo scalar_mix of layers 0, 1 |" in report
     assert "shuffled biLM weights (control)" in report
     assert "--shuffled_control" in report  # the command
     assert str(fixture_model_folder) in report
     plot = output / "pos_sample_efficiency.png"
     assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_word_embeddings_plus_elmo_feeds_both_to_the_task_encoder(benchmark, fixture_model_folder: Path) -> None:
+    corpus = benchmark.split_corpus(benchmark.parse_tagged_lines(_corpus_lines(12, 2)), 4, seed=0)
+    arguments = benchmark.parse_arguments(["--model", str(fixture_model_folder), "--task_hidden_size", "8"])
+    config = benchmark.ElmoConfig.from_pretrained(fixture_model_folder)
+    (scheme,) = benchmark.schemes(config, [benchmark.BASELINE_ELMO], shuffled_control=False)
+    head = benchmark.load_head(arguments.model, corpus, scheme, arguments)
+    vocabulary = benchmark.Vocabulary(corpus.sentences[: corpus.num_train])
+    model = benchmark.WordEmbeddingElmoTagger(head, len(vocabulary)).eval()
+    width = head.config.hidden_size
+    assert head.task_encoder.input_size == 2 * width  # [word embedding; ELMo mix]
+
+    word_ids = torch.tensor([vocabulary.encode(corpus.sentences[0].words)])
+    mask = torch.ones_like(word_ids)
+    bilm_layers = torch.randn(1, 3, word_ids.shape[1], width)
+    inputs = model.head_inputs(word_ids, mask, bilm_layers)
+    assert torch.equal(inputs[:, 0], model.embedding(word_ids))
+    torch.testing.assert_close(inputs[:, 1], bilm_layers.mean(dim=1))  # uniform softmax weights, scale 1
+    labels = torch.tensor([corpus.label_ids[0]])
+    output = model(word_ids=word_ids, attention_mask=mask, labels=labels, bilm_layers=bilm_layers)
+    assert output.logits.shape == (1, word_ids.shape[1], len(corpus.labels)) and torch.isfinite(output.loss)
