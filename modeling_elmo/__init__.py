@@ -4,6 +4,8 @@ Saved folders also carry the model code and an `auto_map`, so they load with `tr
 where this package is not installed.
 """
 
+from pathlib import Path
+
 from transformers import (
     AutoConfig,
     AutoModel,
@@ -28,6 +30,7 @@ from .pipeline_elmo import ElmoTokenClassificationPipeline
 from .tokenization_elmo import ElmoTokenizer, split_words, word_to_char_ids
 
 __all__ = [
+    "DEFAULT_MODEL",
     "ElmoBidirectionalLMOutput",
     "ElmoConfig",
     "ElmoForBidirectionalLM",
@@ -42,6 +45,10 @@ __all__ = [
     "split_words",
     "word_to_char_ids",
 ]
+
+# A small English ELMo trained by this package (training/recipes/default_model.sh), shipped inside it: the
+# model of `elmo-embed` without --model. It keeps its softmax, so it also continues training on domain text.
+DEFAULT_MODEL = str(Path(__file__).with_name("default_model"))
 
 AutoConfig.register(ElmoConfig.model_type, ElmoConfig, exist_ok=True)
 AutoModel.register(ElmoConfig, ElmoModel, exist_ok=True)

@@ -156,6 +156,8 @@ def main(argv: list[str] | None = None) -> None:
             # Inside the package the classes are registered: a bundled copy needs no remote code of its own.
             ignore = shutil.ignore_patterns("*.py") if args.bundled else None
             shutil.copytree(run_dir / "model", staging, dirs_exist_ok=True, ignore=ignore)
+            for path in staging.iterdir():
+                path.chmod(0o644)  # a model to share: readable by all (some writers make private files)
             card = write_trained_model_card(
                 staging,
                 run_args=run_args,
