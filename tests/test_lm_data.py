@@ -117,3 +117,18 @@ def test_build_vocab_cli(tmp_path, capsys):
     build_vocab(["--train_files", str(tmp_path / "corpus" / "*.txt"), "--output", str(tmp_path / "v.txt")])
     assert (tmp_path / "v.txt").read_text().split() == ["<S>", "</S>", "<UNK>", "the", "cat", "dog", "end"]
     assert "1 lines not UTF-8 skipped" in capsys.readouterr().out
+
+
+def test_checkpoint_folders_and_process_count(tmp_path):
+    from training.lm_checkpoint import latest_checkpoint, load_process_state, save_process_state
+
+    for name in ("checkpoint-5", "checkpoint-40", ".checkpoint-60.partial", "checkpoint-x"):
+        (tmp_path / name).mkdir()
+    assert latest_checkpoint(tmp_path) == tmp_path / "checkpoint-40"  # a half-written save is never picked
+    folder = tmp_path / "checkpoint-40"
+    state = (torch.zeros(2, 2, 3, 4), torch.ones(2, 2, 3, 5))
+    save_process_state(folder, 0, lstm_state=state, sampler_generator=torch.Generator(), data_state={"x": 1})
+    loaded = load_process_state(folder, 0, 1)
+    assert torch.equal(loaded["lstm_c"], state[1]) and loaded["data_state"] == {"x": 1}
+    with pytest.raises(ValueError, match="written by 1 processes, this run has 2"):
+        load_process_state(folder, 0, 2)
