@@ -121,6 +121,17 @@ def test_resuming_two_processes_reproduces_the_uninterrupted_run(two_process_run
         assert torch.equal(expected[name], resumed[name]), name
 
 
+def test_sparse_softmax_sync_equals_ddps_dense_all_reduce(two_process_run, corpus, tmp_path):
+    output = tmp_path / "sparse"
+    _launch_two_processes(
+        _arguments(corpus, output, "--options_file", str(corpus / "options.json"), "--max_steps", "30",
+                   "--save_steps", "30", "--sparse_softmax_sync")
+    )  # fmt: skip
+    dense, sparse = _weights(two_process_run / "checkpoint-30"), _weights(output / "model")
+    for name in dense:
+        assert torch.equal(dense[name], sparse[name]), name
+
+
 def test_fine_tuning_with_a_new_vocabulary(two_process_run, corpus, tmp_path, capsys):
     domain = tmp_path / "domain"
     domain.mkdir()

