@@ -19,11 +19,16 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-__all__ = ["ProcessState", "latest_checkpoint", "load_process_state", "save_process_state", "write_json_atomically"]
+__all__ = [
+    "latest_checkpoint",
+    "load_process_state",
+    "publish_checkpoint",
+    "save_process_state",
+    "staging_folder",
+    "write_json",
+]
 
 _CHECKPOINT_NAME = re.compile(r"^checkpoint-(\d+)$")
-
-ProcessState = dict[str, Any]
 
 
 def latest_checkpoint(output_dir: Path) -> Path | None:
@@ -78,7 +83,6 @@ def publish_checkpoint(staging: Path, final: Path) -> None:
     staging.rename(final)
 
 
-def write_json_atomically(path: Path, value: Any) -> None:
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
-    partial.replace(path)
+def write_json(path: Path, value: Any) -> None:
+    """Write `value` as indented JSON; callers write into a staging folder that is renamed as a whole when complete."""
+    path.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")

@@ -106,7 +106,7 @@ def write_trained_model_card(
         "command": command,
         "steps": f"{steps:,}",
         "batch": f"{run_args['per_device_train_batch_size']} streams x {run_args['unroll_steps']} words per direction",
-        "epochs": f"{steps * words_per_step / (corpus.words + corpus.sentences):.2f}",
+        "epochs": f"{steps * words_per_step / corpus.target_words:.2f}",
         "time": time,
         "vocab_size": f"{len(vocabulary):,}",
         "num_sampled": model.num_sampled or "no (full softmax),",

@@ -31,7 +31,7 @@ from .lm_checkpoint import (
     publish_checkpoint,
     save_process_state,
     staging_folder,
-    write_json_atomically,
+    write_json,
 )
 from .lm_evaluation import evaluate_perplexity
 from .lm_metrics import MetricsLog
@@ -166,9 +166,9 @@ class LmTrainer:
         if not report.sentences:
             raise DataFileError(f"--train_files: no sentences in {', '.join(map(str, self.train_files))}")
         batch_words = self.args.per_device_train_batch_size * self.args.unroll_steps * self.world_size
-        if report.words + report.sentences < batch_words:
+        if report.target_words < batch_words:
             raise DataFileError(
-                f"--train_files hold {report.words + report.sentences:,} target words, fewer than one batch "
+                f"--train_files hold {report.target_words:,} target words, fewer than one batch "
                 f"({self.args.per_device_train_batch_size} streams x {self.args.unroll_steps} steps x "
                 f"{self.world_size} processes = {batch_words:,}): use a smaller --per_device_train_batch_size or "
                 "--unroll_steps, or more text"
@@ -176,8 +176,9 @@ class LmTrainer:
         return report
 
     def _steps_per_epoch(self) -> float:
-        targets = self.corpus.words + self.corpus.sentences  # every word and each sentence's </S>
-        return targets / (self.args.per_device_train_batch_size * self.args.unroll_steps * self.world_size)
+        return self.corpus.target_words / (
+            self.args.per_device_train_batch_size * self.args.unroll_steps * self.world_size
+        )
 
     def _packer(self, reverse: bool) -> WindowPacker:
         # Independent shuffles for the two directions, as bilm-tf's two datasets.
@@ -313,7 +314,7 @@ class LmTrainer:
             staging.mkdir(parents=True)
             self._save_folder(staging)
             torch.save(self.optimizer.state_dict(), staging / "optimizer.pt")
-            write_json_atomically(
+            write_json(
                 staging / "trainer_state.json",
                 {
                     "step": self.step,
@@ -361,8 +362,8 @@ class LmTrainer:
             final = self.output_dir / "model"
             with atomic_output_folder(final, overwrite=True) as staging:
                 self._save_folder(staging)
-                write_json_atomically(staging / "eval_results.json", {"step": self.step, **results})
-                write_json_atomically(staging / "training_args.json", vars(self.args))
+                write_json(staging / "eval_results.json", {"step": self.step, **results})
+                write_json(staging / "training_args.json", vars(self.args))
                 self.metrics.plot(staging / "perplexity.png")
             logger.info("saved %s (%s)", final, ", ".join(f"{k} {v:.2f}" for k, v in results.items() if "perplex" in k))
         self.accelerator.wait_for_everyone()

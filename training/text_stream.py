@@ -42,6 +42,11 @@ class CorpusReport:
     undecodable_lines: int = 0
     examples: list[str] = field(default_factory=list)
 
+    @property
+    def target_words(self) -> int:
+        """Words a language model predicts over this text: every word and each sentence's `</S>`."""
+        return self.words + self.sentences
+
     def undecodable(self, path: Path, line: int) -> None:
         self.undecodable_lines += 1
         if len(self.examples) < 5:
