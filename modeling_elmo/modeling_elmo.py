@@ -19,6 +19,7 @@ from transformers.utils.generic import can_return_tuple
 
 from .configuration_elmo import ElmoConfig
 from .mixing_elmo import ElmoLayerMix
+from .onednn_elmo import ElmoOneDnnWeights, onednn_applies, onednn_linear
 from .softmax_elmo import ElmoSoftmax
 
 __all__ = [
@@ -78,7 +79,8 @@ class ElmoCharacterEncoder(nn.Module):
     """The context-free token layer: character embedding, CNN, highway layers and projection.
 
     Maps character ids `(words, max_characters_per_token)` (and, for models with a word embedding such as
-    ELMoForManyLangs', word ids `(words,)`) to token vectors `(words, projection_dim)`.
+    ELMoForManyLangs', word ids `(words,)`) to token vectors `(words, projection_dim)`. A word that occurs
+    several times is encoded once: a batch of text repeats its frequent words many times.
     """
 
     def __init__(self, config: ElmoConfig) -> None:
@@ -96,44 +98,37 @@ class ElmoCharacterEncoder(nn.Module):
         self.projection = nn.Linear(config.word_embedding_dim + config.num_filters, config.projection_dim)
 
     def forward(self, char_ids: torch.Tensor, word_ids: torch.Tensor | None = None) -> torch.Tensor:
+        if self.word_embedding is not None and word_ids is None:
+            raise ValueError("this model has a word embedding: pass input_word_ids from its tokenizer")
+        words = char_ids if self.word_embedding is None else torch.cat([char_ids, word_ids[:, None]], dim=1)
+        distinct, inverse = torch.unique(words, dim=0, return_inverse=True)
+        if self.word_embedding is None:
+            return self._encode(distinct)[inverse]
+        return self._encode(distinct[:, :-1], distinct[:, -1])[inverse]
+
+    def _encode(self, char_ids: torch.Tensor, word_ids: torch.Tensor | None = None) -> torch.Tensor:
         chars = self.char_embedding(char_ids).transpose(1, 2)  # (words, embedding, characters)
         # Valid convolution over all slots (pad slots included), max over positions, then the activation.
         features = torch.cat([self.activation(conv(chars).amax(dim=-1)) for conv in self.convolutions], dim=-1)
         for highway in self.highways:
             features = highway(features)
-        if self.word_embedding is not None:
-            if word_ids is None:
-                raise ValueError("this model has a word embedding: pass input_word_ids from its tokenizer")
+        if word_ids is not None:
             features = torch.cat([self.word_embedding(word_ids), features], dim=-1)
         return self.projection(features)
 
 
-def lstm_cell_step(
-    input_gates: torch.Tensor,
-    h: torch.Tensor,
-    c: torch.Tensor,
-    state_weight: torch.Tensor,
-    output_weight: torch.Tensor,
-    cell_clip: float | None,
-    proj_clip: float | None,
-) -> LstmState:
-    """One step of TensorFlow's projected LSTM cell for `rows` sequences, one column per sequence.
+def lstm_cell_step(gates: torch.Tensor, c: torch.Tensor, cell_clip: float | None) -> LstmState:
+    """The element-wise part of one step of TensorFlow's LSTM cell, for `rows` sequences.
 
-    `input_gates` (4C, rows) is the input's projection plus bias (forget bias included), gate blocks `i, j, f, o`;
-    `h` (P, rows) and `c` (C, rows) the state; `state_weight` (4C, P), `output_weight` (P, C). Columns, not
-    rows: on CPUs `W @ h` with few columns runs about twice as fast as `h @ W.T` with as many rows (MKL), and
-    the per-step product with the (4C, P) weight is most of ELMo's time.
+    `gates` (rows, 4C) are the input and state projections plus bias (forget bias included), in blocks `i, j,
+    f, o`; `c` (rows, C) the cell state. Returns `o * tanh(c')` (rows, C), the input of the output projection,
+    and the new cell state `c'` (rows, C).
     """
-    cell_size = c.shape[0]
-    gates = torch.addmm(input_gates, state_weight, h)
-    i, j, f, o = gates.split(cell_size)
+    i, j, f, o = gates.split(c.shape[-1], dim=-1)
     c = torch.addcmul(torch.sigmoid(f) * c, torch.sigmoid(i), torch.tanh(j))
     if cell_clip is not None:
         c = c.clamp(-cell_clip, cell_clip)
-    h = output_weight @ (torch.sigmoid(o) * torch.tanh(c))
-    if proj_clip is not None:
-        h = h.clamp(-proj_clip, proj_clip)
-    return h, c
+    return torch.sigmoid(o) * torch.tanh(c), c
 
 
 class ElmoLstmLayer(nn.Module):
@@ -141,11 +136,13 @@ class ElmoLstmLayer(nn.Module):
 
     Gate blocks are in TensorFlow's order `i, j, f, o`. bilm-tf's `W_0` of shape `(input + P, 4C)` is split
     into `input_projection` (one matrix multiply for a whole chunk of time steps) and `state_projection`
-    (per step).
+    (per step). For float32 inference on CPU the products run on oneDNN (see `onednn_elmo.py`; it keeps packed
+    copies of the state and output projections); `use_onednn = False` on the class or a layer turns that off.
     """
 
-    # Time steps whose input projections are computed together: bounds the (4C, steps x rows) buffer.
+    # Time steps whose input projections are computed together: bounds the (positions, 4C) buffer.
     steps_per_chunk = 32
+    use_onednn = True
 
     def __init__(
         self,
@@ -166,6 +163,7 @@ class ElmoLstmLayer(nn.Module):
         self.proj_clip = proj_clip
         self.forget_bias = forget_bias
         self.cell = lstm_cell_step  # ElmoModel.compile_lstm_cells() swaps in a compiled version
+        self.onednn_weights = ElmoOneDnnWeights()
 
     def forward(self, inputs: torch.Tensor, batch_sizes: list[int], state: LstmState) -> tuple[torch.Tensor, LstmState]:
         """Run over `inputs` (batch, time, input_size) whose rows are sorted by length, longest first.
@@ -174,39 +172,41 @@ class ElmoLstmLayer(nn.Module):
         `(h, c)` of shapes (batch, P) and (batch, C). Returns the outputs (batch, time, P), zero past each
         row's length, and the state after each row's last step.
         """
-        # The steps run on transposed views, one column per row (see `lstm_cell_step`).
-        h, c = state[0].T, state[1].T
+        h, c = state
         outputs = inputs.new_zeros(*inputs.shape[:2], self.output_projection.out_features)
         # The forget bias joins the input bias once, instead of one addition per step.
         bias = self.input_projection.bias.clone()
         bias[2 * self.cell_size : 3 * self.cell_size] += self.forget_bias
+        onednn = self.use_onednn and onednn_applies(inputs, self.state_projection.weight)
         finished_h, finished_c = [], []  # final states of the rows that stopped, shortest rows first
         for chunk_start in range(0, len(batch_sizes), self.steps_per_chunk):
             chunk = range(chunk_start, min(chunk_start + self.steps_per_chunk, len(batch_sizes)))
-            chunk_rows = batch_sizes[chunk_start]
-            # (4C, steps x chunk_rows): step s of the chunk has the columns s * chunk_rows + (0 .. rows).
-            steps_inputs = inputs[:chunk_rows, chunk.start : chunk.stop].transpose(0, 1).reshape(-1, inputs.shape[-1])
-            input_gates = torch.addmm(bias[:, None], self.input_projection.weight, steps_inputs.T)
+            # The input projections of the chunk's real positions only, step after step: (positions, 4C).
+            positions = torch.cat([inputs[: batch_sizes[step], step] for step in chunk])
+            linear = onednn_linear if onednn else nn.functional.linear
+            input_gates = linear(positions, self.input_projection.weight, bias)
+            first_position = 0
             for step in chunk:
                 rows = batch_sizes[step]
-                if rows < h.shape[1]:  # the last rows ended at the previous step: their state is final
-                    finished_h.append(h[:, rows:])
-                    finished_c.append(c[:, rows:])
-                    h, c = h[:, :rows], c[:, :rows]
-                first_column = (step - chunk.start) * chunk_rows
-                h, c = self.cell(
-                    input_gates[:, first_column : first_column + rows],
-                    h,
-                    c,
-                    self.state_projection.weight,
-                    self.output_projection.weight,
-                    self.cell_clip,
-                    self.proj_clip,
-                )
-                outputs[:rows, step] = h.T
+                if rows < h.shape[0]:  # the last rows ended at the previous step: their state is final
+                    finished_h.append(h[rows:])
+                    finished_c.append(c[rows:])
+                    h, c = h[:rows], c[:rows]
+                gates = self._product("state", h, self.state_projection.weight, onednn)
+                gates = gates.add_(input_gates[first_position : first_position + rows])
+                first_position += rows
+                hidden, c = self.cell(gates, c, self.cell_clip)
+                h = self._product("output", hidden, self.output_projection.weight, onednn)
+                if self.proj_clip is not None:
+                    h = h.clamp(-self.proj_clip, self.proj_clip)
+                outputs[:rows, step] = h
         finished_h.append(h)
         finished_c.append(c)
-        return outputs, (torch.cat(finished_h[::-1], dim=1).T, torch.cat(finished_c[::-1], dim=1).T)
+        return outputs, (torch.cat(finished_h[::-1]), torch.cat(finished_c[::-1]))
+
+    def _product(self, name: str, x: torch.Tensor, weight: torch.Tensor, onednn: bool) -> torch.Tensor:
+        """`x @ weight.T`, on oneDNN with the weight packed under `name` when `onednn`."""
+        return self.onednn_weights.linear(name, x, weight) if onednn else x @ weight.T
 
 
 class ElmoLstmStack(nn.Module):
@@ -616,14 +616,12 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
         )
 
     def _token_vectors(self, char_ids: torch.Tensor) -> torch.Tensor:
-        """Token vectors `(..., P)` for char ids `(..., max_characters_per_token)`: the character encoder runs
-        once per distinct word of the batch (a window repeats its frequent words many times); rows of
-        padding (no characters) stay zero."""
+        """Token vectors `(..., P)` for char ids `(..., max_characters_per_token)`; rows of padding (no
+        characters) stay zero."""
         flat = char_ids.reshape(-1, char_ids.shape[-1])
-        distinct, inverse = torch.unique(flat, dim=0, return_inverse=True)
-        vectors = self.elmo.char_encoder(distinct)
-        vectors = vectors * (distinct > 0).any(dim=-1, keepdim=True).to(vectors.dtype)
-        return vectors[inverse].reshape(*char_ids.shape[:-1], vectors.shape[-1])
+        vectors = self.elmo.char_encoder(flat)
+        vectors = vectors * (flat > 0).any(dim=-1, keepdim=True).to(vectors.dtype)
+        return vectors.reshape(*char_ids.shape[:-1], vectors.shape[-1])
 
 
 class ElmoTaskModel(ElmoPreTrainedModel):

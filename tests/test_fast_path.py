@@ -1,0 +1,127 @@
+"""The fast inference path (oneDNN products, each distinct word encoded once) computes the same numbers as the
+plain float32 path and as float64, on ragged batches with state carried."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
+from modeling_elmo.modeling_elmo import ElmoLstmLayer
+from modeling_elmo.onednn_elmo import onednn_available
+
+requires_onednn = pytest.mark.skipif(not onednn_available(), reason="this torch build has no working oneDNN linear")
+
+# Ragged: an empty sentence, an empty-string word, a word over 48 bytes, repeated words, non-ASCII.
+BATCHES = [
+    [["the", "cat", "sat", "on", "the", "mat", "."], [], ["the"], ["Größe", "x" * 60, "", "the", "the", "cat"]],
+    [["a"] * 13, ["naïve", "café", "."], ["cat", "the"]],  # continues the first batch's rows 0-2
+]
+
+
+@pytest.fixture(scope="module")
+def model() -> ElmoModel:
+    torch.manual_seed(0)
+    config = ElmoConfig(
+        char_embedding_dim=4,
+        char_cnn_filters=[[1, 8], [2, 8], [3, 16]],
+        num_highway_layers=2,
+        projection_dim=16,
+        cell_size=64,
+        cell_clip=0.5,
+        proj_clip=0.5,
+    )
+    return ElmoModel(config).eval()
+
+
+def run_batches(model: ElmoModel) -> list[torch.Tensor]:
+    """Every layer of both batches, the second continuing the first's state (its rows 0-2): a flat list."""
+    tokenizer = ElmoTokenizer()
+    results, state = [], None
+    with torch.no_grad():
+        for batch in BATCHES:
+            inputs = tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt")
+            if state is not None:
+                state = tuple(part[:, :, : len(batch)] for part in state)
+            output = model(**inputs, output_hidden_states=True, state=state, use_cache=True)
+            results += [*output.hidden_states, *output.state]
+            state = output.state
+    return results
+
+
+def assert_all_close(actual: list[torch.Tensor], expected: list[torch.Tensor], atol: float) -> None:
+    for index, (a, e) in enumerate(zip(actual, expected, strict=True)):
+        torch.testing.assert_close(a.double(), e.double(), rtol=0, atol=atol, msg=lambda m, i=index: f"#{i}: {m}")
+
+
+def float64_copy(model: ElmoModel) -> ElmoModel:
+    copy = ElmoModel(model.config).eval()
+    copy.load_state_dict(model.state_dict())
+    return copy.double()
+
+
+@requires_onednn
+def test_onednn_path_equals_the_plain_path_and_float64(model: ElmoModel, monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = run_batches(model)
+    assert set(model.forward_lstm.layers[0].onednn_weights._packed) == {"state", "output"}, "oneDNN did not run"
+    exact = run_batches(float64_copy(model))
+    monkeypatch.setattr(ElmoLstmLayer, "use_onednn", False)
+    plain = run_batches(model)
+    assert_all_close(fast, exact, atol=1e-5)
+    assert_all_close(plain, exact, atol=1e-5)
+
+
+@requires_onednn
+def test_packed_weights_follow_weight_changes(model: ElmoModel, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A weight modified in place (an optimizer step, load_state_dict) is packed again, never served stale."""
+    changed = float64_copy(model).float().eval()
+    run_batches(changed)  # packs the weights
+    with torch.no_grad():
+        for layer in changed.backward_lstm.layers:
+            layer.state_projection.weight.mul_(-1.5)
+            layer.output_projection.weight.add_(0.01)
+    fast = run_batches(changed)
+    monkeypatch.setattr(ElmoLstmLayer, "use_onednn", False)
+    assert_all_close(fast, run_batches(changed), atol=1e-5)
+
+
+def test_gradients_take_the_plain_path(model: ElmoModel) -> None:
+    trained = float64_copy(model).float().train()
+    inputs = ElmoTokenizer()(BATCHES[0], is_split_into_words=True, padding=True, return_tensors="pt")
+    trained(**inputs).last_hidden_state.sum().backward()
+    assert not trained.forward_lstm.layers[0].onednn_weights._packed
+    assert trained.forward_lstm.layers[0].state_projection.weight.grad.abs().sum() > 0
+
+
+def test_each_distinct_word_is_encoded_once_with_the_same_vector(model: ElmoModel) -> None:
+    encoder = model.char_encoder
+    ids = ElmoTokenizer()([["the", "cat", "the", "", "the", "x" * 60, "cat"]], is_split_into_words=True)
+    char_ids = torch.tensor(ids["input_ids"][0])
+    calls = []
+    hook = encoder.highways[0].register_forward_hook(lambda module, args, output: calls.append(args[0].shape[0]))
+    with torch.no_grad():
+        together = encoder(char_ids)
+        alone = torch.cat([encoder(row[None]) for row in char_ids])
+    hook.remove()
+    assert calls[0] == 4, "the, cat, '' and the long word: four distinct words"
+    torch.testing.assert_close(together, alone, rtol=0, atol=1e-6)
+    torch.testing.assert_close(together[0], together[2], rtol=0, atol=0)
+
+
+def test_words_with_a_word_embedding_are_distinct_by_word_id_too() -> None:
+    torch.manual_seed(0)
+    config = ElmoConfig(
+        char_embedding_dim=4,
+        char_cnn_filters=[[1, 4]],
+        projection_dim=8,
+        word_vocab_size=5,
+        word_embedding_dim=3,
+        bos_word_id=3,
+        eos_word_id=4,
+    )
+    encoder = ElmoModel(config).eval().char_encoder
+    char_ids = torch.tensor([[259, 5, 260] + [261] * 47] * 3)
+    with torch.no_grad():
+        vectors = encoder(char_ids, torch.tensor([1, 2, 1]))
+    assert not torch.allclose(vectors[0], vectors[1])
+    torch.testing.assert_close(vectors[0], vectors[2], rtol=0, atol=0)
