@@ -136,7 +136,7 @@ class ElmoLstmLayer(nn.Module):
 
     Gate blocks are in TensorFlow's order `i, j, f, o`. bilm-tf's `W_0` of shape `(input + P, 4C)` is split
     into `input_projection` (one matrix multiply for a whole chunk of time steps) and `state_projection`
-    (per step). For float32 inference on CPU the products run on oneDNN (see `onednn_elmo.py`; it keeps packed
+    (per step). For inference on CPU the products run on oneDNN (see `onednn_elmo.py`; it keeps packed
     copies of the state and output projections); `use_onednn = False` on the class or a layer turns that off.
     """
 

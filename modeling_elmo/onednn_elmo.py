@@ -1,4 +1,4 @@
-"""The LSTM's matrix products for float32 inference on CPU, through oneDNN with weights packed once.
+"""The LSTM's matrix products for inference on CPU, through oneDNN with weights packed once.
 
 Why: one LSTM step multiplies a few rows (one per sentence still running) by the (4C, P) = (16384, 512)
 state weight, and that product is most of ELMo's time. For such shapes torch's default kernel (MKL) is slow;
@@ -23,12 +23,15 @@ __all__ = ["ElmoOneDnnWeights", "onednn_applies", "onednn_available", "onednn_li
 
 
 @functools.cache
-def onednn_available() -> bool:
-    """Whether this torch build runs oneDNN's float32 linear ops, packed and not, and they match `F.linear`."""
+def onednn_available(dtype: torch.dtype = torch.float32) -> bool:
+    """Whether this torch build and CPU run oneDNN's linear ops in `dtype`, packed and not, and they match
+    `F.linear`. bfloat16 and float16 need CPU support (e.g. AVX512-BF16, AMX); float32 needs AVX2 or so."""
     if not torch.backends.mkldnn.is_available():
         return False
     generator = torch.Generator().manual_seed(0)
     x, weight, bias = (torch.randn(*shape, generator=generator) for shape in ((3, 16), (8, 16), (8,)))
+    expected = nn.functional.linear(x, weight, bias)
+    x, weight, bias = x.to(dtype), weight.to(dtype), bias.to(dtype)
     try:
         packed = torch.ops.mkldnn._reorder_linear_weight(weight)
         results = (
@@ -37,17 +40,18 @@ def onednn_available() -> bool:
         )
     except (AttributeError, NotImplementedError, RuntimeError):
         return False
-    expected = nn.functional.linear(x, weight, bias)
-    return all(torch.allclose(result, expected, atol=1e-5) for result in results)
+    tolerance = 1e-5 if dtype == torch.float32 else 0.1
+    return all(torch.allclose(result.float(), expected, atol=tolerance) for result in results)
 
 
 def onednn_applies(x: torch.Tensor, weight: torch.Tensor) -> bool:
-    """oneDNN serves `x @ weight.T` here: float32 on CPU, no gradient wanted, and the ops work."""
+    """oneDNN serves `x @ weight.T` here: on CPU, no gradient wanted, and the ops work in this dtype."""
     return (
         x.device.type == "cpu"
-        and x.dtype == weight.dtype == torch.float32
+        and x.dtype == weight.dtype
+        and x.dtype in (torch.float32, torch.bfloat16, torch.float16)
         and not (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad))
-        and onednn_available()
+        and onednn_available(x.dtype)
     )
 
 
@@ -63,6 +67,10 @@ class ElmoOneDnnWeights:
 
     def __init__(self) -> None:
         self._packed: dict[str, tuple[tuple, torch.Tensor]] = {}
+
+    def __getstate__(self) -> dict:
+        # oneDNN tensors have no storage to copy or pickle: a copy of the model packs its weights again.
+        return {"_packed": {}}
 
     def linear(self, name: str, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """`x @ weight.T` for `x` (rows, in), with `weight` (out, in) packed under `name`."""

@@ -3,6 +3,9 @@ plain float32 path and as float64, on ragged batches with state carried."""
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import pytest
 import torch
 
@@ -71,6 +74,20 @@ def test_onednn_path_equals_the_plain_path_and_float64(model: ElmoModel, monkeyp
     assert_all_close(plain, exact, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_low_precision_onednn_path_stays_close(model: ElmoModel, dtype: torch.dtype) -> None:
+    """Where the CPU has bfloat16 / float16 arithmetic (AVX512-BF16, AMX, ...), oneDNN runs those too."""
+    if not onednn_available(dtype):
+        pytest.skip(f"this CPU or torch build has no oneDNN {dtype} linear")
+    low = float64_copy(model).to(dtype).eval()
+    fast = run_batches(low)
+    assert low.forward_lstm.layers[0].onednn_weights._packed, "oneDNN did not run"
+    for a, e in zip(fast, run_batches(model), strict=True):
+        if a.numel():
+            cosine = torch.nn.functional.cosine_similarity(a.float().flatten(), e.flatten(), dim=0)
+            assert cosine > 0.99, (dtype, cosine)
+
+
 @requires_onednn
 def test_packed_weights_follow_weight_changes(model: ElmoModel, monkeypatch: pytest.MonkeyPatch) -> None:
     """A weight modified in place (an optimizer step, load_state_dict) is packed again, never served stale."""
@@ -83,6 +100,14 @@ def test_packed_weights_follow_weight_changes(model: ElmoModel, monkeypatch: pyt
     fast = run_batches(changed)
     monkeypatch.setattr(ElmoLstmLayer, "use_onednn", False)
     assert_all_close(fast, run_batches(changed), atol=1e-5)
+
+
+@requires_onednn
+def test_a_model_with_packed_weights_copies_and_pickles(model: ElmoModel) -> None:
+    expected = run_batches(model)  # packs the weights
+    for copied in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+        assert not copied.forward_lstm.layers[0].onednn_weights._packed
+        assert_all_close(run_batches(copied), expected, atol=0)
 
 
 def test_gradients_take_the_plain_path(model: ElmoModel) -> None:
