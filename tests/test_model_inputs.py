@@ -82,13 +82,14 @@ def test_gradients_reach_every_parameter(model: ElmoModel, inputs: dict[str, tor
 
 
 def test_chunked_input_projection_gives_the_same_outputs(model: ElmoModel, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Input projections are computed a chunk of steps at a time; the chunk size must not change a number."""
+    """Input projections are computed a chunk of steps at a time; the chunk size must not change a number (4
+    positions: a step alone, several steps together, and a step of more rows than that alone)."""
     tokenizer = ElmoTokenizer()
     batch = [["w"] * length for length in (7, 1, 0, 12, 3)]
     inputs = tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt")
     with torch.no_grad():
         whole = model(**inputs, output_hidden_states=True, use_cache=True)
-        monkeypatch.setattr(ElmoLstmLayer, "steps_per_chunk", 3)
+        monkeypatch.setattr(ElmoLstmLayer, "positions_per_chunk", 4)
         chunked = model(**inputs, output_hidden_states=True, use_cache=True)
     for expected, actual in zip(whole.hidden_states, chunked.hidden_states, strict=True):
         torch.testing.assert_close(actual, expected, rtol=0, atol=1e-6)
