@@ -180,11 +180,11 @@ class ElmoLstmLayer(nn.Module):
         bias = self.input_projection.bias.clone()
         bias[2 * self.cell_size : 3 * self.cell_size] += self.forget_bias
         onednn = self.use_onednn and onednn_applies(inputs, self.state_projection.weight)
+        linear = onednn_linear if onednn else nn.functional.linear
         finished_h, finished_c = [], []  # final states of the rows that stopped, shortest rows first
         for chunk in self._chunks(batch_sizes):
             # The input projections of the chunk's real positions only, step after step: (positions, 4C).
             positions = torch.cat([inputs[: batch_sizes[step], step] for step in chunk])
-            linear = onednn_linear if onednn else nn.functional.linear
             input_gates = linear(positions, self.input_projection.weight, bias)
             first_position = 0
             for step in chunk:
@@ -438,8 +438,9 @@ class ElmoModel(ElmoPreTrainedModel):
         )
 
     def compile_lstm_cells(self, **compile_options) -> None:
-        """Fuse the arithmetic of every LSTM step with `torch.compile` (dynamic shapes: batch sizes and sentence
-        lengths do not recompile). The first call compiles (tens of seconds); outputs stay within 1e-6."""
+        """Fuse the element-wise gate arithmetic of every LSTM step with `torch.compile` (dynamic shapes: batch
+        sizes and sentence lengths do not recompile). The first call compiles (tens of seconds); outputs stay
+        within 1e-6."""
         compiled = torch.compile(lstm_cell_step, dynamic=True, **compile_options)
         for stack in (self.forward_lstm, self.backward_lstm):
             for layer in stack.layers:
