@@ -13,6 +13,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+import inference.embed as embed_module
 import modeling_elmo
 from inference.embed import main
 from modeling_elmo import ElmoForTokenClassification, ElmoModel, ElmoTokenizer, split_words
@@ -401,3 +402,20 @@ def test_help_has_examples(capsys: pytest.CaptureFixture) -> None:
     help_text = capsys.readouterr().out
     assert "examples:\n  elmo-embed sentences.txt sentences.hdf5 --model elmo-original" in help_text
     assert "--resume" in help_text and "sentence_to_index" in help_text
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_slow_low_precision_on_cpu_is_named(
+    dtype: str,
+    fixture_model_folder: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A dtype without fast kernels on this CPU still embeds, with a warning that float32 is faster."""
+    monkeypatch.setattr(embed_module, "onednn_available", lambda dtype: dtype == torch.float32)
+    source = _write_lines(tmp_path / "in.txt", SENTENCES)
+    code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", fixture_model_folder, "--dtype", dtype)
+    assert code == 0
+    warned = "warning: this CPU has no fast bfloat16 matrix products" in err
+    assert warned == (dtype == "bfloat16"), err
