@@ -1,7 +1,7 @@
 """Inference benchmark: this package's ``ElmoModel`` against AllenNLP 0.9.0's ``_ElmoBiLm``, same weights, same batches.
 
-Run from the repository root with the package's environment (on 2 cores shared with other jobs the defaults
-took 12 minutes, bfloat16 at batch size 128 alone 2.5 of them; ``--dtypes float32`` or ``--batches`` shorten it)::
+Run from the repository root with the package's environment (on an idle 2-core machine the defaults took 4
+minutes, 6 with ``--rounds 2``; ``--dtypes float32`` or ``--batches`` shorten it)::
 
     python benchmarks/bench_inference.py                      # writes benchmarks/results.md
     python benchmarks/bench_inference.py --compile --output /tmp/results.md --batches 1:5,32:2,128:1
@@ -14,8 +14,9 @@ What it does, in one run:
    scaled by fan-in so that activations look like a trained model's: token vectors of std ~1.2, a few percent
    of the LSTM outputs at the clip of 3) to ``--work-dir``. AllenNLP loads that file itself; this package
    converts it with its own converter (``conversion.allennlp.load_allennlp_model``).
-3. Makes deterministic batches of random sentences of 10-30 words (a fixed word list with non-ASCII words,
-   punctuation and a word over 48 bytes) for each batch size (``--batches SIZE:COUNT,...``).
+3. Makes deterministic batches of random sentences of 10-30 words for each batch size (``--batches
+   SIZE:COUNT,...``): words repeat as in real text (Zipf over the default model's 16,000-word vocabulary),
+   one in 20 is awkward (non-ASCII, punctuation, a word over 48 bytes); see ``make_sentences``.
 4. Measures the machine's matmul peak for float32 and bfloat16 (GFLOP/s of large square products).
 5. Runs, batch size by batch size (so that a change in the machine's load hits both sides alike), AllenNLP's
    ``_ElmoBiLm`` in a worker process of its venv (``allennlp_worker.py``: AllenNLP's own ``batch_to_ids``, LSTM
