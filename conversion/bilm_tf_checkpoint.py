@@ -25,12 +25,14 @@ from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM, ElmoTokenizer
 from .allennlp_hdf5 import weight_mappings
 from .atomic_output import atomic_output_folder
 from .errors import ConversionError
+from .model_card import SourceDescription, measure_parity, write_model_card
 from .options import config_from_options
 from .tf_checkpoint import TfCheckpoint
 from .token_embeddings import read_vocabulary
 
 __all__ = [
     "SPECIAL_WORDS",
+    "checkpoint_files",
     "checkpoint_name",
     "convert_bilm_tf_checkpoint",
     "load_bilm_tf_checkpoint",
@@ -176,27 +178,41 @@ def _check_saved(saved: ElmoForBidirectionalLM, model: ElmoForBidirectionalLM, f
             raise AssertionError(f"{folder}: {name} changed on save")
 
 
+def checkpoint_files(checkpoint_path: str | Path) -> tuple[Path, ...]:
+    """The files of a checkpoint: its index and data shards (named with their checksums on the model page)."""
+    checkpoint = TfCheckpoint(checkpoint_path)
+    return (checkpoint.index_path, *(checkpoint.data_path(shard) for shard in range(checkpoint.num_shards)))
+
+
 def convert_bilm_tf_checkpoint(
     checkpoint_path: str | Path,
     options: dict[str, Any],
     vocabulary_file: str | Path,
     output: str | Path,
     *,
+    source: SourceDescription,
     options_source: str = "options.json",
+    repo_id: str | None = None,
     overwrite: bool = False,
-) -> ElmoForBidirectionalLM:
-    """Convert and save model, tokenizer, code and the vocabulary (as `vocab.txt`) to `output` (atomically).
+) -> tuple[ElmoForBidirectionalLM, float]:
+    """Convert and save model, tokenizer, code, the vocabulary (as `vocab.txt`) and model page to `output`
+    (atomically).
 
-    Returns the saved model, reloaded. The folder loads as `ElmoForBidirectionalLM` (biLM and softmax, to go
-    on training) and with `AutoModel` (the biLM alone).
+    Returns the saved model, reloaded, and its parity: the largest difference at any biLM layer between the
+    saved float32 model and a float64 computation with the checkpoint's weights. The folder loads as
+    `ElmoForBidirectionalLM` (biLM and softmax, to go on training) and with `AutoModel` (the biLM alone).
+    `repo_id` (default: the folder name) is what the model page's snippets load.
     """
     if Path(output).exists() and not overwrite:  # fail before the slow part
         raise ConversionError(f"{output} already exists: pass --overwrite to replace it")
     model = load_bilm_tf_checkpoint(checkpoint_path, options, vocabulary_file, options_source=options_source)
     with atomic_output_folder(output, overwrite=overwrite) as folder:
         model.save_pretrained(folder)
-        ElmoTokenizer(max_characters_per_token=model.config.max_characters_per_token).save_pretrained(folder)
+        tokenizer = ElmoTokenizer(max_characters_per_token=model.config.max_characters_per_token)
+        tokenizer.save_pretrained(folder)
         shutil.copyfile(vocabulary_file, folder / "vocab.txt")
         saved = ElmoForBidirectionalLM.from_pretrained(folder).eval()
         _check_saved(saved, model, folder)
-    return saved
+        parity = measure_parity(saved.elmo, model.elmo.double(), tokenizer)
+        write_model_card(folder, saved.elmo, source, parity=parity, repo_id=repo_id or Path(output).name)
+    return saved, parity

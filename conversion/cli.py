@@ -85,7 +85,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     checkpoint.add_argument("--output", required=True, help="model folder to create")
 
-    for subparser in (allennlp, many_langs):
+    for subparser in (allennlp, many_langs, checkpoint):
         subparser.add_argument("--license", default="apache-2.0", help="license of the weights, for the model page")
         subparser.add_argument("--language", default="en", help="language of the weights, for the model page")
         subparser.add_argument("--push-to-hub", metavar="REPO", help="upload the folder to this Hub model repo")
@@ -153,24 +153,30 @@ def _run(args: argparse.Namespace) -> str:
         output = export_allennlp(args.model, args.output, overwrite=args.overwrite)
         return f"Exported {args.model} -> {output / 'options.json'}, {output / 'weights.hdf5'}"
     if args.command == "bilm-tf-checkpoint":
-        from .bilm_tf_checkpoint import convert_bilm_tf_checkpoint
+        from .bilm_tf_checkpoint import checkpoint_files, convert_bilm_tf_checkpoint
+        from .model_card import SourceDescription
         from .options import read_options
 
-        model = convert_bilm_tf_checkpoint(
+        files = checkpoint_files(args.checkpoint)
+        source = SourceDescription(
+            f"the bilm-tf training checkpoint {files[0].with_suffix('').name}",
+            files,
+            args.license,
+            args.language,
+            "the corpus its checkpoint was trained on (not recorded in the checkpoint)",
+        )
+        model, parity = convert_bilm_tf_checkpoint(
             args.checkpoint,
             read_options(args.options),
             args.vocab,
             args.output,
+            source=source,
             options_source=args.options,
+            repo_id=args.push_to_hub,
             overwrite=args.overwrite,
         )
-        config = model.config
-        parameters = sum(parameter.numel() for parameter in model.elmo.parameters())
-        return (
-            f"Converted {args.checkpoint} (biLM of {parameters:,} parameters, {config.num_hidden_layers} biLSTM layers"
-            f" of {config.cell_size} cells, projection {config.projection_dim}; softmax of {config.vocab_size:,}"
-            f" words) -> {args.output}"
-        )
+        summary = _conversion_summary(args, Path(args.checkpoint), model.elmo, parity)
+        return f"{summary}; with its softmax of {model.config.vocab_size:,} words and vocab.txt"
     from .token_embeddings import write_token_embeddings
 
     count = write_token_embeddings(

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from huggingface_hub import ModelCard
 from transformers import AutoModel, AutoModelForPreTraining
 
 from conversion import tf_checkpoint
@@ -25,6 +26,7 @@ from conversion.allennlp_hdf5 import weight_mappings
 from conversion.bilm_tf_checkpoint import checkpoint_name
 from conversion.cli import main
 from conversion.errors import ConversionError
+from conversion.model_card import file_sha256
 from conversion.options import config_from_options
 from conversion.tf_checkpoint import crc32c, list_tf_checkpoint, read_tf_checkpoint, resolve_checkpoint_prefix
 from modeling_elmo import ElmoForBidirectionalLM, ElmoModel
@@ -93,6 +95,26 @@ def test_folder_loads_as_language_model_and_as_bilm(converted: Path) -> None:
     with torch.no_grad():
         output = language_model.eval()(char_ids, char_ids.flip(1), labels=labels, backward_labels=labels.flip(1))
     assert torch.isfinite(output.loss)
+
+
+def test_model_page_names_the_checkpoint_and_the_parity(converted: Path) -> None:
+    card = ModelCard.load(converted / "README.md")
+    index, data = PREFIX.with_name("model.ckpt-1.index"), DATA_FILE
+    assert card.data.source_weights == [
+        {"file": index.name, "sha256": file_sha256(index)},
+        {"file": data.name, "sha256": file_sha256(data)},
+    ]
+    assert 0 < card.data.parity_max_abs_difference < 5e-6
+    assert "the bilm-tf training checkpoint model.ckpt-1" in card.text
+    assert f"{card.data.parity_max_abs_difference:.2e}" in card.text
+
+
+def test_summary_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert _convert(capsys, DATA, tmp_path / "lm", checkpoint=PREFIX)[0] == 0
+    summary = capsys.readouterr().out
+    assert summary.startswith(f"Converted {PREFIX} (")
+    assert "max |float32 - float64 source| at any layer:" in summary
+    assert summary.rstrip().endswith(f"with its softmax of {VOCAB_SIZE} words and vocab.txt")
 
 
 def test_reader_lists_every_variable_with_its_slots_and_global_step() -> None:
