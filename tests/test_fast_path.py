@@ -22,17 +22,24 @@ BATCHES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def model() -> ElmoModel:
+SHAPES = {
+    "clipped, 2 layers": {"projection_dim": 16, "cell_size": 64, "cell_clip": 0.5, "proj_clip": 0.5},
+    "unclipped, 3 layers, no skip": {
+        "projection_dim": 24,
+        "cell_size": 40,
+        "cell_clip": None,
+        "proj_clip": None,
+        "num_hidden_layers": 3,
+        "use_skip_connections": False,
+    },
+}
+
+
+@pytest.fixture(scope="module", params=list(SHAPES))
+def model(request: pytest.FixtureRequest) -> ElmoModel:
     torch.manual_seed(0)
     config = ElmoConfig(
-        char_embedding_dim=4,
-        char_cnn_filters=[[1, 8], [2, 8], [3, 16]],
-        num_highway_layers=2,
-        projection_dim=16,
-        cell_size=64,
-        cell_clip=0.5,
-        proj_clip=0.5,
+        char_embedding_dim=4, char_cnn_filters=[[1, 8], [2, 8], [3, 16]], num_highway_layers=2, **SHAPES[request.param]
     )
     return ElmoModel(config).eval()
 
