@@ -179,7 +179,7 @@ class ElmoLstmLayer(nn.Module):
         # The forget bias joins the input bias once, instead of one addition per step.
         bias = self.input_projection.bias.clone()
         bias[2 * self.cell_size : 3 * self.cell_size] += self.forget_bias
-        onednn = self.use_onednn and onednn_applies(inputs, self.state_projection.weight)
+        onednn = self.use_onednn and onednn_applies(inputs, h, c, *self.parameters())
         linear = onednn_linear if onednn else nn.functional.linear
         finished_h, finished_c = [], []  # final states of the rows that stopped, shortest rows first
         for chunk in self._chunks(batch_sizes):

@@ -44,14 +44,15 @@ def onednn_available(dtype: torch.dtype = torch.float32) -> bool:
     return all(torch.allclose(result.float(), expected, atol=tolerance) for result in results)
 
 
-def onednn_applies(x: torch.Tensor, weight: torch.Tensor) -> bool:
-    """oneDNN serves `x @ weight.T` here: on CPU, no gradient wanted, and the ops work in this dtype."""
+def onednn_applies(*tensors: torch.Tensor) -> bool:
+    """oneDNN may serve the products among `tensors` (the inputs and weights of a computation): all on CPU, in
+    one dtype that its ops run here, and no gradient wanted for any (its ops have no backward)."""
+    dtype = tensors[0].dtype
     return (
-        x.device.type == "cpu"
-        and x.dtype == weight.dtype
-        and x.dtype in (torch.float32, torch.bfloat16, torch.float16)
-        and not (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad))
-        and onednn_available(x.dtype)
+        all(tensor.device.type == "cpu" and tensor.dtype == dtype for tensor in tensors)
+        and dtype in (torch.float32, torch.bfloat16, torch.float16)
+        and not (torch.is_grad_enabled() and any(tensor.requires_grad for tensor in tensors))
+        and onednn_available(dtype)
     )
 
 

@@ -125,6 +125,16 @@ def test_gradients_take_the_plain_path(model: ElmoModel) -> None:
     assert trained.forward_lstm.layers[0].state_projection.weight.grad.abs().sum() > 0
 
 
+def test_a_state_that_wants_gradients_gets_them(model: ElmoModel) -> None:
+    """With the biLM frozen, a state that requires grad still gets its gradient (the plain path serves it)."""
+    frozen = float64_copy(model).float().eval().requires_grad_(False)
+    inputs = ElmoTokenizer()(BATCHES[0], is_split_into_words=True, padding=True, return_tensors="pt")
+    state = tuple(part.detach().requires_grad_() for part in frozen(**inputs, use_cache=True).state)
+    frozen(**inputs, state=state).last_hidden_state.sum().backward()
+    for part in state:  # (layers, directions, batch, width): every layer's and direction's slice
+        assert part.grad is not None and (part.grad.abs().sum(dim=(2, 3)) > 0).all()
+
+
 def test_each_distinct_word_is_encoded_once_with_the_same_vector(model: ElmoModel) -> None:
     encoder = model.char_encoder
     ids = ElmoTokenizer()([["the", "cat", "the", "", "the", "x" * 60, "cat"]], is_split_into_words=True)
