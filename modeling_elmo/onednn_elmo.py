@@ -15,6 +15,7 @@ exist and agree with `F.linear`; without them everything runs on `F.linear`.
 from __future__ import annotations
 
 import functools
+import weakref
 
 import torch
 from torch import nn
@@ -63,11 +64,12 @@ def onednn_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
 
 class ElmoOneDnnWeights:
     """oneDNN-packed copies of a module's weights, made on first use and made again when a weight changes
-    (another tensor, or the same one modified in place: its version counter moves). Not part of the
-    state dict; each packed copy takes as much memory as its weight."""
+    (another tensor or storage, or the same one modified in place: its version counter moves). Not part of
+    the state dict; each packed copy takes as much memory as its weight."""
 
     def __init__(self) -> None:
-        self._packed: dict[str, tuple[tuple, torch.Tensor]] = {}
+        # name -> (the weight, weakly; its storage and version when packed; the packed copy)
+        self._packed: dict[str, tuple[weakref.ref, tuple[int, int], torch.Tensor]] = {}
 
     def __getstate__(self) -> dict:
         # oneDNN tensors have no storage to copy or pickle: a copy of the model packs its weights again.
@@ -75,8 +77,9 @@ class ElmoOneDnnWeights:
 
     def linear(self, name: str, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """`x @ weight.T` for `x` (rows, in), with `weight` (out, in) packed under `name`."""
-        key = (weight.data_ptr(), weight._version, tuple(weight.shape))
+        version = (weight.data_ptr(), weight._version)
         entry = self._packed.get(name)
-        if entry is None or entry[0] != key:
-            entry = self._packed[name] = (key, torch.ops.mkldnn._reorder_linear_weight(weight.detach()))
-        return onednn_linear(x, entry[1])
+        if entry is None or entry[0]() is not weight or entry[1] != version:
+            packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach())
+            entry = self._packed[name] = (weakref.ref(weight), version, packed)
+        return onednn_linear(x, entry[2])

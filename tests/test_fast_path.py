@@ -97,13 +97,16 @@ def test_low_precision_onednn_path_stays_close(model: ElmoModel, dtype: torch.dt
 
 @requires_onednn
 def test_packed_weights_follow_weight_changes(model: ElmoModel, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A weight modified in place (an optimizer step, load_state_dict) is packed again, never served stale."""
+    """A weight modified in place (an optimizer step, load_state_dict) or replaced is packed again, never
+    served stale."""
     changed = float64_copy(model).float().eval()
     run_batches(changed)  # packs the weights
     with torch.no_grad():
         for layer in changed.backward_lstm.layers:
             layer.state_projection.weight.mul_(-1.5)
             layer.output_projection.weight.add_(0.01)
+        for layer in changed.forward_lstm.layers:  # another tensor in its place
+            layer.state_projection.weight = torch.nn.Parameter(layer.state_projection.weight.flip(0))
     fast = run_batches(changed)
     monkeypatch.setattr(ElmoLstmLayer, "use_onednn", False)
     assert_all_close(fast, run_batches(changed), atol=1e-5)
