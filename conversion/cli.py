@@ -22,7 +22,8 @@ _EXAMPLES = """examples:
   elmo-convert bilm-tf-checkpoint --checkpoint checkpoints/model.ckpt-935588 --options checkpoints/options.json \\
       --vocab vocab-2016-09-10.txt --output elmo-lm
 
-A model folder holds config.json, model.safetensors, the tokenizer files and the model code, and loads with
+A model folder holds config.json, model.safetensors, the tokenizer files, the model code and its model page
+(README.md, with the measured float32 vs float64 parity), and loads with
   AutoModel.from_pretrained("elmo-original", trust_remote_code=True)
 A language-model folder (bilm-tf-checkpoint) also holds the softmax and vocab.txt, and loads with
   AutoModelForPreTraining.from_pretrained("elmo-lm", trust_remote_code=True)  (or AutoModel: the biLM alone)
