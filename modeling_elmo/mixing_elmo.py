@@ -43,16 +43,22 @@ class ElmoLayerMix(nn.Module):
         self.mode = config.mix_mode
         self.layer_norm = config.mix_layer_norm
         self.l2_coefficient = config.mix_l2_coefficient
-        self.initial_weights = config.mix_initial_weights
-        count = len(config.mixed_layers)
+        self.initial_weights = config.mix_initial_weights or [0.0] * len(config.mixed_layers)
+        self.trainable = config.mix_trainable
         if self.mode in ("scalar_mix", "per_token"):
-            self.mix_gamma = nn.Parameter(torch.ones(()), requires_grad=config.mix_trainable)
+            self.mix_gamma = nn.Parameter(torch.empty(()))
         if self.mode == "scalar_mix":
-            self.mix_weights = nn.Parameter(torch.zeros(count), requires_grad=config.mix_trainable)
+            self.mix_weights = nn.Parameter(torch.empty(len(self.initial_weights)))
         if self.mode == "per_token":
             self.mix_scorer = nn.Linear(2 * config.projection_dim, 1)
-            self.mix_scorer.requires_grad_(config.mix_trainable)
         self.dropout = nn.Dropout(config.mix_dropout)
+        self.reset_parameters()  # a mix built on its own starts as configured, too
+        self.apply_trainable()
+
+    def apply_trainable(self) -> None:
+        """Learn the weights and scale, or keep them fixed (`config.mix_trainable`). Loading a checkpoint replaces
+        the parameters, and with them this setting: the models call this again after loading."""
+        self.requires_grad_(self.trainable)
 
     def reset_parameters(self) -> None:
         """Uniform weights (or `mix_initial_weights`) and a scale of 1; weights loaded from a checkpoint are kept
@@ -60,8 +66,7 @@ class ElmoLayerMix(nn.Module):
         if hasattr(self, "mix_gamma"):
             init.constant_(self.mix_gamma, 1.0)
         if hasattr(self, "mix_weights"):
-            initial = self.initial_weights or [0.0] * self.mix_weights.numel()
-            init.copy_(self.mix_weights, torch.tensor(initial))
+            init.copy_(self.mix_weights, torch.tensor(self.initial_weights))
         if hasattr(self, "mix_scorer"):
             init.zeros_(self.mix_scorer.weight)
             init.zeros_(self.mix_scorer.bias)

@@ -660,8 +660,7 @@ class ElmoTaskModel(ElmoPreTrainedModel):
         self.num_labels = config.num_labels
         self.classifier = nn.Linear(self.features_size, config.num_labels)
         self.post_init()
-        if config.freeze_bilm:
-            self.freeze_bilm()
+        self._fix_what_the_config_fixes()
 
     def freeze_bilm(self) -> None:
         """Keep the biLM's weights as they are (the paper's setting; `config.freeze_bilm`)."""
@@ -672,9 +671,15 @@ class ElmoTaskModel(ElmoPreTrainedModel):
     def from_pretrained(cls, *args, **kwargs):
         loaded = super().from_pretrained(*args, **kwargs)
         model = loaded[0] if isinstance(loaded, tuple) else loaded  # output_loading_info=True gives a tuple
-        if model.config.freeze_bilm:
-            model.freeze_bilm()  # loading replaces the parameters, and with them their requires_grad
+        model._fix_what_the_config_fixes()  # loading replaces the parameters, and with them their requires_grad
         return loaded
+
+    def _fix_what_the_config_fixes(self) -> None:
+        """No gradient for the biLM (`freeze_bilm`) nor for mixes whose weights stay fixed (`mix_trainable=False`)."""
+        if self.config.freeze_bilm:
+            self.freeze_bilm()
+        for mix in self.mixes:
+            mix.apply_trainable()
 
     def train(self, mode: bool = True) -> ElmoTaskModel:
         super().train(mode)
