@@ -4,9 +4,13 @@ perplexity, and `elmo-embed` uses it when no model is given."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 import h5py
+import pytest
 import torch
 from huggingface_hub import ModelCard
 from transformers import AutoModel, AutoModelForPreTraining, AutoTokenizer
@@ -14,6 +18,7 @@ from transformers import AutoModel, AutoModelForPreTraining, AutoTokenizer
 from inference.embed import main as embed_main
 from modeling_elmo import DEFAULT_MODEL, ElmoForBidirectionalLM, ElmoModel
 from training.lm_vocabulary import LmVocabulary
+from training.model_card import link_code_files_to_package
 
 FOLDER = Path(DEFAULT_MODEL)
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -27,7 +32,6 @@ def test_default_model_is_small_and_loads_as_biLM_and_language_model():
     assert isinstance(language_model, ElmoForBidirectionalLM)
     vocabulary = LmVocabulary.from_file(FOLDER / "vocab.txt")
     assert len(vocabulary) == language_model.config.vocab_size
-    assert not list(FOLDER.glob("*.py")), "the bundled copy runs on the installed package's classes"
 
 
 def test_default_model_card_is_a_hub_page_with_the_measured_perplexity():
@@ -67,3 +71,80 @@ def test_elmo_embed_uses_the_default_model(tmp_path):
         assert file["0"].shape == (3, len(lines[0].split()), width)
         assert file["4"].shape == (3, 0, width)  # the empty line
         assert len(json.loads(file["sentence_to_index"].asstr()[0])) == len({line.strip() for line in lines})
+
+
+# Loads the bundled folder as remote code in a process that never imports the package (transformers alone), and
+# prints the top layer of two sentences.
+_REMOTE_CODE_RUN = """
+import importlib.util, json, pathlib, sys
+import torch
+from transformers import AutoModel, AutoTokenizer
+folder = pathlib.Path(importlib.util.find_spec("modeling_elmo").submodule_search_locations[0]) / "default_model"
+model = AutoModel.from_pretrained(folder, trust_remote_code=True).eval()
+tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
+assert "modeling_elmo" not in sys.modules, "the package was imported"
+batch = tokenizer([["a", "river", "bank", "."], ["Hello"]], is_split_into_words=True, padding=True, return_tensors="pt")
+with torch.no_grad():
+    top = model(**batch).last_hidden_state
+print(json.dumps({"classes": [type(model).__module__, type(tokenizer).__module__], "top": top.tolist()}))
+"""
+
+
+def test_bundled_folder_loads_as_remote_code_without_the_package(tmp_path):
+    environment = {"HF_MODULES_CACHE": str(tmp_path / "modules"), "HF_HUB_OFFLINE": "1", "PATH": ""}
+    completed = subprocess.run(
+        [sys.executable, "-c", _REMOTE_CODE_RUN], capture_output=True, text=True, env=environment, check=False
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    result = json.loads(completed.stdout.splitlines()[-1])
+    assert all(module.startswith("transformers_modules.") for module in result["classes"]), result["classes"]
+    model = AutoModel.from_pretrained(DEFAULT_MODEL).eval()
+    tokenizer = AutoTokenizer.from_pretrained(DEFAULT_MODEL)
+    batch = tokenizer(
+        [["a", "river", "bank", "."], ["Hello"]], is_split_into_words=True, padding=True, return_tensors="pt"
+    )
+    with torch.no_grad():
+        expected = model(**batch).last_hidden_state
+    torch.testing.assert_close(torch.tensor(result["top"]), expected, rtol=0, atol=1e-6)
+
+
+def test_bundled_code_files_are_what_save_pretrained_writes_and_link_to_the_package(tmp_path):
+    ElmoForBidirectionalLM.from_pretrained(DEFAULT_MODEL).save_pretrained(tmp_path)
+    AutoTokenizer.from_pretrained(DEFAULT_MODEL).save_pretrained(tmp_path)
+    saved = sorted(path.name for path in tmp_path.glob("*.py"))
+    assert saved and sorted(path.name for path in FOLDER.glob("*.py")) == saved
+    for name in saved:
+        link = FOLDER / name
+        assert link.is_symlink() and link.readlink() == Path("..") / name, f"{link} should link to ../{name}"
+    link_code_files_to_package(tmp_path)  # what `training.model_card --bundled` does to a saved folder
+    assert all((tmp_path / name).readlink() == Path("..") / name for name in saved)
+
+
+def test_installed_package_carries_the_code_files(tmp_path):
+    """A wheel built from this checkout holds the bundled folder's code files as real files, equal to the modules."""
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            tmp_path,
+            REPOSITORY,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if completed.returncode != 0:
+        pytest.fail(f"pip wheel failed: {completed.stderr[-2000:]}")
+    (wheel,) = tmp_path.glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        for path in FOLDER.glob("*.py"):
+            inside = f"modeling_elmo/default_model/{path.name}"
+            assert inside in names, f"{inside} is missing from {wheel.name}"
+            assert archive.read(inside) == (REPOSITORY / "modeling_elmo" / path.name).read_bytes()

@@ -13,6 +13,7 @@ from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+import modeling_elmo
 from conversion.atomic_output import atomic_output_folder
 from conversion.errors import ConversionError
 from conversion.model_card import render_model_card
@@ -24,7 +25,7 @@ from .lm_model import VOCABULARY_FILE, load_starting_model
 from .lm_vocabulary import LmVocabulary
 from .text_stream import CorpusReport, expand_files, read_sentences
 
-__all__ = ["run_arguments", "write_trained_model_card"]
+__all__ = ["link_code_files_to_package", "run_arguments", "write_trained_model_card"]
 
 EXAMPLE = """example (what training/recipes/default_model.sh runs):
   python -m training.model_card --run_dir runs/default --output modeling_elmo/default_model --overwrite \\
@@ -127,6 +128,18 @@ def write_trained_model_card(
     )
 
 
+def link_code_files_to_package(folder: Path) -> None:
+    """Turn the code files that `save_pretrained` copied into `folder` into links to the package's own modules
+    (`../NAME.py`), for a folder bundled inside the package: it then loads as remote code where the package is not
+    imported, with one copy of the code (a wheel stores the linked files themselves)."""
+    package = Path(modeling_elmo.__file__).parent
+    for path in sorted(folder.glob("*.py")):
+        if not (package / path.name).is_file():
+            raise ConversionError(f"{path.name}: the model folder has a code file that {package} does not have")
+        path.unlink()
+        path.symlink_to(Path("..") / path.name)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m training.model_card",
@@ -153,11 +166,11 @@ def main(argv: list[str] | None = None) -> None:
         heldout = {name: Path(path) for name, path in (item.split("=", 1) for item in args.heldout)}
         run_args = run_arguments(run_dir)
         with atomic_output_folder(args.output, overwrite=args.overwrite) as staging:
-            # Inside the package the classes are registered: a bundled copy needs no remote code of its own.
-            ignore = shutil.ignore_patterns("*.py") if args.bundled else None
-            shutil.copytree(run_dir / "model", staging, dirs_exist_ok=True, ignore=ignore)
+            shutil.copytree(run_dir / "model", staging, dirs_exist_ok=True)
             for path in staging.iterdir():
                 path.chmod(0o644)  # a model to share: readable by all (some writers make private files)
+            if args.bundled:
+                link_code_files_to_package(staging)
             card = write_trained_model_card(
                 staging,
                 run_args=run_args,

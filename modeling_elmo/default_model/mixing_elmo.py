@@ -1,0 +1,1 @@
+../mixing_elmo.py

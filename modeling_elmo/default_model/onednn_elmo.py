@@ -1,0 +1,1 @@
+../onednn_elmo.py

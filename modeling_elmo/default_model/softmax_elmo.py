@@ -1,0 +1,1 @@
+../softmax_elmo.py
