@@ -115,12 +115,34 @@ def _install_bare_packages() -> None:
             setattr(sys.modules[name], attribute, getattr(importlib.import_module(module_name), target_attribute))
 
 
+def _install_overrides_fallback() -> list[str]:
+    """AllenNLP decorates methods with ``overrides`` 3.1.0's ``@overrides``, which fails on Python >= 3.12 (its
+    bytecode inspection predates it); where it is absent or fails, a no-op decorator stands in (it only checks)."""
+    try:
+        from overrides import overrides
+
+        class _Base:
+            def method(self) -> None: ...
+
+        class _Child(_Base):
+            @overrides
+            def method(self) -> None: ...
+
+    except Exception:
+        module = types.ModuleType("overrides", "no-op stand-in for overrides 3.1.0 (benchmarks/allennlp_stubs.py)")
+        module.overrides = lambda method: method
+        sys.modules["overrides"] = module
+        return ["overrides"]
+    return []
+
+
 # The placeholder modules that import_elmo registered (the absent third-party packages).
 STUBBED_MODULES: list[str] = []
 
 
 def import_elmo():
     """Returns AllenNLP's ``(_ElmoBiLm, batch_to_ids, remove_sentence_boundaries)``."""
+    STUBBED_MODULES.extend(_install_overrides_fallback())
     STUBBED_MODULES.extend(_install_third_party_stubs())
     _install_bare_packages()
     elmo = importlib.import_module("allennlp.modules.elmo")

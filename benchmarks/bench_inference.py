@@ -99,17 +99,19 @@ RANKED_WORDS = [
 # Inputs: weights and sentences
 
 
-def ensure_weights(work_dir: Path, seed: int) -> tuple[Path, Path]:
-    """options.json + weights.hdf5 of the original model's shape with random weights (written once per seed)."""
-    folder = work_dir / f"original-seed{seed}"
+def ensure_weights(work_dir: Path, seed: int, shape: str = "original") -> tuple[Path, Path]:
+    """options.json + weights.hdf5 of a released shape (``conversion.variants.VARIANTS``, default the original
+    model's) with random weights, written once per shape and seed."""
+    options = VARIANTS[shape].options
+    folder = work_dir / f"{shape}-seed{seed}"
     options_path, weights_path, done = folder / "options.json", folder / "weights.hdf5", folder / "complete"
-    if done.is_file() and json.loads(options_path.read_text()) == ORIGINAL_OPTIONS:
+    if done.is_file() and json.loads(options_path.read_text()) == options:
         return options_path, weights_path
     spec = importlib.util.spec_from_file_location("original_files", REPO / "tests" / "original_files.py")
     original_files = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(original_files)
-    print(f"writing random full-size weights to {folder} ...", flush=True)
-    original_files.write_original_model(folder, ORIGINAL_OPTIONS, seed=seed)
+    print(f"writing random weights of the {shape} shape to {folder} ...", flush=True)
+    original_files.write_original_model(folder, options, seed=seed)
     done.write_text("")
     return options_path, weights_path
 
@@ -203,33 +205,43 @@ def flops_per_position(config: ElmoConfig, lstm_layers: int | None = None) -> di
     return {name: 2 * value for name, value in macs.items()}
 
 
-def measure_matmul_peak(dtype: torch.dtype, *, min_seconds: float = 1.5) -> dict[str, Any]:
+def measure_matmul_peak(
+    dtype: torch.dtype, *, min_seconds: float = 1.5, device: torch.device | str = "cpu"
+) -> dict[str, Any]:
     """GFLOP/s (2 n^3 per product) of square products, in the two layouts a model uses; the better one is the peak.
 
     ``torch.mm(a, b)`` and ``F.linear(a, w)`` (``a @ w.T``, the layout of ``nn.Linear``) can take different
     kernels (for bfloat16 on CPUs without native bfloat16 they differ by 10x). n doubles from 256 until one
-    product takes 0.3 s (at most 4096), then the best of >= 3 repetitions over >= ``min_seconds`` counts.
+    product takes 0.3 s (at most 4096 on a CPU, 16384 on a GPU), then the best of >= 3 repetitions over >=
+    ``min_seconds`` counts.
     """
+    device = torch.device(device)
+    sync = torch.cuda.synchronize if device.type == "cuda" else lambda: None
+    largest = 16384 if device.type == "cuda" else 4096
+
+    def timed(operation, a, b) -> float:
+        sync()
+        start = time.perf_counter()
+        operation(a, b)
+        sync()
+        return time.perf_counter() - start
+
     operations = {"torch.mm(a, b)": torch.mm, "F.linear(a, w)": F.linear}
     results = {}
     for name, operation in operations.items():
         n = 256
         while True:
             generator = torch.Generator().manual_seed(0)
-            a = torch.randn(n, n, generator=generator).to(dtype)
-            b = torch.randn(n, n, generator=generator).to(dtype)
+            a = torch.randn(n, n, generator=generator).to(device, dtype)
+            b = torch.randn(n, n, generator=generator).to(device, dtype)
             operation(a, b)
-            start = time.perf_counter()
-            operation(a, b)
-            elapsed = time.perf_counter() - start
-            if elapsed >= 0.3 or n >= 4096:
+            elapsed = timed(operation, a, b)
+            if elapsed >= 0.3 or n >= largest:
                 break
             n *= 2
         times = [elapsed]
         while len(times) < 3 or sum(times) < min_seconds:
-            start = time.perf_counter()
-            operation(a, b)
-            times.append(time.perf_counter() - start)
+            times.append(timed(operation, a, b))
         results[name] = {"n": n, "gflops": 2 * n**3 / min(times) / 1e9}
     best = max(results, key=lambda name: results[name]["gflops"])
     return {"gflops": results[best]["gflops"], "best": best, "layouts": results}
@@ -462,8 +474,8 @@ HEADER = [
 ]
 
 
-def markdown_table(rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(HEADER) + " |", "|" + "|".join(" --- " for _ in HEADER) + "|"]
+def markdown_table(rows: list[list[str]], header: list[str] = HEADER) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
 

@@ -86,10 +86,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+    parser.add_argument("--json", action="store_true", help="print one JSON line per shape instead of the table")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    peak = measure_matmul_peak(torch.float32)["gflops"]
+    peak = measure_matmul_peak(torch.float32, device="cuda" if torch.cuda.is_available() else "cpu")["gflops"]
+    if args.json:
+        for name in args.shapes:
+            print(json.dumps({"shape": name, "peak_gflops": peak, **bench_shape(name, args, peak)}))
+        return
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU, {torch.get_num_threads()} threads"
     print(f"{device}: float32 matmul peak {peak:.1f} GFLOP/s")
     print("| shape | words/s (both directions) | GFLOP/s | share of peak |")

