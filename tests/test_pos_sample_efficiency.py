@@ -162,5 +162,9 @@ def test_word_embeddings_plus_elmo_feeds_both_to_the_task_encoder(benchmark, fix
     assert torch.equal(inputs[:, 0], model.embedding(word_ids))
     torch.testing.assert_close(inputs[:, 1], bilm_layers.mean(dim=1))  # uniform softmax weights, scale 1
     labels = torch.tensor([corpus.label_ids[0]])
-    output = model(word_ids=word_ids, attention_mask=mask, labels=labels, bilm_layers=bilm_layers)
-    assert output.logits.shape == (1, word_ids.shape[1], len(corpus.labels)) and torch.isfinite(output.loss)
+    with torch.no_grad():
+        output = model(word_ids=word_ids, attention_mask=mask, labels=labels, bilm_layers=bilm_layers)
+        assert torch.equal(output.logits, head(bilm_layers=inputs, attention_mask=mask).logits)
+    assert output.logits.shape == (1, word_ids.shape[1], len(corpus.labels))
+    expected_loss = torch.nn.functional.cross_entropy(output.logits[0].double(), labels[0])  # no L2 term: 0 here
+    assert output.loss.item() == pytest.approx(expected_loss.item(), abs=1e-6)
