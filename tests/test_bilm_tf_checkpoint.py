@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 from huggingface_hub import ModelCard
-from transformers import AutoModel, AutoModelForPreTraining
+from transformers import AutoModel, AutoModelForPreTraining, AutoTokenizer
 
 from conversion import tf_checkpoint
 from conversion.allennlp_hdf5 import weight_mappings
@@ -89,12 +89,54 @@ def test_folder_loads_as_language_model_and_as_bilm(converted: Path) -> None:
     options = json.loads((DATA / "options.json").read_text())
     assert language_model.config.dropout == options["dropout"]
     assert language_model.config.training_options["n_negative_samples_batch"] == options["n_negative_samples_batch"]
-    # The full-softmax loss of a window runs and is finite (the trained biLM under a random softmax).
-    char_ids = torch.randint(1, 262, (2, 5, 50), generator=torch.Generator().manual_seed(0))
-    labels = torch.randint(0, VOCAB_SIZE, (2, 5), generator=torch.Generator().manual_seed(1))
+
+
+def _full_softmax_losses(hidden: np.ndarray, targets: list[int]) -> np.ndarray:
+    """Negative log-likelihood of each target word `(tokens,)` for top-layer vectors `(tokens, P)`, in float64 from
+    the softmax TensorFlow saved."""
+    weight = np.load(DATA / "softmax_W.npy", allow_pickle=False).astype(np.float64)
+    bias = np.load(DATA / "softmax_b.npy", allow_pickle=False).astype(np.float64)
+    logits = hidden.astype(np.float64) @ weight.T + bias
+    top = logits.max(axis=-1)
+    log_normaliser = top + np.log(np.exp(logits - top[:, None]).sum(axis=-1))
+    return log_normaliser - logits[np.arange(len(targets)), targets]
+
+
+def test_language_model_loss_is_the_checkpoints_softmax_over_the_bilm(converted: Path) -> None:
+    """Two sentences of vocabulary words as one window per direction: `<S> w1 ... w6` predicting `w1 ... w6 </S>`
+    and `</S> w6 ... w1` predicting `w6 ... w1 <S>`. After reading word j the forward LSTM's top layer is the
+    biLM's forward half at word j (predicting w(j+1), or </S> after w6), the backward LSTM's its backward half
+    (predicting w(j-1), or <S> before w1): the language model's token losses there are the float64 full softmax
+    of the checkpoint's W and b over those vectors. (The first position, reading only the marker, has no word of
+    the biLM's output to compare with.)"""
+    language_model = ElmoForBidirectionalLM.from_pretrained(converted).eval()
+    bilm = ElmoModel.from_pretrained(converted).eval()
+    tokenizer = AutoTokenizer.from_pretrained(converted)
+    vocabulary = (DATA / "vocab.txt").read_text().split("\n")
+    rng = random.Random(0)
+    ids = [rng.sample(range(3, VOCAB_SIZE), 6) for _ in range(2)]  # past <S>, </S>, <UNK>
+    sentences = [[vocabulary[i] for i in row] for row in ids]
+    bos, eos = vocabulary.index("<S>"), vocabulary.index("</S>")
+
+    def char_ids(rows: list[list[str]]) -> torch.Tensor:
+        return torch.tensor([[tokenizer.word_char_ids(word) for word in row] for row in rows])
+
+    forward_ids = char_ids([["<S>", *words] for words in sentences])
+    backward_ids = char_ids([["</S>", *reversed(words)] for words in sentences])
+    labels = torch.tensor([[*row, eos] for row in ids])
+    backward_labels = torch.tensor([[*reversed(row), bos] for row in ids])
     with torch.no_grad():
-        output = language_model.eval()(char_ids, char_ids.flip(1), labels=labels, backward_labels=labels.flip(1))
-    assert torch.isfinite(output.loss)
+        output = language_model(forward_ids, backward_ids, labels=labels, backward_labels=backward_labels)
+        top = bilm(**tokenizer(sentences, is_split_into_words=True, return_tensors="pt")).last_hidden_state.numpy()
+    forward_losses, backward_losses = output.forward_token_losses.view(2, 7), output.backward_token_losses.view(2, 7)
+    for row in range(2):
+        forward, backward = top[row, :, :16], top[row, :, 16:]
+        expected_forward = _full_softmax_losses(forward, labels[row, 1:].tolist())
+        expected_backward = _full_softmax_losses(backward, [bos, *ids[row][:-1]])  # word j predicts w(j-1)
+        np.testing.assert_allclose(forward_losses[row, 1:].numpy(), expected_forward, rtol=0, atol=1e-5)
+        np.testing.assert_allclose(backward_losses[row, 1:].flip(0).numpy(), expected_backward, rtol=0, atol=1e-5)
+    halves = (forward_losses.mean(), backward_losses.mean())
+    assert output.loss.item() == pytest.approx(0.5 * (halves[0] + halves[1]).item(), abs=1e-6)
 
 
 def test_model_page_names_the_checkpoint_and_the_parity(converted: Path) -> None:

@@ -155,8 +155,10 @@ def test_long_lines_are_embedded_in_pieces(
     pieces = [_select(_layers(reference, long_words[start : start + 4]), layers) for start in (0, 4, 8)]
     word_axis = pieces[0].ndim - 2
     np.testing.assert_allclose(lines[0], np.concatenate(pieces, axis=word_axis), rtol=0, atol=1e-6)
+    # Each piece in its own context: every word of it differs from the word in the whole line (by 0.2 to 1.7 here).
     whole = _select(_layers(reference, long_words), layers)
-    assert not np.allclose(lines[0], whole, atol=1e-3), "the pieces are embedded each in its own context"
+    difference = np.moveaxis(np.abs(lines[0] - whole), word_axis, 0).reshape(len(long_words), -1)
+    assert (difference.max(axis=1) > 0.1).all()
     np.testing.assert_allclose(lines[1], _select(_layers(reference, "just four words here".split()), layers), atol=1e-6)
 
 
@@ -362,7 +364,7 @@ def test_bfloat16_model_writes_float32(
     vectors = _read(output)["0"]
     assert vectors.dtype == np.float32
     expected = _layers(reference, SENTENCES[0].split())
-    assert not np.array_equal(vectors, expected)
+    assert not (vectors.view(np.uint32) & 0xFFFF).any(), "every value a bfloat16 number, widened to float32"
     np.testing.assert_allclose(vectors, expected, rtol=0.05, atol=0.05)
 
 

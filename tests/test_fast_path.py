@@ -165,8 +165,14 @@ def test_words_with_a_word_embedding_are_distinct_by_word_id_too() -> None:
         eos_word_id=4,
     )
     encoder = ElmoModel(config).eval().char_encoder
-    char_ids = torch.tensor([[259, 5, 260] + [261] * 47] * 3)
+    char_ids, word_ids = torch.tensor([[259, 5, 260] + [261] * 47] * 3), torch.tensor([1, 2, 1])
     with torch.no_grad():
-        vectors = encoder(char_ids, torch.tensor([1, 2, 1]))
-    assert not torch.allclose(vectors[0], vectors[1])
+        vectors = encoder(char_ids, word_ids)
+        alone = torch.cat([encoder(char_ids[row : row + 1], word_ids[row : row + 1]) for row in range(3)])
+        # Same characters: the vectors differ by the projection of the difference of the word embeddings.
+        word_projection = encoder.projection.weight[:, : config.word_embedding_dim]
+        difference = word_projection @ (encoder.word_embedding.weight[1] - encoder.word_embedding.weight[2])
+    assert difference.abs().max() > 1e-2
+    torch.testing.assert_close(vectors, alone, rtol=0, atol=1e-6)
+    torch.testing.assert_close(vectors[0] - vectors[1], difference, rtol=0, atol=1e-6)
     torch.testing.assert_close(vectors[0], vectors[2], rtol=0, atol=0)

@@ -41,16 +41,24 @@ def test_top_layer_matches_bilm_tf_over_ten_stateful_batches(elmo_fixture: Path,
     print(f"top layer, 10 stateful batches: max |diff| = {worst:.3g}")
 
 
-def test_fresh_state_is_not_what_bilm_tf_computed(elmo_fixture: Path, fixture_model_folder: Path) -> None:
-    """The fixture was produced statefully: without the carried state the second batch must differ."""
+def test_the_second_batch_needs_the_first_ones_state(elmo_fixture: Path, fixture_model_folder: Path) -> None:
+    """The fixture was produced statefully: sentence list 0's second sentence matches after its first sentence's
+    state (each row carries its own state, so the row alone will do) and is far off from a fresh state."""
     model = AutoModel.from_pretrained(fixture_model_folder).eval()
     tokenizer = AutoTokenizer.from_pretrained(fixture_model_folder)
     sentences = json.loads((elmo_fixture / "sentences.json").read_text())
-    words = sentences[0][1].split()
-    with torch.no_grad():
-        stateless = model(**tokenizer([words], is_split_into_words=True, return_tensors="pt"))
+
+    def top_layer(words: list[str], state=None):
+        with torch.no_grad():
+            inputs = tokenizer([words], is_split_into_words=True, return_tensors="pt")
+            return model(**inputs, state=state, use_cache=True)
+
+    first = top_layer(sentences[0][0].split())
     expected = _expected_top_layer(elmo_fixture, 0, 1)
-    assert not np.allclose(stateless.last_hidden_state[0].numpy(), expected, atol=1e-3)
+    continued = top_layer(sentences[0][1].split(), state=first.state).last_hidden_state[0].numpy()
+    stateless = top_layer(sentences[0][1].split()).last_hidden_state[0].numpy()
+    np.testing.assert_allclose(continued, expected, rtol=0, atol=1e-6)
+    assert np.abs(stateless - expected).max() > 1.0  # about 2.1
 
 
 def test_token_layer_matches_bilm_tf_token_embeddings(elmo_fixture: Path, fixture_model_folder: Path) -> None:

@@ -184,19 +184,42 @@ def test_precomputed_bilm_layers_give_the_same_logits(fixture_model_folder: Path
     assert torch.equal(live, cached)
 
 
+def _tags_from_the_model(model, tokenizer, words: list[str]) -> list[tuple[str, float]]:
+    """Each word's label and its probability, from the model's logits on the words alone (float64 softmax)."""
+    inputs = tokenizer(words, is_split_into_words=True, return_tensors="pt")
+    with torch.no_grad():
+        probabilities = model(**inputs).logits[0].double().softmax(dim=-1)
+    scores, labels = probabilities.max(dim=-1)
+    return [
+        (model.config.id2label[label], score) for label, score in zip(labels.tolist(), scores.tolist(), strict=True)
+    ]
+
+
 def test_token_classification_pipeline(fixture_model_folder: Path, tmp_path: Path) -> None:
     model = ElmoForTokenClassification.from_pretrained(
         fixture_model_folder, num_labels=3, id2label={0: "NOUN", 1: "ADJ", 2: "VERB"}
-    )
+    ).eval()
+    # A seeded head (N(0, 0.5^2) weights) that gives these words all three labels, with probabilities far from 1/3.
+    generator = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if not name.startswith("elmo."):
+                parameter.copy_(0.5 * torch.randn(parameter.shape, generator=generator))
     model.save_pretrained(tmp_path)
-    AutoTokenizer.from_pretrained(fixture_model_folder).save_pretrained(tmp_path)
+    tokenizer = AutoTokenizer.from_pretrained(fixture_model_folder)
+    tokenizer.save_pretrained(tmp_path)
     tagger = pipeline("elmo-token-classification", model=str(tmp_path))
     text = "The river, quiet."
     results = tagger(text)
-    assert [result["word"] for result in results] == ["The", "river", ",", "quiet", "."]
+    words = ["The", "river", ",", "quiet", "."]
+    assert [result["word"] for result in results] == words and [r["index"] for r in results] == list(range(5))
     assert all(text[r["start"] : r["end"]] == r["word"] for r in results)
-    assert {result["entity"] for result in results} <= {"NOUN", "ADJ", "VERB"}
-    assert all(0 < result["score"] <= 1 for result in results)
+    expected = _tags_from_the_model(model, tokenizer, words)
+    assert len({label for label, _ in expected}) == 3 and max(score for _, score in expected) > 0.9
+    assert [(r["entity"], pytest.approx(r["score"], abs=1e-6)) for r in results] == expected
     (pre_split,) = tagger([["New York", ""]])  # a list is a batch: pre-split words come as a list of lists
     assert [r["word"] for r in pre_split] == ["New York", ""]
+    assert [(r["start"], r["end"]) for r in pre_split] == [(None, None)] * 2
+    expected = _tags_from_the_model(model, tokenizer, ["New York", ""])
+    assert [(r["entity"], pytest.approx(r["score"], abs=1e-6)) for r in pre_split] == expected
     assert tagger("") == []

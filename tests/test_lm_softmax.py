@@ -63,35 +63,60 @@ def test_expected_count_without_repeats_is_tensorflows_num_sampled_times_p():
     assert torch.allclose(log_uniform_expected_count(ids, VOCAB, 5, 5), 5 * log_uniform_probability(ids, VOCAB))
 
 
+def _reference_sampled_losses(
+    softmax: ElmoSoftmax,
+    hidden: torch.Tensor,
+    labels: torch.Tensor,
+    candidates: torch.Tensor,
+    num_tries: int,
+    *,
+    remove_accidental_hits: bool = True,
+) -> np.ndarray:
+    """bilm-tf's sampled loss per token in float64 NumPy: the true logit and the candidates' logits, each minus
+    the log of its expected count, with the candidates equal to the token's own word removed (or kept, to see
+    what the removal changes)."""
+    w, b = softmax.weight.detach().double().numpy(), softmax.bias.detach().double().numpy()
+    h = hidden.double().numpy()
+    num_sampled = len(candidates)
+
+    def log_expected_count(ids: np.ndarray) -> np.ndarray:
+        p = np.log((ids + 2.0) / (ids + 1.0)) / np.log(VOCAB + 1.0)
+        count = num_sampled * p if num_tries == num_sampled else -np.expm1(num_tries * np.log1p(-p))
+        return np.log(count)
+
+    losses = []
+    for row, label in enumerate(labels.tolist()):
+        true_logit = h[row] @ w[label] + b[label] - log_expected_count(np.array(label))
+        kept = [c for c in candidates.tolist() if c != label or not remove_accidental_hits]
+        negative = h[row] @ w[kept].T + b[kept] - log_expected_count(np.array(kept))
+        logits = np.concatenate([[true_logit], negative])
+        losses.append(np.log(np.exp(logits - logits.max()).sum()) + logits.max() - true_logit)
+    return np.array(losses)
+
+
 def test_sampled_loss_is_bilm_tfs_formula():
-    """Reference in NumPy: true logit and candidate logits minus log expected counts, accidental hits removed."""
     softmax = _softmax()
     hidden, labels = torch.randn(12, 6), torch.randint(0, VOCAB, (12,))
     candidates, num_tries = sample_log_uniform_candidates(10, VOCAB, generator=torch.Generator().manual_seed(3))
     losses = softmax(hidden, labels, num_sampled=10, generator=torch.Generator().manual_seed(3))
-
-    w, b = softmax.weight.detach().double().numpy(), softmax.bias.detach().double().numpy()
-    h = hidden.double().numpy()
-
-    def log_q(ids):
-        p = np.log((ids + 2.0) / (ids + 1.0)) / np.log(VOCAB + 1.0)
-        return np.log(-np.expm1(num_tries * np.log1p(-p)))
-
-    for row, label in enumerate(labels.tolist()):
-        true_logit = h[row] @ w[label] + b[label] - log_q(np.array(label))
-        kept = [c for c in candidates.tolist() if c != label]
-        negative = h[row] @ w[kept].T + b[kept] - log_q(np.array(kept))
-        logits = np.concatenate([[true_logit], negative])
-        expected = -(true_logit - np.log(np.exp(logits - logits.max()).sum()) - logits.max())
-        assert losses[row].item() == pytest.approx(expected, abs=1e-5)
+    expected = _reference_sampled_losses(softmax, hidden, labels, candidates, num_tries)
+    np.testing.assert_allclose(losses.detach().double().numpy(), expected, rtol=0, atol=1e-5)
 
 
 def test_accidental_hits_do_not_count_as_negatives():
+    """Rows whose word is the second and the last candidate, and one whose word is no candidate. The hidden
+    vectors point at each row's word, so that keeping the hit as a negative would add about log 2 to its loss."""
     softmax = _softmax()
-    candidates, _ = sample_log_uniform_candidates(10, VOCAB, generator=torch.Generator().manual_seed(1))
-    hidden = torch.randn(1, 6)
-    hit = softmax(hidden, candidates[:1], num_sampled=10, generator=torch.Generator().manual_seed(1))
-    assert torch.isfinite(hit).all() and hit.item() >= 0.0
+    candidates, num_tries = sample_log_uniform_candidates(10, VOCAB, generator=torch.Generator().manual_seed(1))
+    missing = next(word for word in range(VOCAB) if word not in candidates.tolist())
+    labels = torch.tensor([candidates[1].item(), candidates[9].item(), missing])
+    hidden = 10.0 * softmax.weight.detach()[labels]
+    losses = softmax(hidden, labels, num_sampled=10, generator=torch.Generator().manual_seed(1))
+
+    expected = _reference_sampled_losses(softmax, hidden, labels, candidates, num_tries)
+    with_hits = _reference_sampled_losses(softmax, hidden, labels, candidates, num_tries, remove_accidental_hits=False)
+    assert (with_hits[:2] - expected[:2] > 0.6).all() and with_hits[2] == expected[2]  # the check below can fail
+    np.testing.assert_allclose(losses.detach().double().numpy(), expected, rtol=0, atol=1e-5)
 
 
 def test_full_softmax_is_cross_entropy_and_ignores_minus_100():
@@ -123,16 +148,42 @@ def _windows(batch: int, unroll: int, seed: int = 0):
     return chars, labels
 
 
-def test_eval_uses_the_full_softmax_whatever_the_sampling():
+def _softmax_inputs(model: ElmoForBidirectionalLM, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+    """The top-layer vectors `(tokens, P)` that `model` hands its softmax, forward direction first."""
+    captured = []
+    hook = model.softmax.register_forward_pre_hook(lambda module, args: captured.append(args[0].detach()))
+    with torch.no_grad():
+        model(**inputs)
+    hook.remove()
+    return captured
+
+
+def test_eval_uses_the_full_softmax_and_training_the_sampled_one():
     sampled, full = _language_model(10), _language_model(None)
     full.load_state_dict(sampled.state_dict())
     chars, labels = _windows(3, 5)
     inputs = {"input_ids": chars[0], "backward_input_ids": chars[1], "labels": labels[0], "backward_labels": labels[1]}
     sampled.eval(), full.eval()
-    assert torch.equal(sampled(**inputs).loss, full(**inputs).loss)
+    full_loss = full(**inputs).loss
+    assert torch.equal(sampled(**inputs).loss, full_loss)
+
+    # Training without dropout feeds the softmax the vectors of eval; each direction draws its own candidates
+    # from sampler_generator, forward first.
+    hidden = _softmax_inputs(full, inputs)
+    sampled.config.dropout = 0.0
     sampled.train()
-    torch.manual_seed(0)
-    assert not torch.allclose(sampled(**inputs).loss, full(**inputs).loss)
+    with torch.no_grad():
+        loss = sampled(**inputs, sampler_generator=torch.Generator().manual_seed(5)).loss
+    generator = torch.Generator().manual_seed(5)
+    direction_losses = [
+        _reference_sampled_losses(
+            sampled.softmax, vectors, targets.flatten(), *sample_log_uniform_candidates(10, VOCAB, generator=generator)
+        ).mean()
+        for vectors, targets in zip(hidden, labels, strict=True)
+    ]
+    expected = 0.5 * sum(direction_losses)
+    assert abs(expected - full_loss.item()) > 0.5  # so that the check below tells the two softmaxes apart
+    assert loss.item() == pytest.approx(expected, abs=1e-5)
 
 
 def test_state_carried_across_windows_equals_one_long_window():

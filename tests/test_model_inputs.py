@@ -52,7 +52,17 @@ def test_state_continues_each_row(model: ElmoModel, inputs: dict[str, torch.Tens
         continued = model(**inputs, state=first.state)
         fresh = model(**inputs)
     assert continued.state is not None
-    assert not torch.allclose(continued.last_hidden_state[0], fresh.last_hidden_state[0])
+    # Row 0 read twice in one stateless call, the markers between the copies written out: the forward LSTM reads
+    # the second copy, and the backward LSTM the first, after exactly what the first call read.
+    doubled_words = [["a", "b", "c", "</S>", "<S>", "a", "b", "c"]]
+    with torch.no_grad():
+        doubled = model(**ElmoTokenizer()(doubled_words, is_split_into_words=True, return_tensors="pt"))
+    width = model.config.projection_dim
+    top = doubled.last_hidden_state[0]
+    expected = torch.cat([top[5:, :width], top[:3, width:]], dim=-1)
+    difference = (expected - fresh.last_hidden_state[0]).abs()
+    assert difference[:, :width].max() > 1e-2 and difference[:, width:].max() > 1e-2  # the state changes both halves
+    torch.testing.assert_close(continued.last_hidden_state[0], expected, rtol=0, atol=1e-6)
     # Each row continues its own state: row 1 alone with row 1's state gives the same vectors.
     h, c = first.state
     row_inputs = {key: value[1:] for key, value in inputs.items()}

@@ -1,5 +1,6 @@
-"""benchmarks/pos_sample_efficiency.py end to end on a few synthetic word/TAG sentences (no download): every row
-trains, the table and the plot are written, accuracies lie in [0, 1]; and the word embeddings + ELMo model's
+"""benchmarks/pos_sample_efficiency.py on a few synthetic word/TAG sentences (no download): end to end, every row
+trains and the table (holding each run's accuracy) and the plot are written; a word-to-tag mapping is learned, and
+the accuracies are those of the trained models recomputed sentence by sentence; the word embeddings + ELMo model's
 inputs."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import random
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -67,8 +69,6 @@ def test_runs_every_row_and_writes_table_and_plot(benchmark, fixture_model_folde
     rows = [*benchmark.SCHEME_KEYS, "shuffled_control"]
     assert sorted((r.scheme, r.fraction) for r in results) == sorted((s, f) for s in rows for f in (0.25, 1.0))
     for result in results:
-        assert 0.0 <= result.accuracy <= 1.0
-        assert result.unseen_accuracy is None or 0.0 <= result.unseen_accuracy <= 1.0
         assert result.sentences == (10 if result.fraction == 0.25 else 40)
         assert result.steps == (3 if result.fraction == 0.25 else 5)
         if result.scheme in ("scalar_mix", benchmark.BASELINE_ELMO):  # the ELMo scalar_mix over all 3 layers
@@ -77,6 +77,11 @@ def test_runs_every_row_and_writes_table_and_plot(benchmark, fixture_model_folde
             assert result.layer_weights is None
     report = (output / "pos_sample_efficiency.md").read_text(encoding="utf-8")
     assert "| model | 25% (10 sentences) | 100% (40 sentences) |" in report
+    config = benchmark.ElmoConfig.from_pretrained(fixture_model_folder)
+    for scheme in benchmark.schemes(config, benchmark.SCHEME_KEYS, shuffled_control=True):
+        row = next(line for line in report.splitlines() if line.startswith(f"| {scheme.title} | "))  # accuracy table
+        accuracies = {r.fraction: r.accuracy for r in results if r.scheme == scheme.key}
+        assert row == f"| {scheme.title} | {100 * accuracies[0.25]:.1f} | {100 * accuracies[1.0]:.1f} |"
     baseline, with_elmo = "| no ELMo: word embeddings from the task data |", "| word embeddings + ELMo scalar_mix |"
     assert report.index(baseline) < report.index(with_elmo) < report.index("| ELMo scalar_mix (learned weights) |")
     assert "| word embeddings + ELMo scalar_mix | 100% | layer 0 " in report  # its learned layer weights
@@ -86,6 +91,57 @@ def test_runs_every_row_and_writes_table_and_plot(benchmark, fixture_model_folde
     assert str(fixture_model_folder) in report
     plot = output / "pos_sample_efficiency.png"
     assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+def _tagged_right_alone(model, batcher, index: int) -> np.ndarray:
+    """Whether `model` tags each word of test sentence `index` right, given that sentence alone (no batch, no
+    padding)."""
+    inputs = batcher([index], False)
+    labels = inputs.pop("labels")[0]
+    with torch.no_grad():
+        return (model(**inputs).logits[0].argmax(dim=-1) == labels).numpy()
+
+
+def test_a_word_to_tag_mapping_is_learned_and_scored_per_test_token(
+    benchmark, fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each word of this corpus has one tag: trained on all of the training split (which holds every test word),
+    the baseline and ELMo tag the test split right. Each run's accuracies are the shares of test tokens (of all,
+    and of those whose word the fraction's sentences lack) that its trained model tags right sentence by sentence."""
+    arguments = benchmark.parse_arguments(
+        ["--model", str(fixture_model_folder), "--cache_dir", str(tmp_path), "--min_steps", "40",
+         "--batch_size", "8", "--task_hidden_size", "8", "--dropout", "0", "--learning_rate", "0.05"]
+    )  # fmt: skip
+    corpus = benchmark.split_corpus(benchmark.parse_tagged_lines(_corpus_lines(60, 1)), 20, seed=0)
+    bilm = benchmark.ElmoModel.from_pretrained(fixture_model_folder, mix_layers=None).eval()
+    tokenizer = benchmark.ElmoTokenizer.from_pretrained(fixture_model_folder)
+    features = {False: benchmark.compute_features(corpus, bilm, tokenizer, arguments)[0]}
+    trained = []  # the model and batcher of each run, as the benchmark hands them to predict
+    predict = benchmark.predict
+
+    def recording_predict(model, batcher, corpus):
+        trained.append((model, batcher))
+        return predict(model, batcher, corpus)
+
+    monkeypatch.setattr(benchmark, "predict", recording_predict)
+
+    for scheme in benchmark.schemes(bilm.config, [benchmark.BASELINE, "scalar_mix"], shuffled_control=False):
+        for fraction in (0.1, 1.0):
+            result = benchmark.run_one(scheme, fraction, 0, corpus, features, arguments)
+            model, batcher = trained.pop()
+            seen = {
+                word
+                for index in benchmark.training_sample(corpus, fraction, 0)
+                for word in corpus.sentences[index].words
+            }
+            unseen = np.array([word not in seen for index in corpus.test for word in corpus.sentences[index].words])
+            right = np.concatenate([_tagged_right_alone(model, batcher, index) for index in corpus.test])
+            assert result.accuracy == pytest.approx(right.mean(), abs=1e-12)
+            assert result.unseen_tokens == unseen.sum()
+            if fraction < 1:
+                assert unseen.any() and result.unseen_accuracy == pytest.approx(right[unseen].mean(), abs=1e-12)
+        assert result.unseen_tokens == 0 and result.unseen_accuracy is None  # fraction 1: every test word seen
+        assert result.accuracy >= 0.95, (scheme.key, result.accuracy)
 
 
 def test_word_embeddings_plus_elmo_feeds_both_to_the_task_encoder(benchmark, fixture_model_folder: Path) -> None:
@@ -106,5 +162,9 @@ def test_word_embeddings_plus_elmo_feeds_both_to_the_task_encoder(benchmark, fix
     assert torch.equal(inputs[:, 0], model.embedding(word_ids))
     torch.testing.assert_close(inputs[:, 1], bilm_layers.mean(dim=1))  # uniform softmax weights, scale 1
     labels = torch.tensor([corpus.label_ids[0]])
-    output = model(word_ids=word_ids, attention_mask=mask, labels=labels, bilm_layers=bilm_layers)
-    assert output.logits.shape == (1, word_ids.shape[1], len(corpus.labels)) and torch.isfinite(output.loss)
+    with torch.no_grad():
+        output = model(word_ids=word_ids, attention_mask=mask, labels=labels, bilm_layers=bilm_layers)
+        assert torch.equal(output.logits, head(bilm_layers=inputs, attention_mask=mask).logits)
+    assert output.logits.shape == (1, word_ids.shape[1], len(corpus.labels))
+    expected_loss = torch.nn.functional.cross_entropy(output.logits[0].double(), labels[0])  # no L2 term: 0 here
+    assert output.loss.item() == pytest.approx(expected_loss.item(), abs=1e-6)
