@@ -335,6 +335,7 @@ class LmTrainer:
             lstm_state=self.lstm_state,
             sampler_generator=self.sampler_generator,
             data_state={"packers": [packer.state_dict() for packer in self.packers]},
+            device=self.accelerator.device,
         )
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
@@ -347,11 +348,13 @@ class LmTrainer:
         weights = load_file(str(folder / "model.safetensors"))
         model.load_state_dict(weights)
         self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", weights_only=True))
+        device = self.accelerator.device
         torch.set_rng_state(saved["torch_rng"])
+        if "cuda_rng" in saved and device.type == "cuda":
+            torch.cuda.set_rng_state(saved["cuda_rng"], device)
         self.sampler_generator.set_state(saved["sampler_rng"])
         for packer, state in zip(self.packers, saved["data_state"]["packers"], strict=True):
             packer.load_state_dict(state)
-        device = self.accelerator.device
         self.lstm_state = (saved["lstm_h"].to(device), saved["lstm_c"].to(device))
         trainer_state = json.loads((folder / "trainer_state.json").read_text(encoding="utf-8"))
         self.step = trainer_state["step"]
