@@ -174,6 +174,7 @@ def _assert_equal_calls(expected: dict[str, object], actual: dict[str, object]) 
     assert expected.keys() == actual.keys()
     for name, value in expected.items():
         if isinstance(value, tuple):
+            assert isinstance(actual[name], tuple), name
             assert all(torch.equal(a, b) for a, b in zip(value, actual[name], strict=True)), name
         else:
             assert torch.equal(value, actual[name]), name
