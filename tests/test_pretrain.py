@@ -1,5 +1,7 @@
-"""training.pretrain end to end: a 2-process accelerate run that learns, saves and resumes exactly; fine-tuning
-with a new vocabulary; perplexity evaluation; bad input."""
+"""training/pretrain.py end to end: a 2-process accelerate run (of the module, and of the file) that learns, saves
+and resumes exactly; the LSTM state carried from window to window in training and in evaluation; a one-process
+resume that gives the same generators, state and windows; fine-tuning with a new vocabulary; perplexity
+evaluation; bad input."""
 
 from __future__ import annotations
 
@@ -66,11 +68,11 @@ def _arguments(corpus: Path, output: Path, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-def _launch_two_processes(arguments: list[str]) -> None:
+def _launch_two_processes(arguments: list[str], script: tuple[str, ...] = ("-m", "training.pretrain")) -> None:
+    """`accelerate launch` two processes of the module, or of `script=("training/pretrain.py",)`, the file."""
     command = [
         sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-        "-m", "training.pretrain", *arguments,
+        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", *script, *arguments,
     ]  # fmt: skip
     environment = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPOSITORY)}
     result = subprocess.run(command, cwd=REPOSITORY, env=environment, capture_output=True, text=True, timeout=600)
@@ -116,7 +118,8 @@ def test_resuming_two_processes_reproduces_the_uninterrupted_run(two_process_run
     (output / ".checkpoint-60.partial").mkdir()
     _launch_two_processes(
         _arguments(corpus, output, "--options_file", str(corpus / "options.json"), "--max_steps", "60",
-                   "--save_steps", "30", "--resume_from_checkpoint", "latest")
+                   "--save_steps", "30", "--resume_from_checkpoint", "latest"),
+        script=("training/pretrain.py",),  # as Hugging Face's example scripts are launched
     )  # fmt: skip
     expected, resumed = _weights(two_process_run / "model"), _weights(output / "model")
     assert expected.keys() == resumed.keys()
