@@ -126,9 +126,21 @@ def test_checkpoint_folders_and_process_count(tmp_path):
         (tmp_path / name).mkdir()
     assert latest_checkpoint(tmp_path) == tmp_path / "checkpoint-40"  # a half-written save is never picked
     folder = tmp_path / "checkpoint-40"
-    state = (torch.zeros(2, 2, 3, 4), torch.ones(2, 2, 3, 5))
-    save_process_state(folder, 0, lstm_state=state, sampler_generator=torch.Generator(), data_state={"x": 1})
-    loaded = load_process_state(folder, 0, 1)
-    assert torch.equal(loaded["lstm_c"], state[1]) and loaded["data_state"] == {"x": 1}
+    state = (torch.randn(2, 2, 3, 4), torch.randn(2, 2, 3, 5))
+    with torch.random.fork_rng(devices=[]):
+        # Generators advanced past their seeds: restoring must give the draws that would have come next.
+        torch.manual_seed(1)
+        sampler = torch.Generator().manual_seed(2)
+        torch.rand(5), torch.rand(5, generator=sampler)
+        save_process_state(folder, 0, lstm_state=state, sampler_generator=sampler, data_state={"x": 1})
+        next_draws = torch.rand(3), torch.rand(3, generator=sampler)
+        loaded = load_process_state(folder, 0, 1)
+        torch.set_rng_state(loaded["torch_rng"])
+        restored_sampler = torch.Generator()
+        restored_sampler.set_state(loaded["sampler_rng"])
+        assert torch.equal(torch.rand(3), next_draws[0])
+        assert torch.equal(torch.rand(3, generator=restored_sampler), next_draws[1])
+    assert torch.equal(loaded["lstm_h"], state[0]) and torch.equal(loaded["lstm_c"], state[1])
+    assert loaded["data_state"] == {"x": 1}
     with pytest.raises(ValueError, match="written by 1 processes, this run has 2"):
         load_process_state(folder, 0, 2)

@@ -1,8 +1,11 @@
-"""training.pretrain end to end: a 2-process accelerate run that learns, saves and resumes exactly; fine-tuning
-with a new vocabulary; perplexity evaluation; bad input."""
+"""training/pretrain.py end to end: a 2-process accelerate run (of the module, and of the file) that learns, saves
+and resumes exactly; the LSTM state carried from window to window in training and in evaluation; a one-process
+resume that gives the same generators, state and windows; fine-tuning with a new vocabulary; perplexity
+evaluation; bad input."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -19,8 +22,10 @@ from transformers import AutoModel, AutoModelForPreTraining
 
 import modeling_elmo  # noqa: F401  (registers the Auto classes)
 from training.evaluate_perplexity import main as evaluate_main
-from training.lm_model import transfer_softmax
+from training.lm_evaluation import evaluate_perplexity
+from training.lm_model import load_starting_model, transfer_softmax
 from training.lm_vocabulary import LmVocabulary
+from training.pretrain import LmTrainer, parse_args
 from training.pretrain import main as pretrain_main
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -63,11 +68,11 @@ def _arguments(corpus: Path, output: Path, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-def _launch_two_processes(arguments: list[str]) -> None:
+def _launch_two_processes(arguments: list[str], script: tuple[str, ...] = ("-m", "training.pretrain")) -> None:
+    """`accelerate launch` two processes of the module, or of `script=("training/pretrain.py",)`, the file."""
     command = [
         sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-        "-m", "training.pretrain", *arguments,
+        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", *script, *arguments,
     ]  # fmt: skip
     environment = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPOSITORY)}
     result = subprocess.run(command, cwd=REPOSITORY, env=environment, capture_output=True, text=True, timeout=600)
@@ -113,7 +118,8 @@ def test_resuming_two_processes_reproduces_the_uninterrupted_run(two_process_run
     (output / ".checkpoint-60.partial").mkdir()
     _launch_two_processes(
         _arguments(corpus, output, "--options_file", str(corpus / "options.json"), "--max_steps", "60",
-                   "--save_steps", "30", "--resume_from_checkpoint", "latest")
+                   "--save_steps", "30", "--resume_from_checkpoint", "latest"),
+        script=("training/pretrain.py",),  # as Hugging Face's example scripts are launched
     )  # fmt: skip
     expected, resumed = _weights(two_process_run / "model"), _weights(output / "model")
     assert expected.keys() == resumed.keys()
@@ -130,6 +136,107 @@ def test_sparse_softmax_sync_equals_ddps_dense_all_reduce(two_process_run, corpu
     dense, sparse = _weights(two_process_run / "checkpoint-30"), _weights(output / "model")
     for name in dense:
         assert torch.equal(dense[name], sparse[name]), name
+
+
+class TrainingWindowSpy:
+    """Records each training window's call of a trainer's model: the LSTM state given and returned, the windows,
+    and the random generators it draws from (torch's, the GPU's, the softmax sampler's) as they stood before it."""
+
+    def __init__(self, trainer: LmTrainer) -> None:
+        self.calls: list[dict[str, object]] = []
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        model.register_forward_pre_hook(self._before, with_kwargs=True)
+        model.register_forward_hook(self._after, with_kwargs=True)
+
+    def _before(self, model, args, kwargs) -> None:
+        if not model.training:  # a validation perplexity between steps
+            return
+        state = kwargs["state"]
+        call = {
+            "state": None if state is None else tuple(tensor.clone() for tensor in state),
+            **{name: kwargs[name].clone() for name in ("input_ids", "backward_input_ids", "labels", "backward_labels")},
+            "torch_rng": torch.get_rng_state(),
+            "sampler_rng": kwargs["sampler_generator"].get_state(),
+        }
+        if kwargs["input_ids"].is_cuda:
+            call["cuda_rng"] = torch.cuda.get_rng_state(kwargs["input_ids"].device)
+        self.calls.append(call)
+
+    def _after(self, model, args, kwargs, output) -> None:
+        if model.training:
+            self.calls[-1]["returned_state"] = tuple(tensor.detach().clone() for tensor in output.state)
+
+
+def _single_process_trainer(corpus: Path, output: Path, *extra: str) -> LmTrainer:
+    """A trainer in this process; dropout on, so that every step draws from torch's generator too."""
+    options = ("--options_file", str(corpus / "options.json"), "--dropout", "0.2", "--save_steps", "2")
+    return LmTrainer(parse_args(_arguments(corpus, output, *options, *extra)))
+
+
+def _assert_equal_calls(expected: dict[str, object], actual: dict[str, object]) -> None:
+    assert expected.keys() == actual.keys()
+    for name, value in expected.items():
+        if isinstance(value, tuple):
+            assert isinstance(actual[name], tuple), name
+            assert all(torch.equal(a, b) for a, b in zip(value, actual[name], strict=True)), name
+        else:
+            assert torch.equal(value, actual[name]), name
+
+
+def test_the_trainer_carries_the_lstm_state_from_window_to_window(corpus, tmp_path):
+    trainer = _single_process_trainer(corpus, tmp_path / "out", "--max_steps", "4")
+    spy = TrainingWindowSpy(trainer)
+    trainer.train()
+    assert len(spy.calls) == 4 and spy.calls[0]["state"] is None
+    for previous, call in itertools.pairwise(spy.calls):
+        # bilm-tf's truncated backpropagation: each window starts from the state the previous one ended in.
+        assert call["state"] is not None and call["state"][0].abs().sum() > 0
+        assert all(torch.equal(a, b) for a, b in zip(call["state"], previous["returned_state"], strict=True))
+
+
+def test_a_checkpoint_resumes_generators_state_and_windows_exactly(corpus, tmp_path):
+    uninterrupted = _single_process_trainer(corpus, tmp_path / "run", "--max_steps", "4")
+    expected = TrainingWindowSpy(uninterrupted)
+    uninterrupted.train()
+    output = tmp_path / "resumed"
+    output.mkdir()
+    shutil.copytree(tmp_path / "run" / "checkpoint-2", output / "checkpoint-2")
+    resumed = _single_process_trainer(corpus, output, "--max_steps", "4", "--resume_from_checkpoint", "latest")
+    actual = TrainingWindowSpy(resumed)
+    resumed.train()
+    # Steps 3 and 4 start from the same generators (advanced by 2 steps of dropout and sampling), the same
+    # non-zero LSTM state and the same windows (the text streams' positions) as without the interruption.
+    assert len(actual.calls) == 2 and expected.calls[2]["state"][1].abs().sum() > 0
+    for expected_call, actual_call in zip(expected.calls[2:], actual.calls, strict=True):
+        _assert_equal_calls(expected_call, actual_call)
+    expected_weights, resumed_weights = _weights(tmp_path / "run" / "model"), _weights(output / "model")
+    assert all(torch.equal(expected_weights[name], resumed_weights[name]) for name in expected_weights)
+
+
+def test_perplexity_carries_the_state_across_windows(corpus):
+    """One stream (batch 1) holds the same words whatever the window length: in windows of 3 words, the carried
+    state must give what one window over the whole stream (where nothing is carried) gives."""
+    vocabulary = LmVocabulary.from_file(corpus / "vocab.txt")
+    torch.manual_seed(0)
+    starting = load_starting_model(vocabulary, options_file=str(corpus / "options.json"))
+    files = [corpus / "heldout.txt"]
+
+    def perplexity(unroll_steps: int) -> dict[str, float]:
+        return evaluate_perplexity(
+            starting.model,
+            starting.tokenizer,
+            vocabulary,
+            files,
+            batch_size=1,
+            unroll_steps=unroll_steps,
+            progress=False,
+        )
+
+    windows = perplexity(3)
+    whole = perplexity(windows["tokens"])
+    assert windows["tokens"] == whole["tokens"]
+    for name in ("forward_perplexity", "backward_perplexity"):
+        assert windows[name] == pytest.approx(whole[name], rel=1e-6), name
 
 
 def test_fine_tuning_with_a_new_vocabulary(two_process_run, corpus, tmp_path, capsys):

@@ -9,21 +9,25 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from pathlib import Path
+
+if not __package__:  # run as a file, not with -m: see "Running the scripts" in training/__init__.py
+    _folder = Path(__file__).resolve().parent
+    sys.path[:] = [str(_folder.parent), *(entry for entry in sys.path if Path(entry).resolve() != _folder)]
 
 from tqdm.auto import tqdm
 
-from .jsonl import DataFileError
-from .lm_vocabulary import LmVocabulary
-from .text_stream import CorpusReport, expand_files, read_sentences
+from training.jsonl import DataFileError
+from training.lm_vocabulary import LmVocabulary
+from training.text_stream import CorpusReport, expand_files, read_sentences
 
-EXAMPLES = """example:
-  python -m training.build_vocab --train_files 'corpus/train/*.txt' --output vocab.txt --min_count 3 --max_size 50000
+EXAMPLES = """example (from the repository root; installed: elmo-build-vocab --train_files ...):
+  python training/build_vocab.py --train_files 'corpus/train/*.txt' --output vocab.txt --min_count 3 --max_size 50000
 """
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m training.build_vocab",
         description=__doc__.split("\n\n")[0],
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,

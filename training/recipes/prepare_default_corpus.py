@@ -22,7 +22,7 @@ separated by single spaces, as the biLM trainer reads them:
 
 Example (from the repository root):
 
-    python -m training.recipes.prepare_default_corpus --out /work/corpus/default
+    python training/recipes/prepare_default_corpus.py --out /work/corpus/default
 """
 
 from __future__ import annotations
@@ -41,6 +41,10 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree
+
+if not __package__:  # run as a file, not with -m: see "Running the scripts" in training/__init__.py
+    _folder = Path(__file__).resolve().parent
+    sys.path[:] = [str(_folder.parents[1]), *(entry for entry in sys.path if Path(entry).resolve() != _folder)]
 
 from tqdm.auto import tqdm
 
@@ -504,7 +508,7 @@ def write_sources(out: Path, args, stats: dict, heldout_titles: dict, shards: in
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
-        epilog="example: python -m training.recipes.prepare_default_corpus --out /work/corpus/default",
+        epilog="example: python training/recipes/prepare_default_corpus.py --out /work/corpus/default",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--out", type=Path, required=True, help="output directory (created)")

@@ -1,0 +1,110 @@
+"""The training scripts start the ways users start them: as files from a checkout, as Hugging Face's example
+scripts are (`python training/pretrain.py`; `accelerate launch training/pretrain.py` in test_pretrain.py), with
+the package not installed, from the repository root or elsewhere; and as the installed package's console scripts.
+
+A file launch is checked where Python can find every dependency but not this package: `python -S` skips the site
+module, which would run the `.pth` file of its editable install (the README's, CI's), and PYTHONPATH names the
+site-packages folders themselves. A script that imported relatively, or that imported `training` without putting
+its checkout on `sys.path`, fails there.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import site
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+SCRIPTS = [
+    "training/pretrain.py",
+    "training/build_vocab.py",
+    "training/evaluate_perplexity.py",
+    "training/model_card.py",
+    "training/run_token_classification.py",
+    "training/run_classification.py",
+    "training/recipes/prepare_default_corpus.py",
+]
+# Each script once (a launch costs seconds of imports), from the repository root as the README shows, or from
+# another folder by its full path.
+ELSEWHERE = {"training/model_card.py", "training/recipes/prepare_default_corpus.py"}
+LAUNCHES = [(script, "another folder" if script in ELSEWHERE else "repository root") for script in SCRIPTS]
+
+
+def _environment_without_this_package() -> dict[str, str]:
+    folders = site.getsitepackages() + ([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(folders)}
+
+
+@pytest.fixture(scope="module")
+def help_launches(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[str, str], subprocess.Popen]]:
+    """`python -S SCRIPT --help` for every launch, all started at once (each spends seconds importing torch)."""
+    environment, elsewhere = _environment_without_this_package(), tmp_path_factory.mktemp("elsewhere")
+    check = [sys.executable, "-S", "-c", "import training"]
+    if subprocess.run(check, cwd=elsewhere, env=environment, capture_output=True).returncode == 0:
+        pytest.skip("this package is installed into site-packages: a file launch cannot be told from an import of it")
+    launches = {}
+    for script, start in LAUNCHES:
+        path, folder = (script, REPOSITORY) if start == "repository root" else (str(REPOSITORY / script), elsewhere)
+        command = [sys.executable, "-S", path, "--help"]
+        launches[script, start] = subprocess.Popen(
+            command, cwd=folder, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+    yield launches
+    for process in launches.values():
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.parametrize(("script", "start"), LAUNCHES)
+def test_a_script_runs_as_a_file_without_the_package_installed(help_launches, script: str, start: str) -> None:
+    stdout, stderr = help_launches[script, start].communicate(timeout=600)
+    assert help_launches[script, start].returncode == 0, stderr[-3000:]
+    assert stdout.startswith(f"usage: {Path(script).name} ")
+
+
+def _training_console_scripts() -> dict[str, str]:
+    with open(REPOSITORY / "pyproject.toml", "rb") as file:
+        scripts = tomllib.load(file)["project"]["scripts"]
+    return {name: target for name, target in scripts.items() if target.startswith("training.")}
+
+
+def _console_script(name: str):
+    module, function = _training_console_scripts()[name].split(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def test_every_script_has_a_console_script_named_after_it() -> None:
+    named = {"elmo-" + Path(script).stem.replace("_", "-") for script in SCRIPTS if "recipes" not in script}
+    assert set(_training_console_scripts()) == named
+
+
+@pytest.mark.parametrize("name", sorted(_training_console_scripts()))
+def test_a_console_script_reads_the_command_line(
+    name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What the installed console script runs: its function, called with no arguments, on `sys.argv`."""
+    monkeypatch.setattr(sys, "argv", [name, "--help"])
+    with pytest.raises(SystemExit) as exit_info:
+        _console_script(name)()
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: {name} ")
+
+
+@pytest.mark.parametrize("name", ["elmo-run-token-classification", "elmo-run-classification"])
+def test_a_fine_tuning_console_script_reports_bad_data_in_one_line(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    train = tmp_path / "train.jsonl"
+    train.write_text("{not json\n", encoding="utf-8")
+    arguments = ["--model_name_or_path", "unused", "--train_file", str(train), "--do_train"]
+    monkeypatch.setattr(sys, "argv", [name, *arguments, "--output_dir", str(tmp_path / "out")])
+    with pytest.raises(SystemExit) as exit_info:
+        _console_script(name)()
+    assert str(exit_info.value.code).startswith(f"error: {train}, line 1: not JSON")
