@@ -194,7 +194,9 @@ def test_help(script, capsys: pytest.CaptureFixture[str]) -> None:
         assert option in help_text
 
 
-def test_bad_data_and_options_are_reported(fixture_model_folder: Path, tmp_path: Path) -> None:
+def test_bad_data_and_options_are_reported(
+    fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     def run(rows: list[str], **options: object) -> None:
         train = tmp_path / "train.jsonl"
         train.write_text("\n".join(rows) + "\n", encoding="utf-8")
@@ -216,5 +218,7 @@ def test_bad_data_and_options_are_reported(fixture_model_folder: Path, tmp_path:
         run([good, good], label_column_name="ner_tags")
     with pytest.raises(DataFileError, match="line 1: 1 words but 2 tags"):
         run([json.dumps({"tokens": ["a"], "tags": ["O", "O"]})])
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exit_info:
         run([good], cache_features=True, no_freeze_bilm=True)
+    assert exit_info.value.code == 2
+    assert "--cache_features needs a frozen biLM" in capsys.readouterr().err
