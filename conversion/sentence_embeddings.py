@@ -13,6 +13,8 @@ from pathlib import Path
 
 from huggingface_hub import ModelCard, ModelCardData
 
+from modeling_elmo import ElmoConfig
+
 from .atomic_output import atomic_output_folder
 from .errors import ConversionError
 from .model_card import render_model_card
@@ -68,18 +70,19 @@ def convert_to_sentence_transformers(
         from sentence_transformers import SentenceTransformer
         from sentence_transformers.sentence_transformer.modules import Pooling
 
-        from modeling_elmo.sentence_elmo import ElmoSentenceEncoder
+        from modeling_elmo.sentence_elmo import ElmoSentenceEncoder, layer_scheme
     except ImportError as error:
         raise ConversionError(
             f"elmo-convert sentence-transformers needs sentence-transformers>=6 (pip install "
             f"'sentence-transformers>=6'): {error}"
         ) from error
     model_dir, output = Path(model_dir), Path(output)
-    _check_elmo_folder(model_dir)
     try:
-        encoder = ElmoSentenceEncoder(str(model_dir), layers)
+        layer_scheme(layers, _elmo_config(model_dir).num_hidden_layers)
     except ValueError as error:
         raise ConversionError(f"--layers: {error}") from error
+    try:
+        encoder = ElmoSentenceEncoder(str(model_dir), layers)
     except OSError as error:
         raise ConversionError(f"{model_dir}: cannot load the ELMo model: {str(error).splitlines()[0]}") from error
     pooling = Pooling(encoder.get_embedding_dimension(), pooling_mode="mean")
@@ -91,7 +94,8 @@ def convert_to_sentence_transformers(
     return model
 
 
-def _check_elmo_folder(model_dir: Path) -> None:
+def _elmo_config(model_dir: Path) -> ElmoConfig:
+    """The configuration of the ELMo model in `model_dir`, checked."""
     config_file = model_dir / "config.json"
     if not config_file.is_file():
         raise ConversionError(f"{model_dir}: no config.json; expected an ELMo model folder (written by elmo-convert)")
@@ -101,6 +105,10 @@ def _check_elmo_folder(model_dir: Path) -> None:
         raise ConversionError(f"{config_file}: not a JSON object: {error}") from error
     if model_type != "elmo":
         raise ConversionError(f"{config_file}: model_type is {model_type!r}, expected 'elmo'")
+    try:
+        return ElmoConfig.from_pretrained(model_dir)
+    except ValueError as error:
+        raise ConversionError(f"{config_file}: {error}") from error
 
 
 def _name_modules_by_their_file(modules_file: Path) -> None:

@@ -44,10 +44,9 @@ LAYER_SCHEMES = {
 def layer_scheme(layers: str | int, num_hidden_layers: int) -> tuple[str, list[int] | None]:
     """(mix mode, mixed layers) for a `layers` setting: a name of `LAYER_SCHEMES` or one layer's index
     (0 = the token layer, j = the j-th biLSTM layer; a string of digits counts as the index)."""
-    if isinstance(layers, str) and layers.isdigit():
-        layers = int(layers)
-    if isinstance(layers, int) and not isinstance(layers, bool) and 0 <= layers <= num_hidden_layers:
-        return "layer", [layers]
+    index = int(layers) if isinstance(layers, str) and layers.isdigit() else layers
+    if isinstance(index, int) and not isinstance(index, bool) and 0 <= index <= num_hidden_layers:
+        return "layer", [index]
     if isinstance(layers, str) and layers in LAYER_SCHEMES:
         return LAYER_SCHEMES[layers]
     raise ValueError(
