@@ -150,12 +150,14 @@ def test_what_sentence_transformers_users_expect(sentence_model: SentenceTransfo
     np.testing.assert_allclose(single, vectors[0].numpy(), rtol=0, atol=1e-6)
 
 
-def test_save_and_reload_give_the_same_vectors(sentence_model: SentenceTransformer, tmp_path: Path) -> None:
-    sentence_model.save(str(tmp_path / "saved-st"))
+def test_save_and_reload_give_the_same_vectors(fixture_model_folder: Path, tmp_path: Path) -> None:
+    loaded = _load(_convert(fixture_model_folder, tmp_path / "fixture-st-1", "--layers", "1"))  # not the default
+    loaded.save(str(tmp_path / "saved-st"))
     modules = json.loads((tmp_path / "saved-st" / "modules.json").read_text())
     assert modules[0]["type"] == "sentence_elmo.ElmoSentenceEncoder"
+    assert json.loads((tmp_path / "saved-st" / "sentence_bert_config.json").read_text()) == {"layers": 1}
     reloaded = _load(tmp_path / "saved-st")
-    np.testing.assert_array_equal(reloaded.encode(AWKWARD), sentence_model.encode(AWKWARD))
+    np.testing.assert_array_equal(reloaded.encode(AWKWARD), loaded.encode(AWKWARD))
 
 
 # Loads the folder with SentenceTransformer in a Python where this package cannot be imported; checks encode().
