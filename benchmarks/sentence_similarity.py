@@ -251,8 +251,9 @@ def interval(values: np.ndarray) -> tuple[float, float]:
 def describe_model(model_dir: Path) -> str:
     config = ElmoConfig.from_pretrained(model_dir)
     parameters = sum(parameter.numel() for parameter in ElmoModel(config).parameters())
+    name = "the bundled `modeling_elmo.DEFAULT_MODEL`" if model_dir == Path(DEFAULT_MODEL) else f"`{model_dir}`"
     return (
-        f"`{model_dir}`: {parameters:,} biLM parameters, {config.num_hidden_layers} biLSTM layers of "
+        f"{name}: {parameters:,} biLM parameters, {config.num_hidden_layers} biLSTM layers of "
         f"{config.cell_size} cells, projection {config.projection_dim} (layers {config.hidden_size} wide)"
     )
 
