@@ -253,3 +253,12 @@ def test_the_plain_package_never_imports_sentence_transformers() -> None:
             if isinstance(node, ast.ImportFrom):
                 names = [node.module or "", *(alias.name for alias in node.names)]
             assert not any(name.split(".")[0] in ("sentence_transformers", "sentence_elmo") for name in names), path
+
+
+def test_help_names_every_layers_choice(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["sentence-transformers", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines to the terminal's width
+    for choice in ("average (mean of all layers; default)", "first-two", "concat", "0 = token layer"):
+        assert choice in help_text
+    assert "elmo-convert sentence-transformers --model elmo-original" in help_text and "--overwrite" in help_text
