@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from huggingface_hub import ModelCard, ModelCardData
 
@@ -18,6 +19,11 @@ from modeling_elmo import ElmoConfig
 from .atomic_output import atomic_output_folder
 from .errors import ConversionError
 from .model_card import render_model_card
+
+if TYPE_CHECKING:  # sentence-transformers is an optional dependency, imported when a conversion runs
+    from sentence_transformers import SentenceTransformer
+
+    from modeling_elmo.sentence_elmo import ElmoSentenceEncoder
 
 __all__ = ["SOURCE_CARD", "convert_to_sentence_transformers", "describe_layers"]
 
@@ -56,12 +62,12 @@ def convert_to_sentence_transformers(
     model_dir: str | Path,
     output: str | Path,
     *,
-    layers: str = "average",
+    layers: str | int = "average",
     license: str | None = None,
     language: str | None = None,
     repo_id: str | None = None,
     overwrite: bool = False,
-):
+) -> SentenceTransformer:
     """Write `output`, a sentence-transformers folder of the ELMo model in `model_dir` whose word vectors are
     mixed by `layers` (see `modeling_elmo.sentence_elmo.LAYER_SCHEMES`) and averaged. `license` and `language`
     default to the source model page's; `repo_id` is what the page's snippets load (default: the folder's name).
@@ -122,7 +128,7 @@ def _name_modules_by_their_file(modules_file: Path) -> None:
 
 
 def _write_model_card(
-    folder: Path, encoder, model_dir: Path, license: str | None, language: str | None, repo_id: str
+    folder: Path, encoder: ElmoSentenceEncoder, model_dir: Path, license: str | None, language: str | None, repo_id: str
 ) -> ModelCard:
     """README.md of the sentence-transformers folder; the source's own page is kept as `SOURCE_CARD`."""
     source = ModelCard.load(model_dir / "README.md") if (model_dir / "README.md").is_file() else None

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from elmoformanylangs_files import write_small_model
 from huggingface_hub import ModelCard
 from sentence_transformers import SentenceTransformer
 from transformers import AutoModel, AutoTokenizer
@@ -134,6 +135,16 @@ def test_each_layers_choice_gives_its_documented_vectors(
     np.testing.assert_allclose(
         model.encode(texts), manual_sentence_vectors(fixture_model_folder, texts, layers).numpy(), rtol=0, atol=1e-6
     )
+
+
+def test_a_model_with_a_word_embedding_gets_its_word_ids(tmp_path: Path) -> None:
+    """An ELMoForManyLangs model (code-point characters, a word embedding) through the same route."""
+    source = write_small_model(tmp_path / "many-langs", word_dim=3)
+    assert main(["elmoformanylangs", "--model-dir", str(source), "--output", str(tmp_path / "elmo-zh")]) == 0
+    model = _load(_convert(tmp_path / "elmo-zh", tmp_path / "elmo-zh-st"))
+    texts = ["the naïve cat .", "жизнь 中文 unknown-word", "", "café"]
+    expected = manual_sentence_vectors(tmp_path / "elmo-zh", texts).numpy()
+    np.testing.assert_allclose(model.encode(texts, batch_size=2), expected, rtol=0, atol=1e-6)
 
 
 def test_what_sentence_transformers_users_expect(sentence_model: SentenceTransformer, capsys) -> None:
