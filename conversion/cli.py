@@ -21,12 +21,15 @@ _EXAMPLES = """examples:
   elmo-convert token-embeddings --model elmo-original --vocab vocab.txt --output elmo_token_embeddings.hdf5
   elmo-convert bilm-tf-checkpoint --checkpoint checkpoints/model.ckpt-935588 --options checkpoints/options.json \\
       --vocab vocab-2016-09-10.txt --output elmo-lm
+  elmo-convert sentence-transformers --model elmo-original --output elmo-original-st --layers average
 
 A model folder holds config.json, model.safetensors, the tokenizer files, the model code and its model page
 (README.md, with the measured float32 vs float64 parity), and loads with
   AutoModel.from_pretrained("elmo-original", trust_remote_code=True)
 A language-model folder (bilm-tf-checkpoint) also holds the softmax and vocab.txt, and loads with
   AutoModelForPreTraining.from_pretrained("elmo-lm", trust_remote_code=True)  (or AutoModel: the biLM alone)
+A sentence-transformers folder (averaged ELMo sentence vectors; needs sentence-transformers>=6) loads with
+  SentenceTransformer("elmo-original-st", trust_remote_code=True)
 """
 
 
@@ -86,11 +89,28 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     checkpoint.add_argument("--output", required=True, help="model folder to create")
 
+    sentence = command(
+        "sentence-transformers",
+        "model folder -> sentence-transformers folder: averaged ELMo sentence vectors (mixed layers, mean over words)",
+    )
+    sentence.add_argument("--model", required=True, help="ELMo model folder (any written by this package)")
+    sentence.add_argument("--output", required=True, help="sentence-transformers folder to create")
+    sentence.add_argument(
+        "--layers",
+        default="average",
+        help="each word's vector: average (mean of all layers; default), first-two (mean of the token layer and the "
+        "first biLSTM layer, the top layers are not run), concat (all layers side by side), or one layer's index "
+        "(0 = token layer, 1..L = biLSTM layers)",
+    )
+    sentence.add_argument("--license", help="license for the model page (default: the source model page's)")
+    sentence.add_argument("--language", help="language for the model page (default: the source model page's)")
+    sentence.add_argument("--push-to-hub", metavar="REPO", help="upload the folder to this Hub model repo")
+
     for subparser in (allennlp, many_langs, checkpoint):
         subparser.add_argument("--license", default="apache-2.0", help="license of the weights, for the model page")
         subparser.add_argument("--language", default="en", help="language of the weights, for the model page")
         subparser.add_argument("--push-to-hub", metavar="REPO", help="upload the folder to this Hub model repo")
-    for subparser in (allennlp, many_langs, to_allennlp, token_embeddings, checkpoint):
+    for subparser in (allennlp, many_langs, to_allennlp, token_embeddings, checkpoint, sentence):
         subparser.add_argument("--overwrite", action="store_true", help="replace an existing output")
     return parser
 
@@ -178,6 +198,27 @@ def _run(args: argparse.Namespace) -> str:
         )
         summary = _conversion_summary(args, Path(args.checkpoint), model.elmo, parity)
         return f"{summary}; with its softmax of {model.config.vocab_size:,} words and vocab.txt"
+    if args.command == "sentence-transformers":
+        from .sentence_embeddings import convert_to_sentence_transformers
+
+        model = convert_to_sentence_transformers(
+            args.model,
+            args.output,
+            layers=args.layers,
+            license=args.license,
+            language=args.language,
+            repo_id=args.push_to_hub,
+            overwrite=args.overwrite,
+        )
+        if args.push_to_hub:
+            from .hub import push_folder
+
+            push_folder(args.output, args.push_to_hub)
+        return (
+            f"Wrote {args.output}: {args.model} as a sentence-transformers model, --layers {model[0].layers} and the"
+            f" mean over words, {model.get_embedding_dimension()} dimensions; load it with"
+            f' SentenceTransformer("{args.output}", trust_remote_code=True)'
+        )
     from .token_embeddings import write_token_embeddings
 
     count = write_token_embeddings(

@@ -88,13 +88,15 @@ def write_model_card(
     )
 
 
-def render_model_card(folder: Path, model: ElmoModel, card_data: ModelCardData, **fields) -> ModelCard:
-    """Fill `model_card.md` with `card_data`, the architecture of `model` and `fields` (see the template: a
-    converted model passes `parity`, a trained one `training`); writes `folder/README.md`."""
+def render_model_card(
+    folder: Path, model: ElmoModel, card_data: ModelCardData, *, template: Path = TEMPLATE, **fields
+) -> ModelCard:
+    """Fill `template` (`model_card.md` by default) with `card_data`, the architecture of `model` and `fields`
+    (see the template: a converted model passes `parity`, a trained one `training`); writes `folder/README.md`."""
     config = model.config
     card = ModelCard.from_template(
         card_data,
-        template_path=str(TEMPLATE),
+        template_path=str(template),
         num_layers=config.num_hidden_layers,
         hidden_size=config.hidden_size,
         char_vocab_size=config.char_vocab_size,
