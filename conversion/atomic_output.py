@@ -39,6 +39,14 @@ def atomic_output_file(output: str | Path, *, overwrite: bool = False) -> Iterat
         raise
 
 
+def _readable_by_all(folder: Path) -> None:
+    """Files mode 644, folders 755: some writers (transformers' weight files among them) make private files, and a
+    model folder is meant to be shared. Links are left as they are."""
+    for path in folder.rglob("*"):
+        if not path.is_symlink():
+            path.chmod(0o755 if path.is_dir() else 0o644)
+
+
 @contextmanager
 def atomic_output_folder(output: str | Path, *, overwrite: bool = False) -> Iterator[Path]:
     """Yield a temporary folder; on success it becomes `output`, on failure it is removed.
@@ -55,6 +63,7 @@ def atomic_output_folder(output: str | Path, *, overwrite: bool = False) -> Iter
     staging.chmod(0o755)  # mkdtemp makes it private; the model folder is meant to be shared
     try:
         yield staging
+        _readable_by_all(staging)
         if output.exists():
             previous = staging.with_suffix(".previous")
             output.rename(previous)

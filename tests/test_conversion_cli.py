@@ -140,3 +140,10 @@ def test_training_options_are_kept(tmp_path: Path) -> None:
     assert config.vocab_size == 793471
     assert config.training_options == {"unroll_steps": 20, "batch_size": 128}
     assert config.cell_clip == 3.0 and config.use_skip_connections is True
+
+
+def test_converted_folder_is_readable_by_all(fixture_model_folder: Path) -> None:
+    """transformers writes its weight files private (mode 600); a model folder is meant to be shared."""
+    modes = {path.name: oct(path.stat().st_mode & 0o777) for path in fixture_model_folder.iterdir()}
+    assert modes and set(modes.values()) == {"0o644"}, modes
+    assert oct(fixture_model_folder.stat().st_mode & 0o777) == "0o755"

@@ -169,8 +169,6 @@ def main(argv: list[str] | None = None) -> None:
         run_args = run_arguments(run_dir)
         with atomic_output_folder(args.output, overwrite=args.overwrite) as staging:
             shutil.copytree(run_dir / "model", staging, dirs_exist_ok=True)
-            for path in staging.iterdir():
-                path.chmod(0o644)  # a model to share: readable by all (some writers make private files)
             if args.bundled:
                 link_code_files_to_package(staging)
             card = write_trained_model_card(
