@@ -443,7 +443,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
 
     def _words_of(self, sentence: Any, is_split_into_words: bool) -> list[str]:
         if is_split_into_words:
-            if isinstance(sentence, str) or not all(isinstance(word, str) for word in sentence):
+            if isinstance(sentence, str) or not _are_strings(sentence):
                 raise ValueError(
                     f"With is_split_into_words=True each sentence must be a list of strings, got {sentence!r:.80}"
                 )
@@ -525,6 +525,15 @@ class ElmoTokenizer(PreTrainedTokenizer):
 
     def batch_decode(self, sequences: Any, skip_special_tokens: bool = False, **kwargs) -> list[str]:
         return [self.decode(sentence, skip_special_tokens=skip_special_tokens) for sentence in sequences]
+
+
+_STR_TYPE = frozenset((str,))
+
+
+def _are_strings(words: Iterable[Any]) -> bool:
+    # The set of the words' types is built in C: a per-word isinstance took a third of a cached batch's time.
+    # Subclasses of str pass too, through the slower test.
+    return _STR_TYPE.issuperset(map(type, words)) or all(isinstance(word, str) for word in words)
 
 
 def _batch_encoding(
