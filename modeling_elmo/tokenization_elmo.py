@@ -180,17 +180,17 @@ class _WordCache:
 
     def _rows_of(self, words: Sequence[str], encode: Callable) -> np.ndarray:
         rows = self._rows
-        found = np.fromiter(map(rows.__getitem__, words), dtype=np.intp, count=len(words))
-        if len(rows) > self.capacity and len(rows.new_words) < len(rows):  # full: start over with these words
-            rows.clear()
+        try:
             found = np.fromiter(map(rows.__getitem__, words), dtype=np.intp, count=len(words))
-        if rows.new_words:
-            try:
+            if len(rows) > self.capacity and len(rows.new_words) < len(rows):  # full: start over with these words
+                rows.clear()
+                found = np.fromiter(map(rows.__getitem__, words), dtype=np.intp, count=len(words))
+            if rows.new_words:
                 self._store(len(rows) - len(rows.new_words) + 1, *encode(rows.new_words))
-            except BaseException:
-                rows.clear()  # their rows were handed out but never written
-                raise
-            rows.new_words.clear()
+                rows.new_words.clear()
+        except BaseException:  # an interruption (Ctrl-C) can leave rows handed out but not written
+            rows.clear()
+            raise
         return found
 
     def _store(self, first: int, char_ids: np.ndarray, word_ids: np.ndarray | None) -> None:

@@ -7,6 +7,7 @@ import copy
 import json
 import pickle
 import random
+import sys
 import threading
 from pathlib import Path
 
@@ -63,7 +64,9 @@ def test_word_char_ids_is_the_original_mapping() -> None:
 @pytest.mark.parametrize("max_characters_per_token", [50, 7])
 def test_awkward_words_cold_then_warm(max_characters_per_token: int) -> None:
     tokenizer = ElmoTokenizer(max_characters_per_token=max_characters_per_token)
-    batch = [AWKWARD_WORDS, AWKWARD_WORDS[::-3], [], ["naïve", "naïve", ""]]
+    first = [AWKWARD_WORDS[:2]]
+    assert _encode(tokenizer, first)["input_ids"].tolist() == _reference_ids(tokenizer, first)
+    batch = [AWKWARD_WORDS, AWKWARD_WORDS[::-3], [], ["naïve", "naïve", ""]]  # 2 cached words, 16 new ones
     cold = _encode(tokenizer, batch)
     assert cold["input_ids"].tolist() == _reference_ids(tokenizer, batch)
     assert cold["attention_mask"].tolist() == [[1] * len(words) + [0] * (18 - len(words)) for words in batch]
@@ -131,23 +134,33 @@ def test_code_points_and_word_ids_cold_warm_and_past_the_bound(tmp_path: Path, w
 
 
 def test_threads_sharing_a_tokenizer_get_their_own_ids() -> None:
-    # A cache of 8 words starts over on nearly every call: a thread must never read rows another is rewriting.
-    tokenizer = ElmoTokenizer(word_cache_size=8)
+    # A cache of 4 words starts over on every call: a thread must never read rows another is rewriting.
+    tokenizer = ElmoTokenizer(word_cache_size=4)
+    start = threading.Barrier(4)
     failures = []
 
     def work(seed: int) -> None:
         rng = random.Random(seed)
         vocabulary = [f"{seed}-{index}" for index in range(40)] + AWKWARD_WORDS
-        for _ in range(150):
+        start.wait()
+        for _ in range(500):
             batch = [rng.sample(vocabulary, 6), rng.sample(vocabulary, 3)]
-            if _encode(tokenizer, batch)["input_ids"].tolist() != _reference_ids(tokenizer, batch):
-                failures.append(batch)
+            try:
+                if _encode(tokenizer, batch)["input_ids"].tolist() != _reference_ids(tokenizer, batch):
+                    failures.append(batch)
+            except Exception as error:  # a row index past the end of a table another thread replaced
+                failures.append(error)
 
     threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads take turns every few bytecodes, so that a race shows within the test
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(switch_interval)
     assert not failures
 
 
