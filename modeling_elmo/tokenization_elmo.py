@@ -106,10 +106,9 @@ DEFAULT_WORD_CACHE_SIZE = 16_384
 def _framed_char_ids(body: np.ndarray, lengths: np.ndarray, bow: int, eow: int, pad: int) -> np.ndarray:
     """Rows of `[bow, *body[:length], eow, pad...]`: (words, width + 2) int64 from body ids (words, width)."""
     count, width = body.shape
-    ids = np.empty((count, width + 2), dtype=np.int64)
+    ids = np.full((count, width + 2), pad, dtype=np.int64)
     ids[:, 0] = bow
-    ids[:, 1:-1] = np.where(np.arange(width) < lengths[:, None], body, pad)
-    ids[:, -1] = pad
+    np.copyto(ids[:, 1:-1], body, where=np.arange(width) < lengths[:, None])
     ids[np.arange(count), lengths + 1] = eow
     return ids
 
@@ -121,7 +120,7 @@ def _utf8_char_ids(words: Sequence[str], max_characters_per_token: int) -> np.nd
     lengths = np.fromiter(map(len, pieces), dtype=np.intp, count=len(pieces))
     # Each word's bytes padded to the same width, so that one buffer reshapes into a (words, width) matrix.
     body = np.frombuffer(b"".join(piece.ljust(width, b"\0") for piece in pieces), dtype=np.uint8)
-    body = body.reshape(len(pieces), width).astype(np.int64) + 1
+    body = body.reshape(len(pieces), width) + np.uint16(1)  # small integers: 4x less memory to write than int64
     special = UTF8_SPECIAL_CHAR_IDS
     return _framed_char_ids(body, lengths, special["bow"], special["eow"], special["pad"])
 
@@ -138,8 +137,8 @@ def _code_points(words: Sequence[str], width: int) -> tuple[np.ndarray, np.ndarr
 class _WordCache:
     """The ids of the words a tokenizer met last: one row of a table per word, row 0 for padding.
 
-    Bounded: when a call's new words would take it past `capacity` words, it starts over with that call's words
-    alone (so it holds at most `capacity` words, or the distinct words of one call where they are more). A lock
+    Bounded: it holds at most `capacity` words between calls. When a call's new words would take it past that, it
+    starts over with that call's words; one call with more distinct words than that has it to itself. A lock
     makes each look-up one step, so that threads sharing a tokenizer never read a row being rewritten. It pickles
     and copies as an empty cache: copies of a tokenizer, worker processes and `datasets` fingerprints do not
     carry, or depend on, the words it has seen.
@@ -150,7 +149,7 @@ class _WordCache:
             raise ValueError(f"the word cache needs room for at least one word, got word_cache_size={capacity}")
         self.capacity = capacity
         self._arguments = (capacity, max_characters_per_token, with_word_ids)
-        self._rows = _RowsOfWords()
+        self._rows: dict[str, int] = {}
         self._char_ids = np.zeros((1, max_characters_per_token), dtype=np.int64)
         self._word_ids = np.zeros(1, dtype=np.int64) if with_word_ids else None
         self._lock = threading.Lock()
@@ -176,22 +175,32 @@ class _WordCache:
         with self._lock:
             index = np.zeros(layout.shape, dtype=np.intp)
             index[layout] = self._rows_of(words, encode)
-            return self._char_ids[index], None if self._word_ids is None else self._word_ids[index]
+            ids = self._char_ids[index], None if self._word_ids is None else self._word_ids[index]
+            if len(self._rows) > self.capacity:  # this call's words alone were more than the cache keeps
+                self._forget_words()
+            return ids
 
     def _rows_of(self, words: Sequence[str], encode: Callable) -> np.ndarray:
         rows = self._rows
         try:
-            found = np.fromiter(map(rows.__getitem__, words), dtype=np.intp, count=len(words))
-            if len(rows) > self.capacity and len(rows.new_words) < len(rows):  # full: start over with these words
-                rows.clear()
-                found = np.fromiter(map(rows.__getitem__, words), dtype=np.intp, count=len(words))
-            if rows.new_words:
-                self._store(len(rows) - len(rows.new_words) + 1, *encode(rows.new_words))
-                rows.new_words.clear()
-        except BaseException:  # an interruption (Ctrl-C) can leave rows handed out but not written
-            rows.clear()
-            raise
-        return found
+            return np.fromiter(map(rows.__getitem__, words), dtype=np.intp, count=len(words))  # all cached
+        except KeyError:
+            pass
+        new_words = list(set(words).difference(rows))  # C-level passes over the call's words, whatever the order
+        if len(rows) + len(new_words) > self.capacity:  # full: start over with this call's words
+            self._forget_words()
+            new_words = list(set(words))
+        first = len(rows) + 1
+        self._store(first, *encode(new_words))
+        # Registered only once their ids are stored: an interruption (Ctrl-C) leaves no word without its ids.
+        rows.update(zip(new_words, range(first, first + len(new_words)), strict=True))
+        return np.fromiter(map(rows.__getitem__, words), dtype=np.intp, count=len(words))
+
+    def _forget_words(self) -> None:
+        self._rows.clear()
+        if len(self._char_ids) > self.capacity + 1:  # grown for one call beyond the bound: give the memory back
+            self._char_ids = self._char_ids[: self.capacity + 1].copy()
+            self._word_ids = None if self._word_ids is None else self._word_ids[: self.capacity + 1].copy()
 
     def _store(self, first: int, char_ids: np.ndarray, word_ids: np.ndarray | None) -> None:
         end = first + len(char_ids)
@@ -202,23 +211,6 @@ class _WordCache:
         self._char_ids[first:end] = char_ids
         if self._word_ids is not None:
             self._word_ids[first:end] = word_ids
-
-
-class _RowsOfWords(dict):
-    """word -> row of the cache's table; a word not in it gets the next free row and is noted in `new_words`."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.new_words: list[str] = []
-
-    def __missing__(self, word: str) -> int:
-        row = self[word] = len(self) + 1
-        self.new_words.append(word)
-        return row
-
-    def clear(self) -> None:
-        super().clear()
-        self.new_words.clear()
 
 
 def _resized(table: np.ndarray, rows: int) -> np.ndarray:
@@ -339,14 +331,14 @@ class ElmoTokenizer(PreTrainedTokenizer):
         return ids + [special["pad"]] * (self.max_characters_per_token - len(ids))
 
     def _new_word_ids(self, words: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
-        """`word_char_ids` (words, chars) and `word_id` (words,) of many words at once, for the word cache."""
+        """`word_char_ids` (words, chars) and `word_id` (words,) of many distinct words at once, for the cache."""
         if self.char_vocab is None:
             char_ids = _utf8_char_ids(words, self.max_characters_per_token)
         else:
             char_ids = self._code_point_char_ids(words)
-        for row, word in enumerate(words):
-            if word in (BOS_WORD, EOS_WORD):
-                char_ids[row] = self.word_char_ids(word)
+        for marker in (BOS_WORD, EOS_WORD):
+            if marker in words:  # once at most: the words are distinct
+                char_ids[words.index(marker)] = self.word_char_ids(marker)
         word_ids = None if self.word_vocab is None else np.array([self.word_id(word) for word in words], np.int64)
         return char_ids, word_ids
 

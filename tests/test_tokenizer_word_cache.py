@@ -93,12 +93,19 @@ def test_ids_stay_right_past_the_cache_bound() -> None:
     for _ in range(60):  # small batches: the cache starts over again and again, keeping recent words
         batch = [rng.sample(vocabulary, rng.randint(0, 4)) for _ in range(rng.randint(1, 3))]
         assert _encode(tokenizer, batch)["input_ids"].tolist() == _reference_ids(tokenizer, batch)
-        assert len(tokenizer._word_cache) <= max(4, len({word for words in batch for word in words}))
+        assert len(tokenizer._word_cache) <= 4
     everything = [vocabulary, vocabulary[::-1]]  # more distinct words than the bound in one batch
     assert _encode(tokenizer, everything)["input_ids"].tolist() == _reference_ids(tokenizer, everything)
+    assert len(tokenizer._word_cache) == 0  # they were more than it keeps
+    assert len(tokenizer._word_cache._char_ids) == 5  # nor does it keep the memory they took
     small = [["w1", "naïve"], ["w1"]]
     assert _encode(tokenizer, small)["input_ids"].tolist() == _reference_ids(tokenizer, small)
-    assert len(tokenizer._word_cache) == 2  # back within the bound
+    assert len(tokenizer._word_cache) == 2
+    _encode(tokenizer, [["w2", "w3"]])
+    assert len(tokenizer._word_cache) == 4  # full
+    restart = [["w4", "w1", "w5"]]
+    assert _encode(tokenizer, restart)["input_ids"].tolist() == _reference_ids(tokenizer, restart)
+    assert len(tokenizer._word_cache) == 3  # started over with the words of the call that found it full
 
 
 def _many_langs_tokenizer(folder: Path, word_cache_size: int) -> ElmoTokenizer:
