@@ -113,25 +113,35 @@ def _framed_char_ids(body: np.ndarray, lengths: np.ndarray, bow: int, eow: int, 
     return ids
 
 
+def _leading_units(units: np.ndarray, sizes: np.ndarray, width: int) -> np.ndarray:
+    """The first `width` units (bytes or code points) of each word: (words, width).
+
+    `units` holds the units of all the words end to end, `sizes` how many each word has (words,). Past a word's
+    end a row holds what follows it (the next words, then zeros), for `_framed_char_ids` to mask.
+    """
+    padded = np.concatenate((units, np.zeros(width, units.dtype)))
+    # A view of every window of `width` units; indexing it copies one row per word.
+    return np.lib.stride_tricks.sliding_window_view(padded, width)[np.cumsum(sizes) - sizes]
+
+
 def _utf8_char_ids(words: Sequence[str], max_characters_per_token: int) -> np.ndarray:
     """`word_to_char_ids` of many words at once: (words, max_characters_per_token) int64 (no sentence markers)."""
     width = max_characters_per_token - 2
-    pieces = [word.encode("utf-8", "ignore")[:width] for word in words]
-    lengths = np.fromiter(map(len, pieces), dtype=np.intp, count=len(pieces))
-    # Each word's bytes padded to the same width, so that one buffer reshapes into a (words, width) matrix.
-    body = np.frombuffer(b"".join(piece.ljust(width, b"\0") for piece in pieces), dtype=np.uint8)
-    body = body.reshape(len(pieces), width) + np.uint16(1)  # small integers: 4x less memory to write than int64
+    encoded = [word.encode("utf-8", "ignore") for word in words]
+    sizes = np.fromiter(map(len, encoded), dtype=np.intp, count=len(encoded))
+    data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    body = _leading_units(data, sizes, width) + np.uint16(1)  # small integers: less memory to write than int64
     special = UTF8_SPECIAL_CHAR_IDS
-    return _framed_char_ids(body, lengths, special["bow"], special["eow"], special["pad"])
+    return _framed_char_ids(body, np.minimum(sizes, width), special["bow"], special["eow"], special["pad"])
 
 
-def _code_points(words: Sequence[str], width: int) -> tuple[np.ndarray, np.ndarray]:
-    """The first `width` code points of each word, (words, width) uint32 (zeros after the word), and the counts."""
-    cut = [word[:width] for word in words]
-    lengths = np.fromiter(map(len, cut), dtype=np.intp, count=len(cut))
-    # surrogatepass: a lone surrogate is a code point of its own, as in the per-word lookup
-    data = b"".join(word.encode("utf-32-le", "surrogatepass").ljust(4 * width, b"\0") for word in cut)
-    return np.frombuffer(data, dtype="<u4").reshape(len(cut), width), lengths
+def _code_point_units(words: Sequence[str], width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first `width` code points of each word, (words, width) uint32 (see `_leading_units`), and how many
+    of them are the word's (words,)."""
+    sizes = np.fromiter(map(len, words), dtype=np.intp, count=len(words))
+    # surrogatepass: a lone surrogate is a code point of its own, as when the str is indexed
+    points = np.frombuffer("".join(words).encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    return _leading_units(points, sizes, width), np.minimum(sizes, width)
 
 
 class _WordCache:
@@ -344,7 +354,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
 
     def _code_point_char_ids(self, words: list[str]) -> np.ndarray:
         special = self.special_char_ids
-        code_points, lengths = _code_points(words, self.max_characters_per_token - 2)
+        code_points, lengths = _code_point_units(words, self.max_characters_per_token - 2)
         distinct, positions = np.unique(code_points, return_inverse=True)
         ids = np.array([self.char_vocab.get(chr(point), special["oov"]) for point in distinct.tolist()], np.int64)
         body = ids[positions].reshape(code_points.shape)
