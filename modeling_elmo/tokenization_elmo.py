@@ -9,6 +9,7 @@ word embedding: the same tokenizer with `char_vocab.json` (and `word_vocab.json`
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -103,13 +104,24 @@ _SPECIAL_SYMBOLS = {
 DEFAULT_WORD_CACHE_SIZE = 16_384
 
 
+@functools.lru_cache(maxsize=8)
+def _frames(width: int, bow: int, eow: int, pad: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each word length 0..width: the row `[bow, (length slots), eow, pad...]` (width + 1, width + 2) int64,
+    and where the word's ids go in it, (width + 1, width) bool (read-only: shared by every call)."""
+    lengths = np.arange(width + 1)
+    frames = np.full((width + 1, width + 2), pad, dtype=np.int64)
+    frames[:, 0] = bow
+    frames[lengths, lengths + 1] = eow
+    slots = np.arange(width) < lengths[:, None]
+    frames.flags.writeable = slots.flags.writeable = False
+    return frames, slots
+
+
 def _framed_char_ids(body: np.ndarray, lengths: np.ndarray, bow: int, eow: int, pad: int) -> np.ndarray:
     """Rows of `[bow, *body[:length], eow, pad...]`: (words, width + 2) int64 from body ids (words, width)."""
-    count, width = body.shape
-    ids = np.full((count, width + 2), pad, dtype=np.int64)
-    ids[:, 0] = bow
-    np.copyto(ids[:, 1:-1], body, where=np.arange(width) < lengths[:, None])
-    ids[np.arange(count), lengths + 1] = eow
+    frames, slots = _frames(body.shape[1], bow, eow, pad)
+    ids = frames[lengths]  # one row gather per table instead of building each row
+    np.copyto(ids[:, 1:-1], body, where=slots[lengths])
     return ids
 
 
@@ -224,7 +236,7 @@ class _WordCache:
 
 
 def _resized(table: np.ndarray, rows: int) -> np.ndarray:
-    grown = np.zeros((rows, *table.shape[1:]), dtype=table.dtype)
+    grown = np.empty((rows, *table.shape[1:]), dtype=table.dtype)  # rows past the old ones: written before read
     grown[: len(table)] = table
     return grown
 
