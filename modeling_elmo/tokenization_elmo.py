@@ -132,8 +132,10 @@ def _leading_units(units: np.ndarray, sizes: np.ndarray, width: int) -> np.ndarr
     end a row holds what follows it (the next words, then zeros), for `_framed_char_ids` to mask.
     """
     padded = np.concatenate((units, np.zeros(width, units.dtype)))
-    # A view of every window of `width` units; indexing it copies one row per word.
-    return np.lib.stride_tricks.sliding_window_view(padded, width)[np.cumsum(sizes) - sizes]
+    # A read-only view of the window of `width` units at every position; indexing it copies one row per word.
+    step = padded.strides[0]
+    windows = np.lib.stride_tricks.as_strided(padded, (len(units) + 1, width), (step, step), writeable=False)
+    return windows[np.cumsum(sizes) - sizes]
 
 
 def _utf8_char_ids(words: Sequence[str], max_characters_per_token: int) -> np.ndarray:
