@@ -9,10 +9,13 @@ word embedding: the same tokenizer with `char_vocab.json` (and `word_vocab.json`
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -97,6 +100,149 @@ _SPECIAL_SYMBOLS = {
 }
 
 
+# How many distinct words a tokenizer keeps the ids of (6.5 MB at 50 characters a word): real text repeats words.
+DEFAULT_WORD_CACHE_SIZE = 16_384
+
+
+@functools.lru_cache(maxsize=8)
+def _frames(width: int, bow: int, eow: int, pad: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each word length 0..width: the row `[bow, (length slots), eow, pad...]` (width + 1, width + 2) int64,
+    and where the word's ids go in it, (width + 1, width) bool (read-only: shared by every call)."""
+    lengths = np.arange(width + 1)
+    frames = np.full((width + 1, width + 2), pad, dtype=np.int64)
+    frames[:, 0] = bow
+    frames[lengths, lengths + 1] = eow
+    slots = np.arange(width) < lengths[:, None]
+    frames.flags.writeable = slots.flags.writeable = False
+    return frames, slots
+
+
+def _framed_char_ids(body: np.ndarray, lengths: np.ndarray, bow: int, eow: int, pad: int) -> np.ndarray:
+    """Rows of `[bow, *body[:length], eow, pad...]`: (words, width + 2) int64 from body ids (words, width)."""
+    frames, slots = _frames(body.shape[1], bow, eow, pad)
+    ids = frames[lengths]  # one row gather per table instead of building each row
+    np.copyto(ids[:, 1:-1], body, where=slots[lengths])
+    return ids
+
+
+def _leading_units(units: np.ndarray, sizes: np.ndarray, width: int) -> np.ndarray:
+    """The first `width` units (bytes or code points) of each word: (words, width).
+
+    `units` holds the units of all the words end to end, `sizes` how many each word has (words,). Past a word's
+    end a row holds what follows it (the next words, then zeros), for `_framed_char_ids` to mask.
+    """
+    padded = np.concatenate((units, np.zeros(width, units.dtype)))
+    # A read-only view of the window of `width` units at every position; indexing it copies one row per word.
+    step = padded.strides[0]
+    windows = np.lib.stride_tricks.as_strided(padded, (len(units) + 1, width), (step, step), writeable=False)
+    return windows[np.cumsum(sizes) - sizes]
+
+
+def _utf8_char_ids(words: Sequence[str], max_characters_per_token: int) -> np.ndarray:
+    """`word_to_char_ids` of many words at once: (words, max_characters_per_token) int64 (no sentence markers)."""
+    width = max_characters_per_token - 2
+    encoded = [word.encode("utf-8", "ignore") for word in words]
+    sizes = np.fromiter(map(len, encoded), dtype=np.intp, count=len(encoded))
+    data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    body = _leading_units(data, sizes, width) + np.uint16(1)  # small integers: less memory to write than int64
+    special = UTF8_SPECIAL_CHAR_IDS
+    return _framed_char_ids(body, np.minimum(sizes, width), special["bow"], special["eow"], special["pad"])
+
+
+def _code_point_units(words: Sequence[str], width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first `width` code points of each word, (words, width) uint32 (see `_leading_units`), and how many
+    of them are the word's (words,)."""
+    sizes = np.fromiter(map(len, words), dtype=np.intp, count=len(words))
+    # surrogatepass: a lone surrogate is a code point of its own, as when the str is indexed
+    points = np.frombuffer("".join(words).encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    return _leading_units(points, sizes, width), np.minimum(sizes, width)
+
+
+class _WordCache:
+    """The ids of the words a tokenizer met last: one row of a table per word, row 0 for padding.
+
+    Bounded: it holds at most `capacity` words between calls. When a call's new words would take it past that, it
+    starts over with that call's words; one call with more distinct words than that has it to itself. A lock
+    makes each look-up one step, so that threads sharing a tokenizer never read a row being rewritten. It pickles
+    and copies as an empty cache: copies of a tokenizer, worker processes and `datasets` fingerprints do not
+    carry, or depend on, the words it has seen.
+    """
+
+    def __init__(self, capacity: int, max_characters_per_token: int, with_word_ids: bool) -> None:
+        if capacity < 1:
+            raise ValueError(f"the word cache needs room for at least one word, got word_cache_size={capacity}")
+        self.capacity = capacity
+        self._arguments = (capacity, max_characters_per_token, with_word_ids)
+        self._rows: dict[str, int] = {}
+        self._char_ids = np.zeros((1, max_characters_per_token), dtype=np.int64)
+        self._word_ids = np.zeros(1, dtype=np.int64) if with_word_ids else None
+        self._lock = threading.Lock()
+
+    def __reduce__(self) -> tuple[type, tuple[int, int, bool]]:
+        return type(self), self._arguments
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def gather(
+        self,
+        words: Sequence[str],
+        layout: np.ndarray,
+        encode: Callable[[list[str]], tuple[np.ndarray, np.ndarray | None]],
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """The ids of `words` laid out at the True cells of `layout` (row-major), zeros elsewhere.
+
+        `encode(new_words)` gives the character ids (new words, chars) and word ids (new words,) or None of the
+        words not in the cache. Returns character ids of shape (*layout.shape, chars) and word ids of
+        `layout`'s shape (None without a word vocabulary).
+        """
+        with self._lock:
+            index = np.zeros(layout.shape, dtype=np.intp)
+            index[layout] = self._rows_of(words, encode)
+            ids = self._char_ids[index], None if self._word_ids is None else self._word_ids[index]
+            if len(self._rows) > self.capacity:  # this call's words alone were more than the cache keeps
+                self._forget_words()
+            return ids
+
+    def _rows_of(self, words: Sequence[str], encode: Callable) -> np.ndarray:
+        rows = self._rows
+        try:
+            return np.fromiter(map(rows.__getitem__, words), dtype=np.intp, count=len(words))  # all cached
+        except KeyError:
+            pass
+        new_words = list(set(words).difference(rows))  # C-level passes over the call's words, whatever the order
+        if len(rows) + len(new_words) > self.capacity:  # full: start over with this call's words
+            self._forget_words()
+            new_words = list(set(words))
+        first = len(rows) + 1
+        self._store(first, *encode(new_words))
+        # Registered only once their ids are stored: an interruption (Ctrl-C) leaves no word without its ids.
+        rows.update(zip(new_words, range(first, first + len(new_words)), strict=True))
+        return np.fromiter(map(rows.__getitem__, words), dtype=np.intp, count=len(words))
+
+    def _forget_words(self) -> None:
+        self._rows.clear()
+        if len(self._char_ids) > self.capacity + 1:  # grown for one call beyond the bound: give the memory back
+            self._char_ids = self._char_ids[: self.capacity + 1].copy()
+            self._word_ids = None if self._word_ids is None else self._word_ids[: self.capacity + 1].copy()
+
+    def _store(self, first: int, char_ids: np.ndarray, word_ids: np.ndarray | None) -> None:
+        end = first + len(char_ids)
+        if end > len(self._char_ids):  # grow by doubling, up to the capacity unless one call needs more
+            size = max(end, min(2 * len(self._char_ids), self.capacity + 1))
+            self._char_ids = _resized(self._char_ids, size)
+            self._word_ids = None if self._word_ids is None else _resized(self._word_ids, size)
+        self._char_ids[first:end] = char_ids
+        if self._word_ids is not None:
+            self._word_ids[first:end] = word_ids
+
+
+def _resized(table: np.ndarray, rows: int) -> np.ndarray:
+    grown = np.empty((rows, *table.shape[1:]), dtype=table.dtype)  # rows past the old ones: written before read
+    grown[: len(table)] = table
+    return grown
+
+
 def _read_json_vocabulary(path: str | None) -> dict[str, int] | None:
     if path is None:
         return None
@@ -118,6 +264,9 @@ class ElmoTokenizer(PreTrainedTokenizer):
     mapped to `special_char_ids["oov"]` (ELMoForManyLangs); `special_char_ids` gives the ids of the framing
     characters (`bow`, `eow`, `bos`, `eos`, `pad`, `oov`). With `word_vocab_file` the tokenizer also returns
     `input_word_ids` (batch, words), unknown words mapped to `special_word_ids["oov"]`.
+
+    The ids of the last `word_cache_size` distinct words met are kept (a cache of each instance, never saved or
+    copied), and new words are converted together with numpy: a batch costs about one dictionary look-up per word.
     """
 
     vocab_files_names = {"char_vocab_file": "char_vocab.json", "word_vocab_file": "word_vocab.json"}
@@ -136,6 +285,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
         pad_token: str = "<pad>",
         bos_token: str = BOS_WORD,
         eos_token: str = EOS_WORD,
+        word_cache_size: int = DEFAULT_WORD_CACHE_SIZE,
         **kwargs,
     ) -> None:
         if max_characters_per_token < 3:
@@ -155,6 +305,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
         specials = {_SPECIAL_SYMBOLS[name]: char_id for name, char_id in self.special_char_ids.items()}
         self._vocab = {"<pad>": 0, **symbols, **specials}
         self._ids_to_symbols = {index: symbol for symbol, index in self._vocab.items()}
+        self._word_cache = _WordCache(word_cache_size, max_characters_per_token, self.word_vocab is not None)
         kwargs.setdefault("model_max_length", 1_000_000)
         super().__init__(
             max_characters_per_token=max_characters_per_token,
@@ -203,6 +354,26 @@ class ElmoTokenizer(PreTrainedTokenizer):
         ids = [special["bow"], *body, special["eow"]]
         return ids + [special["pad"]] * (self.max_characters_per_token - len(ids))
 
+    def _new_word_ids(self, words: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
+        """`word_char_ids` (words, chars) and `word_id` (words,) of many distinct words at once, for the cache."""
+        if self.char_vocab is None:
+            char_ids = _utf8_char_ids(words, self.max_characters_per_token)
+        else:
+            char_ids = self._code_point_char_ids(words)
+        for marker in (BOS_WORD, EOS_WORD):
+            if marker in words:  # once at most: the words are distinct
+                char_ids[words.index(marker)] = self.word_char_ids(marker)
+        word_ids = None if self.word_vocab is None else np.array([self.word_id(word) for word in words], np.int64)
+        return char_ids, word_ids
+
+    def _code_point_char_ids(self, words: list[str]) -> np.ndarray:
+        special = self.special_char_ids
+        code_points, lengths = _code_point_units(words, self.max_characters_per_token - 2)
+        distinct, positions = np.unique(code_points, return_inverse=True)
+        ids = np.array([self.char_vocab.get(chr(point), special["oov"]) for point in distinct.tolist()], np.int64)
+        body = ids[positions].reshape(code_points.shape)
+        return _framed_char_ids(body, lengths, special["bow"], special["eow"], special["pad"])
+
     def word_id(self, word: str) -> int:
         """The word-embedding id of one word (looked up as cut to the characters the model sees)."""
         special = self.special_word_ids
@@ -244,39 +415,51 @@ class ElmoTokenizer(PreTrainedTokenizer):
         return_length: bool = False,
         **kwargs,
     ) -> BatchEncoding:
+        """The whole batch as arrays: each distinct word's ids from the word cache, placed with one look-up.
+
+        An empty batch gives empty arrays: `input_ids` (0, 0, chars) and `attention_mask` (0, 0) as tensors,
+        empty lists without `return_tensors`.
+        """
         if text_pair is not None:
             raise ValueError("ElmoTokenizer encodes single sentences; sentence pairs (text_pair) are not supported")
         is_batched = isinstance(text, (list, tuple)) and (
             not is_split_into_words or (len(text) > 0 and not isinstance(text[0], str))
         )
-        sentences = list(text) if is_batched else [text]
-        encoded = []
-        for sentence in sentences:
-            words = self._words_of(sentence, is_split_into_words)
-            if truncation_strategy != TruncationStrategy.DO_NOT_TRUNCATE and max_length is not None:
-                words = words[:max_length] if self.truncation_side == "right" else words[len(words) - max_length :]
-            row = {"input_ids": [self.word_char_ids(word) for word in words]}
-            if self.word_vocab is not None:
-                row["input_word_ids"] = [self.word_id(word) for word in words]
-            if return_length:
-                row["length"] = len(words)
-            encoded.append(row)
-        padded = self.pad(
-            encoded,
-            padding=padding_strategy,
-            max_length=max_length,
-            pad_to_multiple_of=pad_to_multiple_of,
-            padding_side=padding_side,
-            return_attention_mask=return_attention_mask,
-            return_tensors=return_tensors,
-        )
-        if not is_batched and return_tensors is None:  # one sentence: lists without the batch axis
-            return BatchEncoding({key: value[0] for key, value in padded.items()})
-        return padded
+        sentences = [self._words_of(sentence, is_split_into_words) for sentence in (text if is_batched else [text])]
+        self._check_padding_side(padding_side)
+        if truncation_strategy != TruncationStrategy.DO_NOT_TRUNCATE and max_length is not None:
+            sentences = [self._truncated(words, max_length) for words in sentences]
+        lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
+        padded = np.maximum(lengths, _padded_length(padding_strategy, lengths.tolist(), max_length, pad_to_multiple_of))
+        if return_tensors is not None and len(set(padded.tolist())) > 1:
+            raise ValueError(
+                f"Sentences of different lengths {sorted(set(lengths.tolist()))} cannot form one tensor: "
+                "pass padding=True"
+            )
+        layout = np.arange(padded.max(initial=0)) < lengths[:, None]  # (batch, words): True where a word is
+        words = list(itertools.chain.from_iterable(sentences))
+        char_ids, word_ids = self._word_cache.gather(words, layout, self._new_word_ids)
+        if self.pad_token_id:  # the cache pads with zeros, the id of "<pad>"
+            char_ids[~layout] = self.pad_token_id
+        columns = {"input_ids": char_ids}
+        if word_ids is not None:
+            columns["input_word_ids"] = word_ids
+        if return_length:
+            columns["length"] = lengths
+        if return_attention_mask or (return_attention_mask is None and "attention_mask" in self.model_input_names):
+            columns["attention_mask"] = layout.astype(np.int64)
+        return _batch_encoding(columns, padded, is_batched, return_tensors)
+
+    def _truncated(self, words: list[str], max_length: int) -> list[str]:
+        return words[:max_length] if self.truncation_side == "right" else words[max(len(words) - max_length, 0) :]
+
+    def _check_padding_side(self, padding_side: str | None) -> None:
+        if (padding_side or self.padding_side) != "right":
+            raise ValueError("ELMo inputs must be padded on the right (the model adds </S> after the last word)")
 
     def _words_of(self, sentence: Any, is_split_into_words: bool) -> list[str]:
         if is_split_into_words:
-            if isinstance(sentence, str) or not all(isinstance(word, str) for word in sentence):
+            if isinstance(sentence, str) or not _are_strings(sentence):
                 raise ValueError(
                     f"With is_split_into_words=True each sentence must be a list of strings, got {sentence!r:.80}"
                 )
@@ -317,8 +500,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
             raise ValueError("pad() got an empty batch")
         if "input_ids" not in examples[0]:
             raise ValueError(f"pad() needs 'input_ids' in every example, got keys {sorted(examples[0])}")
-        if (padding_side or self.padding_side) != "right":
-            raise ValueError("ELMo inputs must be padded on the right (the model adds </S> after the last word)")
+        self._check_padding_side(padding_side)
         ids = [_as_word_rows(example["input_ids"]) for example in examples]
         lengths = [len(rows) for rows in ids]
         target = _padded_length(padding, lengths, max_length, pad_to_multiple_of)
@@ -361,6 +543,32 @@ class ElmoTokenizer(PreTrainedTokenizer):
         return [self.decode(sentence, skip_special_tokens=skip_special_tokens) for sentence in sequences]
 
 
+_STR_TYPE = frozenset((str,))
+
+
+def _are_strings(words: Iterable[Any]) -> bool:
+    # The set of the words' types is built in C: a per-word isinstance took a third of a cached batch's time.
+    # Subclasses of str pass too, through the slower test.
+    return _STR_TYPE.issuperset(map(type, words)) or all(isinstance(word, str) for word in words)
+
+
+def _batch_encoding(
+    columns: dict[str, np.ndarray], lengths: np.ndarray, is_batched: bool, return_tensors: str | None
+) -> BatchEncoding:
+    """`columns` ((batch, words, ...) arrays, "length" (batch,)) as tensors of `return_tensors`, or as lists of
+    each sentence's `lengths` words (without the batch axis for one sentence)."""
+    if return_tensors is None:
+        counts = lengths.tolist()
+        lists = {
+            key: value.tolist() if key == "length" else [row[:n] for row, n in zip(value.tolist(), counts, strict=True)]
+            for key, value in columns.items()
+        }
+        return BatchEncoding(lists if is_batched else {key: value[0] for key, value in lists.items()})
+    if return_tensors == "pt":  # the arrays are fresh: torch shares them instead of copying
+        return BatchEncoding({key: torch.from_numpy(value) for key, value in columns.items()})
+    return BatchEncoding(columns, tensor_type=return_tensors)
+
+
 def _is_one_sentence(input_ids: Any) -> bool:
     """True for the ids of one sentence, (words, chars); False for a batch, (batch, words, chars)."""
     if isinstance(input_ids, torch.Tensor | np.ndarray):
@@ -390,7 +598,7 @@ def _padded_length(
             raise ValueError("padding='max_length' needs max_length (a number of words)")
         target = max_length
     else:
-        target = max(lengths)
+        target = max(lengths, default=0)
     if multiple:
         target = -(-target // multiple) * multiple
     return target

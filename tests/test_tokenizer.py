@@ -139,3 +139,26 @@ def test_data_collator_for_token_classification(tokenizer: ElmoTokenizer) -> Non
     assert batch["input_ids"].shape == (2, 3, 50)
     assert batch["labels"].tolist() == [[1, 2, 3], [4, -100, -100]]
     assert batch["labels"].dtype == torch.long
+
+
+def test_empty_batch_gives_empty_arrays() -> None:
+    # Hugging Face's own tokenizers fail on an empty batch (IndexError, or a complaint about pad()); an empty
+    # batch of this one is what a batch of empty sentences is, with no rows.
+    import modeling_elmo
+
+    tokenizer = AutoTokenizer.from_pretrained(modeling_elmo.DEFAULT_MODEL)
+    tensors = tokenizer([], padding=True, return_tensors="pt")
+    assert tensors["input_ids"].shape == (0, 0, 50) and tensors["input_ids"].dtype == torch.long
+    assert tensors["attention_mask"].shape == (0, 0) and tensors["attention_mask"].dtype == torch.long
+    arrays = tokenizer([], is_split_into_words=True, return_tensors="np")
+    assert arrays["input_ids"].shape == (1, 0, 50)  # with is_split_into_words, [] is one sentence of no words
+    assert dict(tokenizer([])) == {"input_ids": [], "attention_mask": []}
+
+
+def test_left_truncation_keeps_the_last_words(tokenizer: ElmoTokenizer) -> None:
+    tokenizer.truncation_side = "left"
+    batch = [["a", "b", "c"], ["d"]]
+    cut = tokenizer(batch, is_split_into_words=True, truncation=True, max_length=2)["input_ids"]
+    assert cut == [[word_to_char_ids("b"), word_to_char_ids("c")], [word_to_char_ids("d")]]
+    whole = tokenizer(batch, is_split_into_words=True, truncation=True, max_length=5)["input_ids"]
+    assert whole == [[word_to_char_ids(word) for word in words] for words in batch]

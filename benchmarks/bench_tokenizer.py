@@ -1,0 +1,343 @@
+"""Tokenizer benchmark: ``ElmoTokenizer`` against AllenNLP 0.9.0's ``batch_to_ids``, same batches, one thread.
+
+Run from the repository root with the package's environment (about a minute with the defaults on a shared 2-core
+machine, plus half a minute to create AllenNLP's venv the first time)::
+
+    python benchmarks/bench_tokenizer.py
+    python benchmarks/bench_tokenizer.py --rounds 15 --output docs/tokenizer_benchmark.md
+    python benchmarks/bench_tokenizer.py --batches 32:40,128:10,512:2
+
+What it does, in one run:
+
+1. Creates (once) a separate venv with ``allennlp==0.9.0`` (``benchmarks/allennlp_env.sh``; ``--allennlp-venv``)
+   and starts ``allennlp_tokenizer_worker.py`` in it, which calls AllenNLP's own ``batch_to_ids``.
+2. Makes the batches of each batch size (``--batches SIZE:COUNT,...``): sentences of 10-30 words, Zipf-distributed
+   over the default model's 16,000-word vocabulary with one word in 20 awkward (``bench_inference.make_sentences``),
+   and one in 50 of these replaced by a word of ``EXTRA_AWKWARD_WORDS`` (the empty string, the sentence markers,
+   4-byte characters cut at byte 48). A second set of batches of the same shape has every word new ("distinct":
+   each word followed by a number that no other word of the run has).
+3. Times, group by group and ``--rounds`` times over (so that a change in the machine's load hits both sides
+   alike), AllenNLP's ``batch_to_ids(batch)`` in its worker, then in this process
+   ``tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt")``, the call that
+   ``inference/embedder.py`` makes:
+   - warm: one tokenizer for the whole run, so its word cache holds the words of earlier batches (real text
+     repeats words; this is the steady state of a long run);
+   - cold: a new tokenizer for every batch, whose cache starts empty (a word repeated inside a batch is still
+     converted once);
+   - distinct: a new tokenizer for every batch of the "distinct" batches: every word is converted.
+   Each call is timed on its own (``bench_common.time_group``); each batch keeps its best time over the rounds,
+   and words/s is the words of all batches over the sum of those best times.
+4. Checks that both sides give the same ids for every batch (exit code 1 where they differ), prints a Markdown
+   table (words/s, the ratio to AllenNLP on the same batches) with the target "at least 10x batch_to_ids" for the
+   warm and cold rows (the distinct rows are the worst case), and writes it to ``--output``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench_common import time_group  # noqa: E402
+from bench_inference import (  # noqa: E402  (it puts the repository first on sys.path: this working tree runs)
+    DEFAULT_ALLENNLP_VENV,
+    cpu_model,
+    git_description,
+    make_sentences,
+)
+
+from modeling_elmo import ElmoTokenizer  # noqa: E402
+
+# Words that batch_to_ids and ElmoTokenizer must map alike, beyond bench_inference's AWKWARD_WORDS.
+EXTRA_AWKWARD_WORDS = ["", "<S>", "</S>", "a" + "😀" * 12, "😀" * 13, "\u200b"]
+TARGET_RATIO = 10.0
+WARM, COLD, DISTINCT, ALLENNLP = "warm", "cold", "distinct", "allennlp"
+# The target holds for text (words repeat), whether the cache has seen it or not; "distinct" is the worst case.
+TARGET_SIDES = (WARM, COLD)
+
+
+@dataclass
+class Group:
+    """The batches of one batch size and kind ("zipf" or "distinct"), the same for both sides."""
+
+    name: str
+    batch_size: int
+    batches: list[list[list[str]]]
+    warmup: list[list[str]]
+
+    @property
+    def words(self) -> int:
+        return sum(len(sentence) for batch in self.batches for sentence in batch)
+
+
+@dataclass
+class Timing:
+    """Each batch's best seconds over the rounds."""
+
+    seconds: list[float] = field(default_factory=list)
+
+    def add(self, seconds: list[float]) -> None:
+        self.seconds = [min(pair) for pair in zip(self.seconds, seconds, strict=True)] if self.seconds else seconds
+
+    def words_per_s(self, group: Group) -> float:
+        return group.words / sum(self.seconds)
+
+
+def with_extra_awkward_words(sentences: list[list[str]], seed: int) -> list[list[str]]:
+    """One word in 50 replaced by one of ``EXTRA_AWKWARD_WORDS`` (deterministic for a seed)."""
+    rng = np.random.default_rng(seed)
+    return [
+        [EXTRA_AWKWARD_WORDS[rng.integers(len(EXTRA_AWKWARD_WORDS))] if rng.random() < 0.02 else w for w in words]
+        for words in sentences
+    ]
+
+
+def all_distinct(batches: list[list[list[str]]], first: int) -> list[list[list[str]]]:
+    """The same sentences with every word followed by its own number (from ``first`` on): no word repeats."""
+    numbers = iter(range(first, first + 10**9))
+    return [[[f"{word}{next(numbers)}" for word in sentence] for sentence in batch] for batch in batches]
+
+
+def make_groups(spec: str, seed: int, min_words: int, max_words: int) -> list[Group]:
+    """A "zipf" and a "distinct" group for each ``SIZE:COUNT`` of ``spec``."""
+    groups = []
+    for item in spec.split(","):
+        size, _, count = item.partition(":")
+        batch_size, n_batches = int(size), int(count or 1)
+        sentences = make_sentences(seed, batch_size, batch_size * n_batches, min_words, max_words)
+        sentences = with_extra_awkward_words(sentences, seed)
+        batches = [sentences[i : i + batch_size] for i in range(0, len(sentences), batch_size)]
+        warmup = make_sentences(seed + 1, batch_size, min(batch_size, 8), min_words, max_words)
+        groups.append(Group(f"b{batch_size}-zipf", batch_size, batches, warmup))
+        first = 10**6 * len(groups)  # numbers no other group uses
+        groups.append(Group(f"b{batch_size}-distinct", batch_size, all_distinct(batches, first), warmup))
+    return groups
+
+
+class AllenNLPTokenizerWorker:
+    """``allennlp_tokenizer_worker.py`` in the AllenNLP venv; ``run(index)`` times one group there."""
+
+    def __init__(self, venv: str, groups: list[Group], work_dir: Path) -> None:
+        subprocess.run(["bash", str(HERE / "allennlp_env.sh"), venv], check=True)
+        request = {
+            "output_dir": str(work_dir),
+            "groups": [{"name": g.name, "warmup": g.warmup, "batches": g.batches} for g in groups],
+        }
+        request_path = work_dir / "allennlp_tokenizer_request.json"
+        request_path.write_text(json.dumps(request, ensure_ascii=False), encoding="utf-8")
+        command = [str(Path(venv) / "bin" / "python"), str(HERE / "allennlp_tokenizer_worker.py"), str(request_path)]
+        print(f"starting AllenNLP 0.9.0 batch_to_ids: {shlex.join(command)}", flush=True)
+        environment = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment
+        )
+        self.info = self._receive()
+
+    def _receive(self) -> dict:
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the AllenNLP worker stopped (exit code {self.process.wait()}); see its stderr above")
+        return json.loads(line)
+
+    def run(self, index: int) -> dict[str, Any]:
+        self.process.stdin.write(f"{index}\n")
+        self.process.stdin.flush()
+        return self._receive()
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def encode(tokenizer: ElmoTokenizer, batch: list[list[str]]) -> dict[str, torch.Tensor]:
+    """The call that ``inference/embedder.py`` makes."""
+    return tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt")
+
+
+def time_ours(group: Group, tokenizer: ElmoTokenizer | None) -> tuple[list[float], list[torch.Tensor]]:
+    """Seconds of each batch with ``tokenizer`` (warm), or with a new tokenizer for each batch (cold) where None.
+
+    The new tokenizers are made before the timed calls."""
+    if tokenizer is None:
+        items = [(ElmoTokenizer(), batch) for batch in group.batches]
+        warmup = (ElmoTokenizer(), group.warmup)
+    else:
+        items = [(tokenizer, batch) for batch in group.batches]
+        warmup = (tokenizer, group.warmup)
+
+    def run(item: tuple[ElmoTokenizer, list[list[str]]]) -> torch.Tensor:
+        return encode(*item)["input_ids"]
+
+    record, ids = time_group(run, items, warmup, budget_s=float("inf"))
+    return record["seconds"], ids
+
+
+def same_ids(ours: list[torch.Tensor], allennlp_ids_path: str) -> bool:
+    with np.load(allennlp_ids_path) as theirs:
+        return len(theirs.files) == len(ours) and all(
+            np.array_equal(ids.numpy(), theirs[f"batch{i}"]) for i, ids in enumerate(ours)
+        )
+
+
+def our_sides(group: Group) -> tuple[str, ...]:
+    return (WARM, COLD) if group.name.endswith("-zipf") else (DISTINCT,)
+
+
+def measure(groups: list[Group], worker: AllenNLPTokenizerWorker, rounds: int) -> tuple[dict, dict[str, bool]]:
+    """Best times per (group name, side) over ``rounds`` interleaved rounds, and whether the ids agreed."""
+    timings: dict[tuple[str, str], Timing] = {}
+    agreement: dict[str, bool] = {}
+    warm = ElmoTokenizer()
+    for round_index in range(rounds):
+        for index, group in enumerate(groups):
+            record = worker.run(index)
+            timings.setdefault((group.name, ALLENNLP), Timing()).add(record["seconds"])
+            for side in our_sides(group):
+                seconds, ids = time_ours(group, warm if side == WARM else None)
+                timings.setdefault((group.name, side), Timing()).add(seconds)
+                if "ids" in record:
+                    agreement[f"{group.name} {side}"] = same_ids(ids, record["ids"])
+        print(f"round {round_index + 1}/{rounds} done", flush=True)
+    return timings, agreement
+
+
+def report_rows(groups: list[Group], timings: dict, agreement: dict[str, bool]) -> tuple[list[list[str]], list[str]]:
+    rows, verdicts = [], []
+    for group in groups:
+        theirs = timings[(group.name, ALLENNLP)].words_per_s(group)
+        for side in our_sides(group):
+            ours = timings[(group.name, side)].words_per_s(group)
+            ratio = ours / theirs
+            agreed = agreement.get(f"{group.name} {side}")
+            rows.append(
+                [
+                    str(group.batch_size),
+                    side,
+                    str(len(group.batches)),
+                    str(group.words),
+                    f"{ours:,.0f}",
+                    f"{theirs:,.0f}",
+                    f"{ratio:.1f}x",
+                    "yes" if agreed else "NO",
+                ]
+            )
+            verdict = ("met" if ratio >= TARGET_RATIO else "NOT met") if side in TARGET_SIDES else "for information"
+            verdicts.append(f"- batch {group.batch_size}, {side}: {ratio:.1f}x batch_to_ids (target >= 10x): {verdict}")
+    return rows, verdicts
+
+
+HEADER = ["batch", "cache", "batches", "words", "ElmoTokenizer words/s", "batch_to_ids words/s", "ratio", "same ids"]
+
+
+def markdown_table(rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(HEADER) + " |", "|" + "|".join(" --- " for _ in HEADER) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def write_through_rename(path: Path, text: str) -> None:
+    """Write to a temporary file next to ``path``, then rename it: a reader never sees half a report."""
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as file:
+        file.write(text)
+    os.replace(file.name, path)
+
+
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=(
+            "examples:\n"
+            "  python benchmarks/bench_tokenizer.py\n"
+            "  python benchmarks/bench_tokenizer.py --rounds 15 --output docs/tokenizer_benchmark.md --overwrite\n"
+            "  python benchmarks/bench_tokenizer.py --batches 32:40,128:10,512:2"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--batches", default="32:20,128:5", help="SIZE:COUNT,... batches (default %(default)s)")
+    parser.add_argument("--min-words", type=int, default=10, help="shortest sentence (default %(default)s)")
+    parser.add_argument("--max-words", type=int, default=30, help="longest sentence (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="sentences (default %(default)s)")
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds; best of them (default %(default)s)")
+    parser.add_argument("--allennlp-venv", default=DEFAULT_ALLENNLP_VENV, help="default %(default)s")
+    parser.add_argument("--work-dir", default="/tmp/elmo-bench", help="worker files (default %(default)s)")
+    parser.add_argument("--output", type=Path, help="also write the report (Markdown) to this file")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
+    arguments = parser.parse_args(argv)
+    if arguments.output is not None and arguments.output.exists() and not arguments.overwrite:
+        parser.error(f"{arguments.output} exists; pass --overwrite to replace it")
+    return arguments
+
+
+def main(argv: list[str] | None = None) -> None:
+    arguments = parse_arguments(argv)
+    started = time.perf_counter()
+    started_at = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    command = shlex.join([sys.executable, *sys.argv])
+    load_start = os.getloadavg()
+    torch.set_num_threads(1)
+    work_dir = Path(arguments.work_dir)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    groups = make_groups(arguments.batches, arguments.seed, arguments.min_words, arguments.max_words)
+    worker = AllenNLPTokenizerWorker(arguments.allennlp_venv, groups, work_dir)
+    try:
+        timings, agreement = measure(groups, worker, arguments.rounds)
+    finally:
+        worker.close()
+    rows, verdicts = report_rows(groups, timings, agreement)
+    load_end = os.getloadavg()
+    details = [
+        f"- command: `{command}` (repository {git_description()}), {started_at}, "
+        f"{(time.perf_counter() - started) / 60:.1f} minutes",
+        f"- machine: {cpu_model()}, {os.cpu_count()} cores, one torch thread in each process; load average "
+        f"(1, 5, 15 min) {', '.join(f'{v:.2f}' for v in load_start)} at the start, "
+        f"{', '.join(f'{v:.2f}' for v in load_end)} at the end (this benchmark adds about 1)",
+        f"- torch {torch.__version__} (ours), {worker.info.get('torch', 'n/a')} (AllenNLP's venv, with placeholder "
+        f"modules for {', '.join(sorted({m.partition('.')[0] for m in worker.info.get('stubbed_modules', [])}))})",
+        f"- sentences of {arguments.min_words}-{arguments.max_words} words; {arguments.rounds} interleaved rounds, "
+        "each batch's best time; ours: `tokenizer(batch, is_split_into_words=True, padding=True, "
+        'return_tensors="pt")`, AllenNLP: `batch_to_ids(batch)`',
+        "- warm: one tokenizer for the run (its word cache holds earlier batches' words); cold: a new tokenizer per "
+        "batch (empty cache); distinct: a new tokenizer per batch of words that all differ (every word converted)",
+        "- same ids: the `input_ids` tensors equal AllenNLP's for every batch",
+    ]
+    report = "\n".join(
+        [
+            "# Tokenizer benchmark: ElmoTokenizer vs AllenNLP 0.9.0 batch_to_ids",
+            "",
+            markdown_table(rows),
+            "",
+            "Target (issue 13): at least 10x `batch_to_ids` on one core, on text whose words repeat (warm and cold "
+            "cache); batches of all-distinct words are the worst case:",
+            "",
+            *verdicts,
+            "",
+            "Run:",
+            "",
+            *details,
+            "",
+        ]
+    )
+    print("\n" + report)
+    if arguments.output is not None:
+        write_through_rename(arguments.output, report)
+        print(f"written to {arguments.output}")
+    if not all(agreement.values()):
+        raise SystemExit("error: ElmoTokenizer's ids differ from batch_to_ids's (see 'same ids')")
+
+
+if __name__ == "__main__":
+    main()
