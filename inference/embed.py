@@ -238,15 +238,19 @@ _EXAMPLES = """examples:
   elmo-embed raw.txt raw.hdf5 --model elmo-original --tokenize --layers top --device cuda --dtype bfloat16
   elmo-embed corpus.txt corpus.hdf5 --model elmo-original --resume   # continue an interrupted run
 
-The input holds one sentence per line: whitespace-separated words, or raw text with --tokenize. The output
-has the layout of AllenNLP's `allennlp elmo` command: dataset "0" holds the first line's vectors, float32 of
-shape (L+1, words, 2P) with --layers all (the token layer and the model's L biLSTM layers, each word's vector
-[forward; backward] of width 2P) or (words, 2P) otherwise, and "sentence_to_index" holds one JSON string
-mapping each line's text to its dataset name:
+The input holds one sentence per line of UTF-8 text (or gzip-compressed UTF-8 text, whatever its name):
+whitespace-separated words, or raw text with --tokenize. An input that is mostly not text (binary data, or
+another encoding than UTF-8) is refused before anything is written. The output has the layout of AllenNLP's
+`allennlp elmo` command: dataset "0" holds the first line's vectors, float32 of shape (L+1, words, 2P) with
+--layers all (the token layer and the model's L biLSTM layers, each word's vector [forward; backward] of width
+2P) or (words, 2P) otherwise, and "sentence_to_index" holds one JSON string mapping each line's text to its
+dataset name. With --tokenize each line's dataset also has the attribute "words", a JSON list of the words its
+vectors stand for:
   import h5py, json
   with h5py.File("sentences.hdf5") as file:
       vectors = file["0"][()]
       index = json.loads(file["sentence_to_index"][0])
+      words = json.loads(file["0"].attrs["words"])  # with --tokenize
 
 Unlike AllenNLP's command, elmo-embed does not stop at bad lines: an empty line gets a dataset of 0 words,
 a line that is not UTF-8 is embedded with U+FFFD for its bad bytes (with a warning), and a line of more
@@ -255,7 +259,8 @@ and names them. Each sentence is embedded from a fresh LSTM state (AllenNLP carr
 batches, so its vectors depended on the batch order).
 
 The output is written to OUT.partial and renamed to OUT when complete. After an interruption, the same
-command with --resume keeps every finished line and embeds only the rest.
+command with --resume keeps every finished line and embeds only the rest; the input is recognised by its
+content (sha256), so it may have moved, but not changed.
 """
 
 
@@ -266,7 +271,7 @@ def _build_parser() -> argparse.ArgumentParser:
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("input", metavar="IN", help="text file, one sentence per line (UTF-8)")
+    parser.add_argument("input", metavar="IN", help="text file, one sentence per line (UTF-8, may be gzip-compressed)")
     parser.add_argument("output", metavar="OUT.hdf5", help="hdf5 file to create")
     parser.add_argument("--model", metavar="DIR", help="model folder written by elmo-convert")
     parser.add_argument(
@@ -285,7 +290,9 @@ def _build_parser() -> argparse.ArgumentParser:
         help="embed longer lines in pieces of at most N words (default 1000)",
     )
     parser.add_argument(
-        "--tokenize", action="store_true", help="split raw text into words PTB-like (punctuation split off)"
+        "--tokenize",
+        action="store_true",
+        help='split raw text into words PTB-like (punctuation split off), stored as each dataset\'s attribute "words"',
     )
     parser.add_argument(
         "--dtype", choices=sorted(DTYPES), default="float32", help="model dtype; the file is float32 (default float32)"

@@ -24,7 +24,7 @@ __all__ = ["Line", "check_text", "content_sha256", "open_input", "read_lines"]
 # Bytes that are not UTF-8 come out of the "surrogateescape" decoder as U+DC80..U+DCFF, which valid UTF-8 never
 # decodes to.
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
-# What text never holds: bytes that are not UTF-8, and control characters other than whitespace (NUL included).
+# What UTF-8 text does not hold: bytes that are not UTF-8, and control characters other than whitespace (NUL too).
 _NOT_TEXT = re.compile("[\udc80-\udcff\x00-\x08\x0e-\x1f\x7f]")
 _GZIP_MAGIC = b"\x1f\x8b"
 # check_text reads this much of the (decompressed) input, and refuses it when more than this share of it is

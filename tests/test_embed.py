@@ -513,12 +513,15 @@ def test_damaged_weights_are_named(fixture_model_folder: Path, tmp_path: Path, c
 
 def test_character_cnn_pads_its_batches_to_few_shapes(fixture_model_folder: Path) -> None:
     """oneDNN builds a kernel for each shape a convolution sees: the character CNN pads its number of distinct
-    words to one of 8 sizes per power of two, and drops the padded rows without changing any vector."""
+    words to one of 8 sizes per power of two, and drops the padded rows after the convolutions without changing
+    any vector."""
     model = ElmoModel.from_pretrained(fixture_model_folder).eval()
     tokenizer = ElmoTokenizer.from_pretrained(fixture_model_folder)
     encoder = model.char_encoder
     rows: set[int] = set()
     encoder.convolutions[0].register_forward_pre_hook(lambda module, inputs: rows.add(inputs[0].shape[0]))
+    projected: list[int] = []
+    encoder.projection.register_forward_pre_hook(lambda module, inputs: projected.append(inputs[0].shape[0]))
     vocabulary = [f"w{index}" for index in range(200)]
     char_ids = tokenizer([vocabulary], is_split_into_words=True, return_tensors="pt")["input_ids"][0]
     with torch.no_grad():
@@ -526,6 +529,7 @@ def test_character_cnn_pads_its_batches_to_few_shapes(fixture_model_folder: Path
         assert rows == {1}
         for count in range(1, len(vocabulary) + 1):
             np.testing.assert_allclose(encoder(char_ids[:count]), alone[:count], rtol=0, atol=1e-6)
+            assert projected[-1] == count, "the highway layers and the projection see the real words only"
     for power in range(8):
         sizes = {size for size in rows if 2**power <= size < 2 ** (power + 1)}
         assert len(sizes) <= 8, f"{len(sizes)} shapes of {2**power} to {2 ** (power + 1) - 1} rows"
@@ -559,6 +563,8 @@ def test_help_has_examples(capsys: pytest.CaptureFixture) -> None:
     help_text = capsys.readouterr().out
     assert "examples:\n  elmo-embed sentences.txt sentences.hdf5 --model elmo-original" in help_text
     assert "--resume" in help_text and "sentence_to_index" in help_text
+    assert 'words = json.loads(file["0"].attrs["words"])  # with --tokenize' in help_text
+    assert "gzip-compressed" in help_text and "recognised by its\ncontent (sha256)" in help_text
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
