@@ -141,6 +141,7 @@ def _run(args: argparse.Namespace) -> str:
                 args.license,
                 args.language,
                 "the corpus its source was trained on (not recorded in the source files)",
+                options_file=Path(args.options),
             )
         model, parity = convert_allennlp(
             options,
@@ -185,6 +186,7 @@ def _run(args: argparse.Namespace) -> str:
             args.license,
             args.language,
             "the corpus its checkpoint was trained on (not recorded in the checkpoint)",
+            options_file=Path(args.options),
         )
         model, parity = convert_bilm_tf_checkpoint(
             args.checkpoint,

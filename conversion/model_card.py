@@ -41,6 +41,7 @@ class SourceDescription:
     license: str = "apache-2.0"
     language: str = "en"
     training_data: str = "the 1 Billion Word Benchmark (about 800M tokens of news text)"
+    options_file: Path | None = None  # the options.json the weights were read with, where one was given
 
 
 def file_sha256(path: str | Path) -> str:
@@ -49,6 +50,11 @@ def file_sha256(path: str | Path) -> str:
         for block in iter(lambda: file.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _file_record(path: Path) -> dict[str, str]:
+    """How the model page names a source file: its name and checksum."""
+    return {"file": path.name, "sha256": file_sha256(path)}
 
 
 def measure_parity(converted: ElmoModel, float64_reference: ElmoModel, tokenizer: ElmoTokenizer) -> float:
@@ -70,9 +76,11 @@ def write_model_card(
         license=source.license,
         language=source.language,
         tags=["elmo", "bilm", "character-cnn", "feature-extraction", "remote-code"],
-        source_weights=[{"file": path.name, "sha256": file_sha256(path)} for path in source.source_files],
+        source_weights=[_file_record(path) for path in source.source_files],
         parity_max_abs_difference=float(f"{parity:.3g}"),
     )
+    if source.options_file is not None:
+        card_data.source_options = _file_record(source.options_file)
     return render_model_card(
         folder,
         model,
@@ -82,6 +90,7 @@ def write_model_card(
         source_description=source.description,
         training_data=source.training_data,
         source_weights=card_data.source_weights,
+        source_options=card_data.get("source_options"),
         parity=f"{parity:.2e}",
         parity_words=sum(len(sentence) for sentence in PARITY_SENTENCES),
         parity_sentences=len(PARITY_SENTENCES),

@@ -25,7 +25,7 @@ from .batching import bucketed_batches
 from .embedder import DTYPES, LAYER_CHOICES, Embedder, default_device, resolve_model
 from .errors import EmbedError, first_line
 from .hdf5_output import EmbeddingFile, check_output, partial_path
-from .lines import read_lines
+from .lines import check_text, content_sha256, read_lines
 
 __all__ = ["EmbedSummary", "embed_file", "main"]
 
@@ -36,6 +36,11 @@ WINDOW_WORDS = 200_000
 MAX_WARNINGS = 10
 # The summary names at most this many lines of each kind.
 LISTED_LINES = 20
+# oneDNN, behind torch's CPU convolutions and the LSTMs' products, builds a kernel for each input shape and keeps
+# the most recently used ones in a cache. The LSTMs reuse theirs at every step: building them anew each time
+# (a cache of 0) cost 1.4x the time on ordinary text and 4x with --batch-size 1 or very long lines. The character
+# CNN pads its batches to few shapes (ElmoCharacterEncoder), so that the cache stays small over a corpus.
+ONEDNN_CACHE_CAPACITY = 1024
 
 
 @dataclass
@@ -106,14 +111,20 @@ def embed_file(
 
     Dataset str(i) holds line i's float32 vectors: (L+1, words, 2P) for `layers="all"`, (words, 2P) for "top"
     and "average". Words are the line's whitespace-separated tokens, or with `tokenize` the tokenizer's
-    PTB-like split of the line. Empty lines get a dataset of 0 words; undecodable bytes are embedded as U+FFFD;
+    PTB-like split of the line, then stored with each dataset as its attribute "words" (a JSON list of
+    strings, one per vector). Empty lines get a dataset of 0 words; undecodable bytes are embedded as U+FFFD;
     lines of more than `max_words` words are embedded in pieces of at most `max_words` words, concatenated.
+    The input may be gzip-compressed; one that is mostly not UTF-8 text is refused before anything is written.
     The file is written as `OUT.partial`, renamed when complete; with `resume` an existing `OUT.partial`
-    keeps its finished lines and only the others are embedded.
+    started from the same input content (wherever it lies now) keeps its finished lines and only the others
+    are embedded.
     """
     input_file, output = Path(input_file), Path(output)
+    if input_file.is_dir():
+        raise EmbedError(f"{input_file} is a folder, expected a text file")
     if not input_file.is_file():
         raise EmbedError(f"{input_file}: no such input file")
+    check_text(input_file)
     if batch_size < 1 or max_words < 1:
         raise EmbedError(f"--batch-size and --max-words must be at least 1, got {batch_size} and {max_words}")
     check_output(output, resume=resume, overwrite=overwrite)
@@ -126,8 +137,7 @@ def embed_file(
             file=sys.stderr,
         )
     settings = {
-        "input": str(input_file.resolve()),
-        "input_bytes": input_file.stat().st_size,
+        "input_sha256": content_sha256(input_file),  # the content: a moved or renamed input resumes
         "model": str(Path(model).resolve()) if Path(model).exists() else model,
         "layers": layers,
         "tokenize": tokenize,
@@ -138,9 +148,9 @@ def embed_file(
     summary = EmbedSummary(shape=shape)
     started = time.perf_counter()
     with EmbeddingFile(output, settings=settings, shape=embedder.shape, resume=resume) as file:
-        run = _Run(file, embedder, summary, batch_size=batch_size, max_words=max_words)
+        run = _Run(file, embedder, summary, batch_size=batch_size, max_words=max_words, tokenize=tokenize)
         try:
-            sentence_to_index = run.embed_lines(input_file, tokenize=tokenize, keep_sentences=not forget_sentences)
+            sentence_to_index = run.embed_lines(input_file, keep_sentences=not forget_sentences)
         except (RuntimeError, OSError, MemoryError) as error:  # out of memory, disk full, ...
             raise EmbedError(
                 f"{type(error).__name__} after {summary.lines:,} lines: {first_line(error)}; {file.partial} keeps"
@@ -153,17 +163,19 @@ def embed_file(
 
 @dataclass
 class _Run:
-    """One pass over the input: lines are read, counted, and embedded window by window into `file`."""
+    """One pass over the input: lines are read, counted, and embedded window by window into `file`. With
+    `tokenize` the tokenizer splits the lines into words, written with each line's dataset."""
 
     file: EmbeddingFile
     embedder: Embedder
     summary: EmbedSummary
     batch_size: int
     max_words: int
+    tokenize: bool
 
-    def embed_lines(self, input_file: Path, *, tokenize: bool, keep_sentences: bool) -> dict[str, str] | None:
+    def embed_lines(self, input_file: Path, *, keep_sentences: bool) -> dict[str, str] | None:
         """Embed every line not yet in the file; returns "sentence_to_index" (None unless `keep_sentences`)."""
-        split_words = self.embedder.tokenizer.tokenize if tokenize else str.split
+        split_words = self.embedder.tokenizer.tokenize if self.tokenize else str.split
         summary = self.summary
         sentence_to_index: dict[str, str] | None = {} if keep_sentences else None
         window: list[tuple[int, list[str]]] = []
@@ -184,7 +196,7 @@ class _Run:
                 if line.index in self.file:
                     summary.resumed_lines += 1
                 elif not words:
-                    self.file.write(line.index, 0, np.zeros(self.embedder.shape(0), dtype=np.float32), 0)
+                    self._write(line.index, 0, np.zeros(self.embedder.shape(0), dtype=np.float32), words)
                 else:
                     window.append((line.index, words))
                     window_words += len(words)
@@ -205,12 +217,16 @@ class _Run:
                 file=sys.stderr,
             )
 
+    def _write(self, line: int, start: int, vectors: np.ndarray, words: list[str]) -> None:
+        """Write the vectors of words `start`... of line `line`, whose words are `words`."""
+        self.file.write(line, start, vectors, len(words), tokens=words if self.tokenize else None)
+
     def _embed_window(self, window: list[tuple[int, list[str]]], progress: tqdm) -> None:
         """Embed and write the (line index, words) pairs of one window, in batches of similar length."""
-        line_words = {index: len(words) for index, words in window}
+        line_words = dict(window)
         for batch in bucketed_batches(window, batch_size=self.batch_size, max_words=self.max_words):
             for piece, vectors in zip(batch, self.embedder.embed([piece.words for piece in batch]), strict=True):
-                self.file.write(piece.line, piece.start, vectors, line_words[piece.line])
+                self._write(piece.line, piece.start, vectors, line_words[piece.line])
             self.file.flush()
             words = sum(len(piece.words) for piece in batch)
             self.summary.embedded_words += words
@@ -222,15 +238,19 @@ _EXAMPLES = """examples:
   elmo-embed raw.txt raw.hdf5 --model elmo-original --tokenize --layers top --device cuda --dtype bfloat16
   elmo-embed corpus.txt corpus.hdf5 --model elmo-original --resume   # continue an interrupted run
 
-The input holds one sentence per line: whitespace-separated words, or raw text with --tokenize. The output
-has the layout of AllenNLP's `allennlp elmo` command: dataset "0" holds the first line's vectors, float32 of
-shape (L+1, words, 2P) with --layers all (the token layer and the model's L biLSTM layers, each word's vector
-[forward; backward] of width 2P) or (words, 2P) otherwise, and "sentence_to_index" holds one JSON string
-mapping each line's text to its dataset name:
+The input holds one sentence per line of UTF-8 text (or gzip-compressed UTF-8 text, whatever its name):
+whitespace-separated words, or raw text with --tokenize. An input that is mostly not text (binary data, or
+another encoding than UTF-8) is refused before anything is written. The output has the layout of AllenNLP's
+`allennlp elmo` command: dataset "0" holds the first line's vectors, float32 of shape (L+1, words, 2P) with
+--layers all (the token layer and the model's L biLSTM layers, each word's vector [forward; backward] of width
+2P) or (words, 2P) otherwise, and "sentence_to_index" holds one JSON string mapping each line's text to its
+dataset name. With --tokenize each line's dataset also has the attribute "words", a JSON list of the words its
+vectors stand for:
   import h5py, json
   with h5py.File("sentences.hdf5") as file:
       vectors = file["0"][()]
       index = json.loads(file["sentence_to_index"][0])
+      words = json.loads(file["0"].attrs["words"])  # with --tokenize
 
 Unlike AllenNLP's command, elmo-embed does not stop at bad lines: an empty line gets a dataset of 0 words,
 a line that is not UTF-8 is embedded with U+FFFD for its bad bytes (with a warning), and a line of more
@@ -239,7 +259,8 @@ and names them. Each sentence is embedded from a fresh LSTM state (AllenNLP carr
 batches, so its vectors depended on the batch order).
 
 The output is written to OUT.partial and renamed to OUT when complete. After an interruption, the same
-command with --resume keeps every finished line and embeds only the rest.
+command with --resume keeps every finished line and embeds only the rest; the input is recognised by its
+content (sha256), so it may have moved, but not changed.
 """
 
 
@@ -250,7 +271,7 @@ def _build_parser() -> argparse.ArgumentParser:
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("input", metavar="IN", help="text file, one sentence per line (UTF-8)")
+    parser.add_argument("input", metavar="IN", help="text file, one sentence per line (UTF-8, may be gzip-compressed)")
     parser.add_argument("output", metavar="OUT.hdf5", help="hdf5 file to create")
     parser.add_argument("--model", metavar="DIR", help="model folder written by elmo-convert")
     parser.add_argument(
@@ -269,7 +290,9 @@ def _build_parser() -> argparse.ArgumentParser:
         help="embed longer lines in pieces of at most N words (default 1000)",
     )
     parser.add_argument(
-        "--tokenize", action="store_true", help="split raw text into words PTB-like (punctuation split off)"
+        "--tokenize",
+        action="store_true",
+        help='split raw text into words PTB-like (punctuation split off), stored as each dataset\'s attribute "words"',
     )
     parser.add_argument(
         "--dtype", choices=sorted(DTYPES), default="float32", help="model dtype; the file is float32 (default float32)"
@@ -287,10 +310,8 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
-    # oneDNN, behind torch's CPU convolutions, caches a kernel per input shape, and the character CNN sees a new
-    # shape (the number of words in the batch) in nearly every batch: over a corpus the cache would take gigabytes.
-    # Set here, before the first convolution reads it; caching nothing costs no measurable speed.
-    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "0")
+    # Set here, before oneDNN's first kernel reads it.
+    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(ONEDNN_CACHE_CAPACITY))
     disable_progress_bar()  # transformers' weight-loading bar; elmo-embed shows its own
     try:
         summary = embed_file(

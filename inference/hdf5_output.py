@@ -1,8 +1,10 @@
 """The output file, written as `OUT.partial` and renamed to `OUT` when complete, so that a run can be resumed.
 
-The finished file has AllenNLP's `elmo` command layout and nothing else: one float32 dataset per line, named
-by the line's 0-based index, and (unless forgotten) the dataset "sentence_to_index", a (1,) array of one
-variable-length string: the JSON object mapping each stripped line to its index string.
+The finished file has AllenNLP's `elmo` command layout: one float32 dataset per line, named by the line's
+0-based index, and (unless forgotten) the dataset "sentence_to_index", a (1,) array of one variable-length
+string: the JSON object mapping each stripped line to its index string. When the words are not simply the
+line's whitespace-separated tokens (`--tokenize`), each line's dataset has the attribute "words": a JSON list
+of the strings its vectors stand for, in order.
 
 While the file is `OUT.partial`, a dataset named by a line index exists only once the line is complete; a line
 embedded in several pieces fills a dataset in the group "elmo_embed_incomplete" first, moved to its name when
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +25,12 @@ import numpy as np
 
 from .errors import EmbedError
 
-__all__ = ["SENTENCE_TO_INDEX", "EmbeddingFile", "check_output", "partial_path"]
+__all__ = ["SENTENCE_TO_INDEX", "WORDS", "EmbeddingFile", "check_output", "partial_path"]
 
 _SETTINGS = "elmo_embed_settings"
 _INCOMPLETE = "elmo_embed_incomplete"
 SENTENCE_TO_INDEX = "sentence_to_index"
+WORDS = "words"
 
 
 def partial_path(output: str | Path) -> Path:
@@ -111,18 +114,21 @@ class EmbeddingFile:
         """Whether line `line` (0-based) is complete in the file."""
         return str(line) in self._file
 
-    def write(self, line: int, start: int, vectors: np.ndarray, words: int) -> None:
+    def write(
+        self, line: int, start: int, vectors: np.ndarray, words: int, *, tokens: Sequence[str] | None = None
+    ) -> None:
         """Write `vectors` (shape `self.shape(n)`) for words `start` to `start + n` of line `line` of `words` words.
 
         A line written in one piece (or an empty line: `words` = 0) gets its dataset at once; the pieces of a longer
-        line fill a staging dataset, which takes the line's name when all `words` are written.
+        line fill a staging dataset, which takes the line's name when all `words` are written. `tokens`, the line's
+        `words` words (given with any piece), become the dataset's attribute "words".
         """
         if start == 0 and vectors.shape == self.shape(words):
-            self._file.create_dataset(str(line), data=vectors, dtype="float32")
+            self._label(self._file.create_dataset(str(line), data=vectors, dtype="float32"), tokens)
             return
         staging = f"{_INCOMPLETE}/{line}"
         if staging not in self._file:
-            self._file.create_dataset(staging, shape=self.shape(words), dtype="float32")
+            self._label(self._file.create_dataset(staging, shape=self.shape(words), dtype="float32"), tokens)
         word_axis = vectors.ndim - 2
         piece = (slice(None),) * word_axis + (slice(start, start + vectors.shape[word_axis]),)
         self._file[staging][piece] = vectors
@@ -130,6 +136,13 @@ class EmbeddingFile:
         if self._words_written[line] == words:
             self._file.move(staging, str(line))
             del self._words_written[line]
+
+    @staticmethod
+    def _label(dataset: h5py.Dataset, tokens: Sequence[str] | None) -> None:
+        # One JSON string: any length fits an attribute (an array of strings over about 4,000 would not), and a
+        # word may hold any character, NUL included.
+        if tokens is not None:
+            dataset.attrs[WORDS] = json.dumps(list(tokens))
 
     def flush(self) -> None:
         """Make everything written so far survive an interruption."""

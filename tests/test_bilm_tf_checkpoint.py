@@ -146,6 +146,7 @@ def test_model_page_names_the_checkpoint_and_the_parity(converted: Path) -> None
         {"file": index.name, "sha256": file_sha256(index)},
         {"file": data.name, "sha256": file_sha256(data)},
     ]
+    assert card.data.source_options == {"file": "options.json", "sha256": file_sha256(DATA / "options.json")}
     assert 0 < card.data.parity_max_abs_difference < 5e-6
     assert "the bilm-tf training checkpoint model.ckpt-1" in card.text
     assert f"{card.data.parity_max_abs_difference:.2e}" in card.text

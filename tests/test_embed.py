@@ -1,10 +1,15 @@
 """`elmo-embed`: AllenNLP's `elmo` layout, values equal to the model run one sentence at a time, bad lines,
-long lines, resuming an interrupted run without recomputing finished lines, and one-line errors."""
+long lines, gzip and binary inputs, resuming an interrupted run without recomputing finished lines, and one-line
+errors."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import h5py
@@ -16,7 +21,7 @@ from safetensors.torch import load_file, save_file
 import inference.embed as embed_module
 import modeling_elmo
 from inference.embed import main
-from modeling_elmo import ElmoForTokenClassification, ElmoModel, ElmoTokenizer, split_words
+from modeling_elmo import ElmoConfig, ElmoForTokenClassification, ElmoModel, ElmoTokenizer, split_words
 
 SENTENCES = [
     "The cat sat on the mat .",
@@ -162,15 +167,38 @@ def test_long_lines_are_embedded_in_pieces(
     np.testing.assert_allclose(lines[1], _select(_layers(reference, "just four words here".split()), layers), atol=1e-6)
 
 
+def _stored_words(path: Path) -> dict[str, list[str]]:
+    """The attribute "words" of each line's dataset, decoded."""
+    with h5py.File(path, "r") as file:
+        return {name: json.loads(file[name].attrs["words"]) for name in file if name != "sentence_to_index"}
+
+
 def test_tokenize(reference, fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     text = "Don't panic: it's 3.14!"
-    source = _write_lines(tmp_path / "in.txt", [text])
+    long_text = "One, two, three, four, five."  # 10 words: pieces of 8 and 2
+    source = _write_lines(tmp_path / "in.txt", [text, "", long_text, "naïve\x00café"])
     output = tmp_path / "out.hdf5"
-    assert _embed(capsys, source, output, "--model", fixture_model_folder, "--tokenize")[0] == 0
+    args = ("--model", fixture_model_folder, "--tokenize", "--max-words", 8)
+    assert _embed(capsys, source, output, *args)[0] == 0
     contents = _read(output)
     np.testing.assert_allclose(contents["0"], _layers(reference, split_words(text)), rtol=0, atol=1e-6)
     assert contents["0"].shape[1] == 8
-    assert json.loads(contents["sentence_to_index"][0]) == {text: "0"}
+    assert json.loads(contents["sentence_to_index"][0])[text] == "0"
+    # The words the vectors stand for go with them, whole even for a line embedded in pieces.
+    words = _stored_words(output)
+    assert words == {"0": split_words(text), "1": [], "2": split_words(long_text), "3": split_words("naïve\x00café")}
+    assert words["0"] == ["Do", "n't", "panic", ":", "it", "'s", "3.14", "!"]
+    assert [len(words[name]) for name in words] == [contents[name].shape[1] for name in words]
+
+
+def test_words_are_stored_only_with_tokenize(
+    fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Without --tokenize the words are the line's own whitespace-separated tokens: the layout stays AllenNLP's."""
+    output = tmp_path / "out.hdf5"
+    assert _embed(capsys, _write_lines(tmp_path / "in.txt", SENTENCES), output, "--model", fixture_model_folder)[0] == 0
+    with h5py.File(output, "r") as file:
+        assert not any(file[name].attrs for name in file)
 
 
 RESUME_LINES = [
@@ -252,6 +280,27 @@ def test_resume_embeds_only_unfinished_lines(
     np.testing.assert_allclose(lines[5], _layers(reference, RESUME_LINES[5].split()), rtol=0, atol=1e-6)
 
 
+def test_resume_judges_the_input_by_its_content(
+    recorded_pieces: dict, fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    source = _write_lines(tmp_path / "in.txt", SENTENCES)
+    output = tmp_path / "out.hdf5"
+    args = ("--model", fixture_model_folder, "--batch-size", 1)
+    recorded_pieces.update(interrupt_at=2, interrupt=KeyboardInterrupt())
+    assert _embed(capsys, source, output, *args)[0] == 130
+    recorded_pieces.update(interrupt_at=None)
+
+    changed = _write_lines(tmp_path / "changed.txt", [*SENTENCES[:-1], "Colorless green ideas sleep soundly ."])
+    code, _, err = _embed(capsys, changed, output, *args, "--resume")
+    assert code == 2 and f"{output}.partial was started with input_sha256 " in err, "another content is refused"
+    moved = tmp_path / "elsewhere" / "renamed.txt"
+    moved.parent.mkdir()
+    source.rename(moved)
+    code, out, err = _embed(capsys, moved, output, *args, "--resume")
+    assert code == 0, err
+    assert "resumed: 2 lines were already in out.hdf5.partial" in out
+
+
 def test_interrupted_run_needs_resume_or_overwrite(
     recorded_pieces: dict, fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
@@ -274,6 +323,58 @@ def test_interrupted_run_needs_resume_or_overwrite(
     code, _, _ = _embed(capsys, source, output, "--model", fixture_model_folder, "--layers", "top", "--overwrite")
     assert code == 0 and len(recorded_pieces["pieces"]) == len(SENTENCES), "--overwrite starts over"
     assert _read(output)["0"].shape == (7, 32)
+
+
+def test_gzip_input_is_read_whatever_its_name(
+    fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    plain = _write_lines(tmp_path / "in.txt", SENTENCES)
+    assert _embed(capsys, plain, tmp_path / "plain.hdf5", "--model", fixture_model_folder)[0] == 0
+    for name in ("in.txt.gz", "in.data"):  # recognised by its first bytes, not by its suffix
+        compressed = tmp_path / name
+        compressed.write_bytes(gzip.compress(plain.read_bytes()))
+        output = tmp_path / f"{name}.hdf5"
+        code, out, err = _embed(capsys, compressed, output, "--model", fixture_model_folder)
+        assert code == 0, err
+        assert "5 lines, 23 words" in out and "invalid UTF-8 (embedded with U+FFFD for the bad bytes): 0" in out
+        expected, actual = _read(tmp_path / "plain.hdf5"), _read(output)
+        assert actual.keys() == expected.keys()
+        for key in expected:
+            np.testing.assert_array_equal(actual[key], expected[key])
+
+
+def _random_bytes(size: int) -> bytes:
+    return np.random.default_rng(0).integers(0, 256, size, dtype=np.uint8).tobytes()
+
+
+@pytest.mark.parametrize(
+    ("content", "share"),
+    [
+        (_random_bytes(100_000), "of its first 65,536 bytes are control characters or not UTF-8"),
+        (gzip.compress(_random_bytes(1000)), "of its bytes are control characters or not UTF-8"),
+        ("The cat sat on the mat .\n".encode("utf-16"), "52% of its bytes"),  # NUL after every ASCII byte
+    ],
+    ids=["binary", "gzip-compressed binary", "UTF-16"],
+)
+def test_binary_input_is_refused_before_writing(
+    content: bytes, share: str, fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    source = tmp_path / "in.bin"
+    source.write_bytes(content)
+    output = tmp_path / "out.hdf5"
+    code, _, err = _embed(capsys, source, output, "--model", fixture_model_folder)
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"elmo-embed: error: {source}: looks binary (") and share in err
+    assert "not text; elmo-embed reads UTF-8 text, one sentence per line, plain or gzip-compressed" in err
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.bin"], "nothing is written"
+
+
+def test_damaged_gzip_input(fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    source = tmp_path / "in.txt.gz"
+    source.write_bytes(gzip.compress("".join(line + "\n" for line in SENTENCES).encode())[:-12])
+    code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", fixture_model_folder)
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"elmo-embed: error: {source}: damaged gzip data")
 
 
 def test_refuses_to_overwrite(fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -372,7 +473,10 @@ def test_bfloat16_model_writes_float32(
     ("args", "message"),
     [
         (["missing.txt", "out.hdf5"], "missing.txt: no such input file"),
+        (["folder", "out.hdf5"], "folder is a folder, expected a text file"),
         (["in.txt", "out.hdf5", "--model", "."], ".: not a model folder (no config.json)"),
+        (["in.txt", "out.hdf5", "--model", "./absent"], "./absent: no such model folder\n"),
+        (["in.txt", "out.hdf5", "--model", "models/v1/elmo"], "models/v1/elmo: no such model folder\n"),
         (["in.txt", "out.hdf5", "--max-words", "0"], "--batch-size and --max-words must be at least 1, got 64 and 0"),
         (["in.txt", "out.hdf5", "--device", "nonsense"], "--device nonsense: "),
         (["in.txt", "folder"], "folder is a folder, expected a file path"),
@@ -397,6 +501,63 @@ def test_one_line_errors(
     assert err.startswith(f"elmo-embed: error: {message}") and err.count("\n") == 1
 
 
+def test_damaged_weights_are_named(fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    damaged = Path(shutil.copytree(fixture_model_folder, tmp_path / "damaged"))
+    weights = damaged / "model.safetensors"
+    os.truncate(weights, weights.stat().st_size // 2)  # an interrupted download or copy
+    source = _write_lines(tmp_path / "in.txt", SENTENCES)
+    code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", damaged)
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"elmo-embed: error: {weights}: the weights cannot be read (")
+    assert err.rstrip().endswith("the file is damaged or incomplete; copy or convert it again")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["damaged", "in.txt"], "nothing is written"
+
+
+def test_character_cnn_pads_its_batches_to_few_shapes(fixture_model_folder: Path) -> None:
+    """oneDNN builds a kernel for each shape a convolution sees: the character CNN pads its number of distinct
+    words to one of 8 sizes per power of two, and drops the padded rows after the convolutions without changing
+    any vector."""
+    model = ElmoModel.from_pretrained(fixture_model_folder).eval()
+    tokenizer = ElmoTokenizer.from_pretrained(fixture_model_folder)
+    encoder = model.char_encoder
+    rows: set[int] = set()
+    encoder.convolutions[0].register_forward_pre_hook(lambda module, inputs: rows.add(inputs[0].shape[0]))
+    projected: list[int] = []
+    encoder.projection.register_forward_pre_hook(lambda module, inputs: projected.append(inputs[0].shape[0]))
+    vocabulary = [f"w{index}" for index in range(200)]
+    char_ids = tokenizer([vocabulary], is_split_into_words=True, return_tensors="pt")["input_ids"][0]
+    with torch.no_grad():
+        alone = torch.cat([encoder(char_ids[index : index + 1]) for index in range(len(vocabulary))])
+        assert rows == {1}
+        for count in range(1, len(vocabulary) + 1):
+            np.testing.assert_allclose(encoder(char_ids[:count]), alone[:count], rtol=0, atol=1e-6)
+            assert projected[-1] == count, "the highway layers and the projection see the real words only"
+    for power in range(8):
+        sizes = {size for size in rows if 2**power <= size < 2 ** (power + 1)}
+        assert len(sizes) <= 8, f"{len(sizes)} shapes of {2**power} to {2 ** (power + 1) - 1} rows"
+
+
+def test_onednn_kernels_are_cached_and_few(fixture_model_folder: Path, tmp_path: Path) -> None:
+    """elmo-embed keeps oneDNN's cache of kernels (building them anew for every LSTM step cost 1.4 to 4 times the
+    time), and the character CNN's padding keeps the kernels a corpus needs few: 16 lines of 144 to 159 distinct
+    words (<S> and </S> included) make 2 shapes (144 and 160 rows), one kernel per convolution each."""
+    lines = [" ".join(f"w{index}" for index in range(words)) for words in range(142, 158)]
+    source = _write_lines(tmp_path / "in.txt", lines)
+    command = [sys.executable, "-m", "inference.embed", source, tmp_path / "out.hdf5", "--batch-size", 1]
+    command += ["--model", fixture_model_folder]
+    # ONEDNN_VERBOSE=2: one line per kernel, made or taken from the cache. One thread, as for the tests in-process.
+    environment = {**os.environ, "ONEDNN_VERBOSE": "2", "OMP_NUM_THREADS": "1"}
+    del environment["ONEDNN_PRIMITIVE_CACHE_CAPACITY"]  # set by _keep_environment: elmo-embed's own choice here
+    completed = subprocess.run(list(map(str, command)), env=environment, capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    made = [line for line in completed.stdout.splitlines() if line.startswith("onednn_verbose") and ",create:" in line]
+    if not made:
+        pytest.skip("this torch build does not run convolutions on oneDNN here")
+    assert sum("cache_hit" in line for line in made) > len(made) / 2
+    convolutions = [line for line in made if "cache_miss" in line and ",convolution," in line]
+    assert len(convolutions) == 2 * len(ElmoConfig.from_pretrained(fixture_model_folder).char_cnn_filters)
+
+
 def test_help_has_examples(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["--help"])
@@ -404,6 +565,8 @@ def test_help_has_examples(capsys: pytest.CaptureFixture) -> None:
     help_text = capsys.readouterr().out
     assert "examples:\n  elmo-embed sentences.txt sentences.hdf5 --model elmo-original" in help_text
     assert "--resume" in help_text and "sentence_to_index" in help_text
+    assert 'words = json.loads(file["0"].attrs["words"])  # with --tokenize' in help_text
+    assert "gzip-compressed" in help_text and "recognised by its\ncontent (sha256)" in help_text
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])

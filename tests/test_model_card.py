@@ -23,6 +23,9 @@ def test_card_metadata_parses_and_names_the_source(elmo_fixture: Path, fixture_m
     assert card.data.source_weights == [
         {"file": "lm_weights.hdf5", "sha256": file_sha256(elmo_fixture / "lm_weights.hdf5")}
     ]
+    options_sha256 = file_sha256(elmo_fixture / "options.json")
+    assert card.data.source_options == {"file": "options.json", "sha256": options_sha256}
+    assert f"- options `options.json` (sha256 `{options_sha256}`)" in card.text
     assert 0 < card.data.parity_max_abs_difference < 5e-6
 
 
