@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,11 +21,12 @@ from transformers.utils.logging import disable_progress_bar
 
 from modeling_elmo.onednn_elmo import onednn_available
 
-from .batching import bucketed_batches
-from .embedder import DTYPES, LAYER_CHOICES, Embedder, default_device, resolve_model
+from .batching import Piece, bucketed_batches
+from .embedder import DTYPES, LAYER_CHOICES, Embedder, PendingVectors, PreparedBatch, default_device, resolve_model
 from .errors import EmbedError, first_line
 from .hdf5_output import EmbeddingFile, check_output, partial_path
 from .lines import check_text, content_sha256, read_lines
+from .pipeline import run_stages
 
 __all__ = ["EmbedSummary", "embed_file", "main"]
 
@@ -106,6 +107,7 @@ def embed_file(
     resume: bool = False,
     overwrite: bool = False,
     forget_sentences: bool = False,
+    overlap: bool | None = None,
 ) -> EmbedSummary:
     """Embed every line of `input_file` into the hdf5 file `output` (see the module docstring and `--help`).
 
@@ -117,7 +119,8 @@ def embed_file(
     The input may be gzip-compressed; one that is mostly not UTF-8 text is refused before anything is written.
     The file is written as `OUT.partial`, renamed when complete; with `resume` an existing `OUT.partial`
     started from the same input content (wherever it lies now) keeps its finished lines and only the others
-    are embedded.
+    are embedded. With `overlap` (by default on a GPU) a thread reads and tokenizes the next batches and another
+    writes the finished ones while the device computes: the file is the same, written in the same order.
     """
     input_file, output = Path(input_file), Path(output)
     if input_file.is_dir():
@@ -148,7 +151,15 @@ def embed_file(
     summary = EmbedSummary(shape=shape)
     started = time.perf_counter()
     with EmbeddingFile(output, settings=settings, shape=embedder.shape, resume=resume) as file:
-        run = _Run(file, embedder, summary, batch_size=batch_size, max_words=max_words, tokenize=tokenize)
+        run = _Run(
+            file,
+            embedder,
+            summary,
+            batch_size=batch_size,
+            max_words=max_words,
+            tokenize=tokenize,
+            overlap=embedder.device.type == "cuda" if overlap is None else overlap,
+        )
         try:
             sentence_to_index = run.embed_lines(input_file, keep_sentences=not forget_sentences)
         except (RuntimeError, OSError, MemoryError) as error:  # out of memory, disk full, ...
@@ -162,9 +173,29 @@ def embed_file(
 
 
 @dataclass
+class _EmptyLine:
+    """A line of no words, written as a dataset of 0 words in its place in the stream."""
+
+    line: int
+    words: list[str]
+
+
+@dataclass
+class _Batch:
+    """Pieces of lines embedded together: `words` holds each of their lines' words, `vectors` the model's output
+    once the batch has run (`prepared` is the tokenizer's batch until then)."""
+
+    pieces: list[Piece]
+    words: dict[int, list[str]]
+    prepared: PreparedBatch | None
+    vectors: PendingVectors | None = None
+
+
+@dataclass
 class _Run:
     """One pass over the input: lines are read, counted, and embedded window by window into `file`. With
-    `tokenize` the tokenizer splits the lines into words, written with each line's dataset."""
+    `tokenize` the tokenizer splits the lines into words, written with each line's dataset. With `overlap`
+    reading, the model and writing run at once (`run_stages`); the file is the same either way."""
 
     file: EmbeddingFile
     embedder: Embedder
@@ -172,41 +203,56 @@ class _Run:
     batch_size: int
     max_words: int
     tokenize: bool
+    overlap: bool = False
 
     def embed_lines(self, input_file: Path, *, keep_sentences: bool) -> dict[str, str] | None:
         """Embed every line not yet in the file; returns "sentence_to_index" (None unless `keep_sentences`)."""
+        sentence_to_index: dict[str, str] | None = {} if keep_sentences else None
+        finished = self.file.finished_lines()  # read here: only the writing stage touches the file afterwards
+        with tqdm(desc="elmo-embed", unit="word", unit_scale=True, disable=None) as progress:
+            run_stages(
+                self._work(input_file, finished, sentence_to_index),
+                self._run_model,
+                lambda item: self._write(item, progress),
+                overlap=self.overlap,
+            )
+        if self.summary.replaced.count > MAX_WARNINGS:
+            count = self.summary.replaced.count
+            tqdm.write(f"elmo-embed: warning: {count:,} lines are not valid UTF-8", file=sys.stderr)
+        return sentence_to_index
+
+    def _work(
+        self, input_file: Path, finished: set[int], sentence_to_index: dict[str, str] | None
+    ) -> Iterator[_EmptyLine | _Batch]:
+        """Read and count the lines; give the empty lines and the batches (tokenized) of the others to write, in
+        the order they are to be written, window by window."""
         split_words = self.embedder.tokenizer.tokenize if self.tokenize else str.split
         summary = self.summary
-        sentence_to_index: dict[str, str] | None = {} if keep_sentences else None
         window: list[tuple[int, list[str]]] = []
         window_words = 0
-        with tqdm(desc="elmo-embed", unit="word", unit_scale=True, disable=None) as progress:
-            for line in read_lines(input_file):
-                words = split_words(line.text)
-                summary.lines += 1
-                summary.words += len(words)
-                if sentence_to_index is not None:
-                    sentence_to_index[line.text] = str(line.index)
-                if line.replaced:
-                    self._warn_replaced(line.index)
-                if not words:
-                    summary.empty.add(line.index)
-                if len(words) > self.max_words:
-                    summary.split.add(line.index)
-                if line.index in self.file:
-                    summary.resumed_lines += 1
-                elif not words:
-                    self._write(line.index, 0, np.zeros(self.embedder.shape(0), dtype=np.float32), words)
-                else:
-                    window.append((line.index, words))
-                    window_words += len(words)
-                    if len(window) >= max(WINDOW_LINES, self.batch_size) or window_words >= WINDOW_WORDS:
-                        self._embed_window(window, progress)
-                        window, window_words = [], 0
-            self._embed_window(window, progress)
-        if summary.replaced.count > MAX_WARNINGS:
-            tqdm.write(f"elmo-embed: warning: {summary.replaced.count:,} lines are not valid UTF-8", file=sys.stderr)
-        return sentence_to_index
+        for line in read_lines(input_file):
+            words = split_words(line.text)
+            summary.lines += 1
+            summary.words += len(words)
+            if sentence_to_index is not None:
+                sentence_to_index[line.text] = str(line.index)
+            if line.replaced:
+                self._warn_replaced(line.index)
+            if not words:
+                summary.empty.add(line.index)
+            if len(words) > self.max_words:
+                summary.split.add(line.index)
+            if line.index in finished:
+                summary.resumed_lines += 1
+            elif not words:
+                yield _EmptyLine(line.index, words)
+            else:
+                window.append((line.index, words))
+                window_words += len(words)
+                if len(window) >= max(WINDOW_LINES, self.batch_size) or window_words >= WINDOW_WORDS:
+                    yield from self._batches(window)
+                    window, window_words = [], 0
+        yield from self._batches(window)
 
     def _warn_replaced(self, index: int) -> None:
         self.summary.replaced.add(index)
@@ -217,20 +263,35 @@ class _Run:
                 file=sys.stderr,
             )
 
-    def _write(self, line: int, start: int, vectors: np.ndarray, words: list[str]) -> None:
+    def _batches(self, window: list[tuple[int, list[str]]]) -> Iterator[_Batch]:
+        """The (line index, words) pairs of one window in batches of similar length, tokenized."""
+        line_words = dict(window)
+        for pieces in bucketed_batches(window, batch_size=self.batch_size, max_words=self.max_words):
+            words = {piece.line: line_words[piece.line] for piece in pieces}
+            yield _Batch(pieces, words, self.embedder.prepare([piece.words for piece in pieces]))
+
+    def _run_model(self, item: _EmptyLine | _Batch) -> _EmptyLine | _Batch:
+        if isinstance(item, _Batch) and item.prepared is not None:
+            item.vectors = self.embedder.run(item.prepared)
+            item.prepared = None  # its memory (pinned on a GPU) can go
+        return item
+
+    def _write(self, item: _EmptyLine | _Batch, progress: tqdm) -> None:
+        """Write an empty line's dataset, or the vectors of a batch's pieces; a batch is flushed and counted."""
+        if isinstance(item, _EmptyLine):
+            self._write_piece(item.line, 0, np.zeros(self.embedder.shape(0), dtype=np.float32), item.words)
+            return
+        assert item.vectors is not None
+        for piece, vectors in zip(item.pieces, item.vectors.result(), strict=True):
+            self._write_piece(piece.line, piece.start, vectors, item.words[piece.line])
+        self.file.flush()
+        words = sum(len(piece.words) for piece in item.pieces)
+        self.summary.embedded_words += words
+        progress.update(words)
+
+    def _write_piece(self, line: int, start: int, vectors: np.ndarray, words: list[str]) -> None:
         """Write the vectors of words `start`... of line `line`, whose words are `words`."""
         self.file.write(line, start, vectors, len(words), tokens=words if self.tokenize else None)
-
-    def _embed_window(self, window: list[tuple[int, list[str]]], progress: tqdm) -> None:
-        """Embed and write the (line index, words) pairs of one window, in batches of similar length."""
-        line_words = dict(window)
-        for batch in bucketed_batches(window, batch_size=self.batch_size, max_words=self.max_words):
-            for piece, vectors in zip(batch, self.embedder.embed([piece.words for piece in batch]), strict=True):
-                self._write(piece.line, piece.start, vectors, line_words[piece.line])
-            self.file.flush()
-            words = sum(len(piece.words) for piece in batch)
-            self.summary.embedded_words += words
-            progress.update(words)
 
 
 _EXAMPLES = """examples:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ from modeling_elmo import ElmoConfig, ElmoLayerMix, ElmoModel, ElmoTokenizer
 
 from .errors import EmbedError, first_line
 
-__all__ = ["DTYPES", "LAYER_CHOICES", "Embedder", "default_device", "resolve_model"]
+__all__ = ["DTYPES", "LAYER_CHOICES", "Embedder", "PendingVectors", "PreparedBatch", "default_device", "resolve_model"]
 
 LAYER_CHOICES = ("all", "top", "average", "mix")
 _HEADS = ("ElmoForTokenClassification", "ElmoForSequenceClassification")
@@ -75,9 +76,24 @@ class Embedder:
         The sentences are padded into one batch; the model computes every row on its own (no state is carried
         from sentence to sentence), so a sentence gets the same vectors in any batch.
         """
+        return self.run(self.prepare(sentences)).result()
+
+    def prepare(self, sentences: Sequence[Sequence[str]]) -> PreparedBatch:
+        """The first step of `embed`, on the host: the tokenizer's padded batch (in pinned memory on a GPU, so that
+        `run` copies it without waiting). Any thread may prepare batches while another runs the model."""
         inputs = self.tokenizer(
             [list(words) for words in sentences], is_split_into_words=True, padding=True, return_tensors="pt"
-        ).to(self.device)
+        )
+        tensors = dict(inputs)
+        if self.device.type == "cuda":
+            tensors = {name: tensor.pin_memory() for name, tensor in tensors.items()}
+        return PreparedBatch(tensors, [len(words) for words in sentences])
+
+    def run(self, prepared: PreparedBatch) -> PendingVectors:
+        """The second step of `embed`: the model on the device. On a GPU this returns as soon as the work is queued,
+        the copy of the vectors back to the host included; `.result()` waits for them."""
+        non_blocking = self.device.type == "cuda"
+        inputs = {name: tensor.to(self.device, non_blocking=non_blocking) for name, tensor in prepared.tensors.items()}
         with torch.inference_mode():
             output = self.model(**inputs, output_hidden_states=self.layers != "top")
             if self.layers == "top":
@@ -89,8 +105,37 @@ class Embedder:
                 vectors = torch.stack(output.hidden_states, dim=1).float()  # (batch, L+1, words, width)
                 if self.layers == "average":
                     vectors = vectors.mean(dim=1)  # (batch, words, width)
-            vectors = vectors.cpu().numpy()
-        return [vectors[row, ..., : len(words), :] for row, words in enumerate(sentences)]
+            if not non_blocking:
+                return PendingVectors(vectors.cpu(), prepared.lengths)
+            host = torch.empty(vectors.shape, dtype=vectors.dtype, pin_memory=True)
+            host.copy_(vectors, non_blocking=True)
+            copied = torch.cuda.Event()
+            copied.record()
+        return PendingVectors(host, prepared.lengths, copied)
+
+
+@dataclass
+class PreparedBatch:
+    """A batch ready for `Embedder.run`: the tokenizer's tensors (batch, words, ...) and each sentence's length."""
+
+    tensors: dict[str, torch.Tensor]
+    lengths: list[int]
+
+
+@dataclass
+class PendingVectors:
+    """The vectors of a batch, (batch, [L+1,] words, width) on the host, once `copied` (a CUDA event) has passed."""
+
+    vectors: torch.Tensor
+    lengths: list[int]
+    copied: torch.cuda.Event | None = None
+
+    def result(self) -> list[np.ndarray]:
+        """Each sentence's float32 vectors, (L+1, words, width) or (words, width); waits for the copy first."""
+        if self.copied is not None:
+            self.copied.synchronize()  # reading the pinned memory before the copy has landed would read garbage
+        vectors = self.vectors.numpy()
+        return [vectors[row, ..., :length, :] for row, length in enumerate(self.lengths)]
 
 
 def _load_model(model: str, dtype: torch.dtype, *, all_layers: bool) -> tuple[ElmoModel, list[str]]:

@@ -110,9 +110,9 @@ class EmbeddingFile:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def __contains__(self, line: int) -> bool:
-        """Whether line `line` (0-based) is complete in the file."""
-        return str(line) in self._file
+    def finished_lines(self) -> set[int]:
+        """The lines (0-based) complete in the file."""
+        return {int(name) for name in self._file if name.isdigit()}
 
     def write(
         self, line: int, start: int, vectors: np.ndarray, words: int, *, tokens: Sequence[str] | None = None
