@@ -4,12 +4,14 @@ errors."""
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import h5py
@@ -20,7 +22,9 @@ from safetensors.torch import load_file, save_file
 
 import inference.embed as embed_module
 import modeling_elmo
-from inference.embed import main
+from inference.embed import embed_file, main
+from inference.embedder import Embedder
+from inference.hdf5_output import EmbeddingFile
 from modeling_elmo import ElmoConfig, ElmoForTokenClassification, ElmoModel, ElmoTokenizer, split_words
 
 SENTENCES = [
@@ -584,3 +588,173 @@ def test_slow_low_precision_on_cpu_is_named(
     assert code == 0
     warned = "warning: this CPU has no fast bfloat16 matrix products" in err
     assert warned == (dtype == "bfloat16"), err
+
+
+# Empty lines (also first and last), a line of 10 words cut in pieces by --max-words 4, unicode, mixed lengths.
+OVERLAP_LINES = [
+    "",
+    "The cat sat on the mat .",
+    "one two three four five six seven eight nine ten",
+    "",
+    "Hello !",
+    "naïve café — “quoted” words",
+    "a",
+    "ELMo gives every word three vectors .",
+    "Don't panic: it's 3.14!",
+    "x y",
+    "Colorless green ideas sleep furiously .",
+    "",
+]
+
+
+def _contents_with_attributes(path: Path) -> dict[str, tuple[np.ndarray, dict]]:
+    """Every dataset of a file with its attributes (sentence_to_index included), and the root's attributes."""
+    with h5py.File(path, "r") as file:
+        contents = {name: (file[name][()], dict(file[name].attrs)) for name in file}
+        contents["/"] = (np.zeros(0), dict(file.attrs))
+    return contents
+
+
+def _assert_same_file(path: Path, expected: Path) -> None:
+    contents, wanted = _contents_with_attributes(path), _contents_with_attributes(expected)
+    assert sorted(contents) == sorted(wanted)
+    for name, (array, attributes) in wanted.items():
+        assert contents[name][0].dtype == array.dtype and np.array_equal(contents[name][0], array), name
+        assert contents[name][1] == attributes, name
+
+
+@pytest.fixture
+def recorded_writes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, str]]:
+    """Patches EmbeddingFile.write to record (line, start, thread name) of every piece written."""
+    writes: list[tuple[int, int, str]] = []
+    original_write = EmbeddingFile.write
+
+    def recording_write(self, line, start, vectors, words, **kwargs):
+        writes.append((line, start, threading.current_thread().name))
+        return original_write(self, line, start, vectors, words, **kwargs)
+
+    monkeypatch.setattr(EmbeddingFile, "write", recording_write)
+    return writes
+
+
+@pytest.mark.parametrize("tokenize", [False, True])
+def test_overlapped_stages_write_the_same_file_in_the_same_order(
+    tokenize: bool,
+    recorded_writes: list,
+    fixture_model_folder: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Reading, the model and writing in three threads give the file of the sequential run, written in its order
+    by one thread; several windows (of 3 lines or 12 words) and batches of 2."""
+    monkeypatch.setattr(embed_module, "WINDOW_LINES", 3)
+    monkeypatch.setattr(embed_module, "WINDOW_WORDS", 12)
+    source = _write_lines(tmp_path / "in.txt", OVERLAP_LINES)
+    options = {"model": str(fixture_model_folder), "batch_size": 2, "max_words": 4, "tokenize": tokenize}
+    summaries, orders = [], []
+    for overlap in (False, True):
+        recorded_writes.clear()
+        summaries.append(embed_file(source, tmp_path / f"{overlap}.hdf5", overlap=overlap, **options))
+        orders.append([(line, start) for line, start, _ in recorded_writes])
+        assert len({thread for _, _, thread in recorded_writes}) == 1, "one thread writes the file"
+    _assert_same_file(tmp_path / "True.hdf5", tmp_path / "False.hdf5")
+    assert orders[1] == orders[0]
+    assert {line for line, _ in orders[0]} == set(range(len(OVERLAP_LINES))) and (2, 8) in orders[0]
+    sequential, overlapped = summaries
+    assert (
+        overlapped.describe(tmp_path / "out", 4).split("\n")[:-1]
+        == sequential.describe(tmp_path / "out", 4).split("\n")[:-1]
+    ), "the same summary (but the time)"
+
+
+def _overlap_in_main(monkeypatch: pytest.MonkeyPatch, overlap: bool) -> None:
+    """Make main() run embed_file with `overlap` (on by default only on a GPU)."""
+    monkeypatch.setattr(embed_module, "embed_file", functools.partial(embed_file, overlap=overlap))
+
+
+def _finished_lines(partial: Path) -> dict[str, np.ndarray]:
+    with h5py.File(partial, "r") as file:
+        return {name: file[name][()] for name in file if name.isdigit()}
+
+
+@pytest.mark.parametrize(
+    ("stage", "code", "message"),
+    [
+        ("read", 2, "elmo-embed: error: RuntimeError after 12 lines: tokenizer broke; "),
+        ("model", 130, "elmo-embed: interrupted: "),
+        ("write", 2, "elmo-embed: error: OSError after 12 lines: [Errno 28] No space left on device; "),
+    ],
+)
+def test_overlapped_stages_fail_as_the_sequential_run_and_resume(
+    stage: str,
+    code: int,
+    message: str,
+    recorded_pieces: dict,
+    fixture_model_folder: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An error in the reading, model or writing stage (Ctrl-C in the model's) ends the run with the sequential
+    run's one-line message, leaving the same finished lines; --resume completes the same file."""
+    source = _write_lines(tmp_path / "in.txt", OVERLAP_LINES)
+    args = ("--model", fixture_model_folder, "--batch-size", 2, "--max-words", 4)
+    assert _embed(capsys, source, tmp_path / "clean.hdf5", *args)[0] == 0
+    original_prepare, original_write = Embedder.prepare, EmbeddingFile.write
+
+    def failing_prepare(self, sentences):
+        if stage == "read" and ["Colorless", "green", "ideas", "sleep"] in sentences:  # in the second window
+            raise RuntimeError("tokenizer broke\nsecond line")
+        return original_prepare(self, sentences)
+
+    def failing_write(self, line, *args, **kwargs):
+        if stage == "write" and line == 10:  # in the second window
+            raise OSError(28, "No space left on device")
+        return original_write(self, line, *args, **kwargs)
+
+    monkeypatch.setattr(Embedder, "prepare", failing_prepare)
+    monkeypatch.setattr(EmbeddingFile, "write", failing_write)
+    monkeypatch.setattr(embed_module, "WINDOW_LINES", 8)  # two windows: the reading stage fails in the second
+    finished, errors = [], []
+    for overlap in (False, True):
+        _overlap_in_main(monkeypatch, overlap)
+        recorded_pieces.update(interrupt_at=4 if stage == "model" else None, interrupt=KeyboardInterrupt(), pieces=[])
+        output = tmp_path / f"{overlap}.hdf5"
+        first_code, _, err = _embed(capsys, source, output, *args)
+        assert first_code == code and err.startswith(message), err
+        errors.append(err.replace(str(output), "OUT"))
+        finished.append(_finished_lines(Path(f"{output}.partial")))
+        recorded_pieces.update(interrupt_at=None)
+        stage_failing, stage = stage, ""
+        assert _embed(capsys, source, output, *args, "--resume")[0] == 0
+        stage = stage_failing
+    # The same file as the sequential run resumed (a clean run batches the lines otherwise: ~1e-7 apart).
+    _assert_same_file(tmp_path / "True.hdf5", tmp_path / "False.hdf5")
+    clean, resumed = _read(tmp_path / "clean.hdf5"), _read(tmp_path / "True.hdf5")
+    assert sorted(resumed) == sorted(clean) and resumed["sentence_to_index"] == clean["sentence_to_index"]
+    for name in _line_datasets(clean):
+        np.testing.assert_allclose(resumed[str(name)], clean[str(name)], rtol=0, atol=1e-6)
+    assert errors[1] == errors[0]
+    assert sorted(finished[1]) == sorted(finished[0]) and 0 < len(finished[0]) < len(OVERLAP_LINES)
+    assert all(np.array_equal(finished[1][name], vectors) for name, vectors in finished[0].items())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_overlapped_stages_on_cuda_give_the_cpu_vectors(fixture_model_folder: Path, tmp_path: Path) -> None:
+    """On a GPU the stages overlap by default, with pinned host memory and a CUDA event before the vectors are read."""
+    embedder = Embedder(str(fixture_model_folder), layers="all", device="cuda")
+    prepared = embedder.prepare([["The", "cat"], ["a"]])
+    assert all(tensor.is_pinned() for tensor in prepared.tensors.values())
+    pending = embedder.run(prepared)
+    assert pending.copied is not None and pending.vectors.is_pinned()
+    assert [vectors.shape for vectors in pending.result()] == [(3, 2, 32), (3, 1, 32)]
+
+    source = _write_lines(tmp_path / "in.txt", OVERLAP_LINES)
+    options = {"model": str(fixture_model_folder), "batch_size": 2, "max_words": 4}
+    embed_file(source, tmp_path / "cpu.hdf5", device="cpu", **options)
+    embed_file(source, tmp_path / "cuda.hdf5", device="cuda", **options)
+    cpu, cuda = _read(tmp_path / "cpu.hdf5"), _read(tmp_path / "cuda.hdf5")
+    assert sorted(cuda) == sorted(cpu)
+    for name, vectors in cpu.items():
+        if name != "sentence_to_index":
+            np.testing.assert_allclose(cuda[name], vectors, rtol=0, atol=1e-5, err_msg=name)
