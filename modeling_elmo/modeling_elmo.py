@@ -7,8 +7,9 @@ clipping and residual connections read the sentence forwards and backwards.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -78,6 +79,33 @@ class ElmoHighway(nn.Module):
         return gate * torch.relu(self.transform(x)) + (1.0 - gate) * x
 
 
+def _exact_float32_convolutions(device: torch.device, dtype: torch.dtype) -> contextlib.AbstractContextManager:
+    """Within the block, cuDNN's float32 convolutions in IEEE float32 where `dtype` is float32 on a CUDA `device`;
+    the user's setting comes back after it (a no-op elsewhere).
+
+    torch lets cuDNN run float32 convolutions in TF32 by default (`torch.backends.cudnn.allow_tf32`, and
+    `torch.backends.cudnn.conv.fp32_precision` since torch 2.9): that put the character CNN's token vectors 1e-4
+    away from float32 at a batch of 2048 words. float32 must mean float32, without changing the setting for the
+    rest of the program.
+    """
+    if torch.device(device).type != "cuda" or dtype != torch.float32:
+        return contextlib.nullcontext()
+    per_operator = getattr(torch.backends.cudnn, "conv", None)
+    if per_operator is not None and hasattr(per_operator, "fp32_precision"):
+        return _set_for_the_block(per_operator, "fp32_precision", "ieee")
+    return _set_for_the_block(torch.backends.cudnn, "allow_tf32", False)
+
+
+@contextlib.contextmanager
+def _set_for_the_block(owner: object, name: str, value: object) -> Iterator[None]:
+    previous = getattr(owner, name)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, previous)
+
+
 class ElmoCharacterEncoder(nn.Module):
     """The context-free token layer: character embedding, CNN, highway layers and projection.
 
@@ -112,7 +140,8 @@ class ElmoCharacterEncoder(nn.Module):
     def _encode(self, char_ids: torch.Tensor, word_ids: torch.Tensor | None = None) -> torch.Tensor:
         chars = self.char_embedding(char_ids).transpose(1, 2)  # (words, embedding, characters)
         # Valid convolution over all slots (pad slots included), max over positions, then the activation.
-        features = torch.cat([self.activation(conv(chars).amax(dim=-1)) for conv in self.convolutions], dim=-1)
+        with _exact_float32_convolutions(chars.device, chars.dtype):
+            features = torch.cat([self.activation(conv(chars).amax(dim=-1)) for conv in self.convolutions], dim=-1)
         for highway in self.highways:
             features = highway(features)
         if word_ids is not None:
