@@ -406,7 +406,7 @@ def _run_wavefront(
 
     Every row of every layer is computed at every iteration, and a mask keeps the state of a layer before its
     first step and after a row's last: padding costs arithmetic but no operator calls, and the shapes stay the
-    same from step to step.
+    same from step to step. Without gradients the stacked weights are kept (see [`_StackedLstmProducts`]).
     """
     h0, c0 = state
     directions, batch, steps, width = inputs.shape
@@ -420,15 +420,8 @@ def _run_wavefront(
     chunks = -(-iterations // lag)
     products = _StackedLstmProducts(layers)
 
-    # Which rows each group runs at each iteration (S, G, B, 1), and the iterations where all of them run.
     lengths = (torch.tensor(batch_sizes, device=device)[:, None] > torch.arange(batch, device=device)).sum(dim=0)
-    layer_of_group = torch.arange(groups, device=device) // directions
-    step_of_group = torch.arange(iterations, device=device)[:, None] - layer_of_group * lag  # (S, G)
-    running = ((step_of_group[..., None] >= 0) & (step_of_group[..., None] < lengths))[..., None]
-    everyone_runs = [
-        all(0 <= s - layer * lag < steps and batch_sizes[s - layer * lag] == batch for layer in range(num_layers))
-        for s in range(iterations)
-    ]
+    running, everyone_runs = _wavefront_masks(batch_sizes, lengths, num_layers, directions, lag)
     # Layer 0's inputs time-major, (D, chunks * lag, B, P), zero past the last step.
     tokens = inputs.new_zeros(directions, chunks * lag, batch, width)
     tokens[:, :steps] = inputs.transpose(1, 2)
@@ -457,7 +450,8 @@ def _run_wavefront(
                 keep = running[start + offset]
                 h, c = torch.where(keep, new_h, h), torch.where(keep, new_c, c)
             step_outputs.append(new_h)
-        # (count, L, D, B, P): the layers' outputs, plus their (dropped) input where a skip connection adds it.
+        # (count, L, D, B, P): the layers' outputs, plus their (dropped) input where a skip connection adds it
+        # (layer 0 adds 0 * its input: exact, the inputs being finite).
         outputs = torch.cat(step_outputs).view(count, num_layers, directions, batch, -1)
         outputs = torch.addcmul(outputs, layer_inputs[:, :, :count].permute(2, 0, 1, 3, 4), skip)
         chunk_outputs.append(outputs)
@@ -472,6 +466,23 @@ def _run_wavefront(
     h = torch.cat([h.view(num_layers, directions, batch, -1).transpose(0, 1), h0[:, num_layers:]], dim=1)
     c = torch.cat([c.view(num_layers, directions, batch, -1).transpose(0, 1), c0[:, num_layers:]], dim=1)
     return layer_outputs, (h, c)
+
+
+def _wavefront_masks(
+    batch_sizes: list[int], lengths: torch.Tensor, num_layers: int, directions: int, lag: int
+) -> tuple[torch.Tensor, list[bool]]:
+    """Which rows each layer of each direction runs at each iteration of the wavefront, (S, L * D, B, 1) with
+    rows of `lengths` (B,), and for each iteration whether all of them run (then no mask is needed)."""
+    steps, batch, device = len(batch_sizes), len(lengths), lengths.device
+    iterations = steps + (num_layers - 1) * lag
+    layer_of_group = torch.arange(num_layers * directions, device=device) // directions
+    step_of_group = torch.arange(iterations, device=device)[:, None] - layer_of_group * lag  # (S, L * D)
+    running = ((step_of_group[..., None] >= 0) & (step_of_group[..., None] < lengths))[..., None]
+    everyone_runs = [
+        all(0 <= s - layer * lag < steps and batch_sizes[s - layer * lag] == batch for layer in range(num_layers))
+        for s in range(iterations)
+    ]
+    return running, everyone_runs
 
 
 def _wavefront_lag(batch: int, steps: int, positions_per_chunk: int) -> int:
