@@ -4,8 +4,9 @@ Every operator call costs a launch on a GPU and a dispatch on any device, whatev
 theirs once per time step, so their count, not their arithmetic, bounds the speed at small sizes. Run from the
 repository root::
 
-    python benchmarks/count_ops.py                   # the default model, a batch of 32 sentences of 10-30 words
-    python benchmarks/count_ops.py --plain --top 15  # the path GPUs take (no oneDNN); the 15 most called ops
+    python benchmarks/count_ops.py                       # the default model, 32 sentences of 10-30 words, CPU
+    python benchmarks/count_ops.py --wavefront --top 15  # the LSTM schedule of GPUs; the 15 most called ops
+    python benchmarks/count_ops.py --device cuda         # on a GPU (the wavefront there by default)
 
 "Operator calls" are all the events the profiler records on the CPU side: every ``aten::`` operator, those
 called inside another one included (``aten::linear`` calling ``aten::t`` and ``aten::addmm``; views such as
@@ -29,7 +30,7 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPOSITORY))  # count the working tree's code, whatever is installed
 
 from modeling_elmo import DEFAULT_MODEL, ElmoModel, ElmoTokenizer  # noqa: E402
-from modeling_elmo.modeling_elmo import ElmoLstmLayer  # noqa: E402
+from modeling_elmo.modeling_elmo import ElmoLstmLayer, ElmoLstmStack  # noqa: E402
 
 MARKERS = {"<S>", "</S>", "<UNK>", ""}
 CHAR_ENCODER = "char_encoder"
@@ -88,6 +89,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0, help="of the sentences")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, ... (default %(default)s)")
     parser.add_argument("--plain", action="store_true", help="without oneDNN on CPU (ElmoLstmLayer.use_onednn=False)")
+    parser.add_argument(
+        "--wavefront", action="store_true", help="every LSTM layer together, as on GPUs (ElmoLstmStack.wavefront=True)"
+    )
     parser.add_argument("--top", type=int, default=0, help="also print the N most called operators")
     return parser.parse_args()
 
@@ -96,6 +100,8 @@ def main() -> None:
     args = parse_args()
     if args.plain:
         ElmoLstmLayer.use_onednn = False
+    if args.wavefront:
+        ElmoLstmStack.wavefront = True
     model = ElmoModel.from_pretrained(args.model).to(args.device).eval()
     sentences = make_batch(args.model, args.batch_size, args.min_words, args.max_words, args.seed)
     inputs = ElmoTokenizer.from_pretrained(args.model)(
@@ -106,8 +112,8 @@ def main() -> None:
     total = sum(counts.values())
     print(
         f"{args.batch_size} sentences of {args.min_words}-{args.max_words} words ({longest} LSTM steps with the "
-        f"markers), {args.device}{', plain (no oneDNN)' if args.plain else ''}, {model.config.num_hidden_layers} "
-        f"layers:"
+        f"markers), {args.device}{', plain (no oneDNN)' if args.plain else ''}"
+        f"{', wavefront' if args.wavefront else ''}, {model.config.num_hidden_layers} layers:"
     )
     print(f"operator calls (all profiler events): {total}  ({total / longest:.1f} per step)")
     print(f"  in the character encoder: {in_encoder}; the rest (LSTMs, bookkeeping): {total - in_encoder}")

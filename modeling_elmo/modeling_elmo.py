@@ -172,7 +172,7 @@ class ElmoLstmLayer(nn.Module):
     into `input_projection` (one matrix multiply for a chunk of time steps) and `state_projection`
     (per step). For inference on CPU the products run on oneDNN (see `onednn_elmo.py`; it keeps packed
     copies of the state and output projections); `use_onednn = False` on the class or a layer turns that off.
-    Elsewhere the layers of both directions run together (see [`run_lstm_stacks`]).
+    On GPUs the layers of both directions run together instead (see [`run_lstm_stacks`]).
     """
 
     # Positions (a row at a step) whose input projections are computed together, as one matrix multiply. Bounds
@@ -296,7 +296,14 @@ class _OneDnnLayerProducts(_LayerProducts):
 
 class ElmoLstmStack(nn.Module):
     """The LSTM layers of one direction; layers after the first add their input to their output when
-    `use_skip_connections` (the recurrent state keeps the output without it)."""
+    `use_skip_connections` (the recurrent state keeps the output without it).
+
+    `wavefront` chooses how the stacks run (see [`run_lstm_stacks`]): True, every layer of both directions
+    together; False, one layer of one direction after another; None (the default), the wavefront on every device
+    but CPUs. Set it on the class or on the first stack.
+    """
+
+    wavefront: bool | None = None
 
     def __init__(self, config: ElmoConfig) -> None:
         super().__init__()
@@ -350,16 +357,16 @@ def run_lstm_stacks(
     `dropout` (LM training) drops the input of every layer, as bilm-tf's `DropoutWrapper` around the
     residual cell did: the skip connection adds the dropped input.
 
-    Where oneDNN serves the products (CPU inference) each layer of each direction runs alone, over the rows
-    still running: its weights stay in the CPU's cache from step to step, which matters more there than the
-    operator calls. Elsewhere every layer of every direction advances together, as a wavefront (see
-    [`_run_wavefront`]): far fewer operator calls, which bound the speed on GPUs.
+    On GPUs every layer of every direction advances together, as a wavefront (see [`_run_wavefront`]): about
+    35 operator calls per step for all of them, and the calls, not the arithmetic, bound the speed there. On CPUs
+    the arithmetic does: each layer of each direction runs alone over the rows still running (oneDNN serving
+    the products for inference, see [`ElmoLstmLayer.forward`]), so that its weights stay in the CPU's caches
+    from step to step (training at the original size took 1.4x the CPU time as a wavefront).
+    `ElmoLstmStack.wavefront` overrides the choice.
     """
-    layers = [stack.layers[index] for stack in stacks for index in range(num_layers)]
-    tensors = [inputs, *state, *(parameter for layer in layers for parameter in layer.parameters())]
-    if layers and all(layer.use_onednn for layer in layers) and onednn_applies(*tensors):
-        return _run_layer_by_layer(stacks, inputs, batch_sizes, state, num_layers, dropout)
-    return _run_wavefront(stacks, inputs, batch_sizes, state, num_layers, dropout)
+    wavefront = stacks[0].wavefront if stacks[0].wavefront is not None else inputs.device.type != "cpu"
+    run = _run_wavefront if wavefront else _run_layer_by_layer
+    return run(stacks, inputs, batch_sizes, state, num_layers, dropout)
 
 
 def _run_layer_by_layer(

@@ -1,7 +1,7 @@
-"""The LSTM schedules compute the same numbers: the wavefront (every layer of both directions together, the path of
-GPUs and of gradients) and the layer-by-layer one (oneDNN on CPU), on ragged batches, rows of length 0, all lags,
-with gradients, dropout and skip connections; the wavefront's operator calls per time step stay few whatever the
-number of layers; float32 convolutions stay IEEE float32 on CUDA without changing the user's setting."""
+"""The LSTM schedules compute the same numbers: the wavefront (every layer of both directions together, the
+schedule of GPUs) and layer by layer (CPUs), on ragged batches, rows of length 0, all lags, with gradients,
+dropout and skip connections; the wavefront's operator calls per time step stay few whatever the number of
+layers; float32 convolutions stay IEEE float32 on CUDA without changing the user's setting."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from modeling_elmo.modeling_elmo import (
     _run_wavefront,
     run_lstm_stacks,
 )
-from modeling_elmo.onednn_elmo import onednn_available
 
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
@@ -124,20 +123,63 @@ def test_dropout_hits_every_layer_input_and_the_skip_connection_adds_the_dropped
     assert not torch.allclose(expected[0][-1], undropped[0][-1])
 
 
-@pytest.mark.skipif(not onednn_available(), reason="this torch build has no working oneDNN linear")
-def test_the_schedule_follows_the_products(monkeypatch) -> None:
-    """oneDNN (CPU inference) runs each layer alone, through the layer modules; anything else the wavefront."""
-    stacks = make_stacks("clipped, 3 layers", torch.float32)
-    inputs, batch_sizes, state = make_inputs(stacks, torch.float32)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_cpus_run_layer_by_layer_unless_told_otherwise(dtype: torch.dtype, monkeypatch) -> None:
+    """On CPU each layer of each direction runs alone, through the layer modules (oneDNN serving float32
+    inference where it can); `ElmoLstmStack.wavefront = True` runs the wavefront there too, to the same numbers."""
+    stacks = make_stacks("clipped, 3 layers", dtype)
+    inputs, batch_sizes, state = make_inputs(stacks, dtype)
     calls, forward = [], ElmoLstmLayer.forward
     monkeypatch.setattr(ElmoLstmLayer, "forward", lambda self, *args: calls.append(self) or forward(self, *args))
     with torch.no_grad():
         layer_by_layer = run_lstm_stacks(stacks, inputs, batch_sizes, state, 2)
         assert calls == [*stacks[0].layers[:2], *stacks[1].layers[:2]]
-        monkeypatch.setattr(ElmoLstmLayer, "use_onednn", False)
+        monkeypatch.setattr(ElmoLstmStack, "wavefront", True)
         wavefront = run_lstm_stacks(stacks, inputs, batch_sizes, state, 2)
     assert len(calls) == 4
-    assert_same(wavefront, layer_by_layer, atol=1e-5)
+    assert_same(wavefront, layer_by_layer, atol=1e-5 if dtype == torch.float32 else 1e-12)
+
+
+@pytest.fixture(scope="module")
+def model() -> ElmoModel:
+    torch.manual_seed(0)
+    config = ElmoConfig(
+        char_embedding_dim=4, char_cnn_filters=[[1, 8], [2, 8]], projection_dim=16, cell_size=32, cell_clip=0.5
+    )
+    return ElmoModel(config).eval()
+
+
+# Ragged: an empty sentence, an empty-string word, a word over 48 bytes; the second batch continues rows 0-2.
+BATCHES = [
+    [["the", "cat", "sat", "on", "the", "mat", "."], [], ["the"], ["Größe", "x" * 60, "", "the", "the", "cat"]],
+    [["a"] * 13, ["naïve", "café", "."], ["cat", "the"]],
+]
+
+
+def run_model(model: ElmoModel) -> list[torch.Tensor]:
+    """Every layer and the state of both batches, the second continuing the first's state."""
+    tokenizer, results, state = ElmoTokenizer(), [], None
+    for batch in BATCHES:
+        inputs = tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt")
+        if state is not None:
+            state = tuple(part[:, :, : len(batch)] for part in state)
+        output = model(**inputs, output_hidden_states=True, state=state, use_cache=True)
+        results += [*output.hidden_states, *output.state]
+        state = output.state
+    return results
+
+
+def test_the_model_computes_the_same_as_a_wavefront(model: ElmoModel, monkeypatch) -> None:
+    """The whole biLM, with state carried between batches, and its gradients (fine-tuning)."""
+    runs = []
+    for wavefront in (False, True):
+        monkeypatch.setattr(ElmoLstmStack, "wavefront", wavefront)
+        model.zero_grad()
+        results = run_model(model)
+        sum(result.sum() for result in results).backward()
+        runs.append([result.detach() for result in results] + [p.grad.clone() for p in model.parameters()])
+    for layer_by_layer, wavefront in zip(*runs, strict=True):
+        torch.testing.assert_close(wavefront, layer_by_layer, rtol=1e-4, atol=1e-5)
 
 
 def _operator_calls(model: ElmoModel, lengths: list[int]) -> int:
@@ -168,14 +210,14 @@ def _inside_encoder(event) -> bool:
 
 @pytest.mark.parametrize("layers", [1, 2, 3])
 def test_operator_calls_per_step_stay_few_whatever_the_layers(layers: int, monkeypatch) -> None:
-    """Without oneDNN (the path of GPUs) one step of all layers and both directions takes at most 50 operator
-    calls (measured: 34-41 for 1-3 layers): the count grows by at most that per step of the longest sentence.
+    """The wavefront (the schedule of GPUs) takes at most 50 operator calls for one step of all layers and both
+    directions (measured on CPU: 34-41 for 1-3 layers): the count grows by at most that per step.
 
     Derivation: the schedule of one layer and one direction at a time took 54 calls per layer, direction and
     step (215 per step for 2 layers): 50 is under a quarter of that, for any number of layers. Counted as the
     increase from sentences of up to 20 words to twice as long (the fixed costs of a forward cancel); the
     character encoder's calls are left out (they depend on the distinct words, not on the steps)."""
-    monkeypatch.setattr(ElmoLstmLayer, "use_onednn", False)
+    monkeypatch.setattr(ElmoLstmStack, "wavefront", True)
     torch.manual_seed(0)
     config = ElmoConfig(
         char_embedding_dim=4,
