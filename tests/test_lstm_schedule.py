@@ -140,6 +140,18 @@ def test_cpus_run_layer_by_layer_unless_told_otherwise(dtype: torch.dtype, monke
     assert_same(wavefront, layer_by_layer, atol=1e-5 if dtype == torch.float32 else 1e-12)
 
 
+def test_other_devices_run_the_wavefront(monkeypatch) -> None:
+    """Shown on the meta device (shapes only), which stands for the GPU: no layer runs alone."""
+    stacks = [stack.to("meta") for stack in make_stacks("clipped, 3 layers", torch.float32)]
+    inputs, batch_sizes, state = make_inputs(stacks, torch.float32)
+    calls = []
+    monkeypatch.setattr(ElmoLstmLayer, "forward", lambda self, *args: calls.append(self))
+    outputs, (h, c) = run_lstm_stacks(stacks, inputs.to("meta"), batch_sizes, tuple(s.to("meta") for s in state), 3)
+    assert not calls
+    assert [output.shape for output in outputs] == [inputs.shape] * 3
+    assert (h.shape, c.shape) == (state[0].shape, state[1].shape)
+
+
 @pytest.fixture(scope="module")
 def model() -> ElmoModel:
     torch.manual_seed(0)
