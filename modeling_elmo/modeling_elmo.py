@@ -215,12 +215,13 @@ class ElmoLstmLayer(nn.Module):
         batch, steps, width = inputs.shape
         onednn = self.use_onednn and onednn_applies(inputs, h, c, *self.parameters())
         products = (_OneDnnLayerProducts if onednn else _LayerProducts)(self)
-        # Time-major positions: step after step, the rows still running at that step (the first batch_sizes[t]).
-        by_position = inputs.transpose(0, 1).reshape(steps * batch, width)
+        # The positions to compute, step after step the rows still running (the first batch_sizes[t]), as indices
+        # into batch * steps.
+        by_position = inputs.reshape(batch * steps, width)
         running = torch.arange(batch, device=inputs.device) < torch.tensor(batch_sizes, device=inputs.device)[:, None]
-        running = running.flatten().nonzero().squeeze(1)  # (positions,) indices into steps * batch
+        step, row = running.nonzero().unbind(1)
+        running = row * steps + step
         step_outputs, finished, first_position = [], [], 0
-        proj_bounds = _clip_bounds(self.proj_clip, inputs)
         for chunk in self._chunks(batch_sizes):
             count = sum(batch_sizes[step] for step in chunk)
             input_gates = products.input(by_position.index_select(0, running[first_position : first_position + count]))
@@ -233,14 +234,14 @@ class ElmoLstmLayer(nn.Module):
                 gates = products.state(h, input_gates[offset : offset + rows])
                 offset += rows
                 hidden, c = self.cell(gates, c, self.cell_clip)
-                h = _clip(products.output(hidden), proj_bounds)
+                h = _clip(products.output(hidden), self.proj_clip)
                 step_outputs.append(h)
         finished.append((h, c))
-        outputs = inputs.new_zeros(steps * batch, self.output_projection.out_features)
+        outputs = inputs.new_zeros(batch * steps, self.output_projection.out_features)
         if step_outputs:
             outputs = outputs.index_copy(0, running, torch.cat(step_outputs))
         h, c = (torch.cat(parts[::-1]) for parts in zip(*finished, strict=True))
-        return outputs.view(steps, batch, -1).transpose(0, 1), (h, c)
+        return outputs.view(batch, steps, -1), (h, c)
 
     def _chunks(self, batch_sizes: list[int]) -> list[range]:
         """Consecutive steps of at most `positions_per_chunk` positions together (at least one step each)."""
@@ -259,13 +260,8 @@ class ElmoLstmLayer(nn.Module):
         return bias
 
 
-def _clip_bounds(clip: float | None, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """`(-clip, clip)` as tensors for [`_clip`]: clamp() converts numbers at every call (an operator call more)."""
-    return None if clip is None else (like.new_tensor(-clip), like.new_tensor(clip))
-
-
-def _clip(x: torch.Tensor, bounds: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
-    return x if bounds is None else x.clamp(*bounds)
+def _clip(x: torch.Tensor, clip: float | None) -> torch.Tensor:
+    return x if clip is None else x.clamp(-clip, clip)
 
 
 class _LayerProducts:
@@ -295,7 +291,8 @@ class _OneDnnLayerProducts(_LayerProducts):
         return onednn_linear(x, self.layer.input_projection.weight, self.bias)
 
     def state(self, h: torch.Tensor, input_gates: torch.Tensor) -> torch.Tensor:
-        return self.layer.onednn_weights.linear("state", h, self.layer.state_projection.weight, add=input_gates)
+        # The addition apart: oneDNN's fused one (a binary post-op) took 3% longer here.
+        return self.layer.onednn_weights.linear("state", h, self.layer.state_projection.weight).add_(input_gates)
 
     def output(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.layer.onednn_weights.linear("output", hidden, self.layer.output_projection.weight)
@@ -442,7 +439,9 @@ def _run_wavefront(
     # The skip connection of each layer, as a weight on its input: (L, 1, 1, 1, 1).
     skip = inputs.new_tensor([0.0] + [float(stacks[0].use_skip_connections)] * (num_layers - 1))
     skip = skip.view(num_layers, 1, 1, 1, 1)
-    proj_bounds = _clip_bounds(first.proj_clip, inputs)
+    # The clip as tensors: clamp() given numbers makes one operator call more each time.
+    clip = first.proj_clip
+    proj_clip = None if clip is None else (inputs.new_tensor(-clip), inputs.new_tensor(clip))
 
     h = h0[:, :num_layers].transpose(0, 1).reshape(groups, batch, -1)
     c = c0[:, :num_layers].transpose(0, 1).reshape(groups, batch, -1)
@@ -458,7 +457,8 @@ def _run_wavefront(
         for offset in range(count):
             gates = products.state(h, input_gates[:, offset])
             hidden, new_c = first.cell(gates, c, first.cell_clip)
-            new_h = _clip(products.output(hidden), proj_bounds)
+            new_h = products.output(hidden)
+            new_h = new_h if proj_clip is None else new_h.clamp(*proj_clip)
             if everyone_runs[start + offset]:
                 h, c = new_h, new_c
             else:
@@ -539,12 +539,18 @@ class _StackedLstmProducts:
         return torch.bmm(hidden, self.output_weight)
 
 
-def _reverse_each_row(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """Reverse the first `lengths[b]` steps of every row b of `x` (batch, time, ...); padding stays put."""
-    steps = torch.arange(x.shape[1], device=x.device)
-    index = lengths[:, None] - 1 - steps[None, :]
-    index = torch.where(index >= 0, index, steps[None, :])
-    return x.gather(1, index.view(*index.shape, *([1] * (x.dim() - 2))).expand_as(x))
+def _reversing_index(lengths: torch.Tensor, steps: int) -> torch.Tensor:
+    """(batch, steps, 1): where each step of row b comes from when its first `lengths[b]` steps are reversed
+    (padding stays put), for [`_reverse_each_row`]."""
+    positions = torch.arange(steps, device=lengths.device)
+    index = lengths[:, None] - 1 - positions
+    return torch.where(index >= 0, index, positions)[..., None]
+
+
+def _reverse_each_row(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """Reverse the first `lengths[b]` steps of every row b of `x` (batch, time, width) with the `index` of
+    [`_reversing_index`]; padding stays put."""
+    return x.gather(1, index.expand_as(x))
 
 
 class ElmoPreTrainedModel(PreTrainedModel):
@@ -685,7 +691,8 @@ class ElmoModel(ElmoPreTrainedModel):
         steps = torch.arange(words + 2, device=mask.device)
         batch_sizes = (sorted_lengths[None, :] > steps[:, None]).sum(dim=1).tolist()
         sorted_token = token[order]
-        lstm_inputs = torch.stack([sorted_token, _reverse_each_row(sorted_token, sorted_lengths)])
+        reversing = _reversing_index(sorted_lengths, words + 2)
+        lstm_inputs = torch.stack([sorted_token, _reverse_each_row(sorted_token, reversing)])
         lstm_outputs, (final_h, final_c) = run_lstm_stacks(
             (self.forward_lstm, self.backward_lstm),
             lstm_inputs,
@@ -694,15 +701,11 @@ class ElmoModel(ElmoPreTrainedModel):
             self.config.computed_layers,
         )
 
-        # All layers at once, (layers + 1, batch, words + 2, 2P): [token; token], then [forward; backward] with the
-        # backward outputs read back in order and the rows in their input order.
-        layers = torch.cat([token, token], dim=-1)[None]
-        if lstm_outputs:
-            lstm = torch.stack(lstm_outputs)  # (layers, 2, batch, words + 2, P)
-            backward = _reverse_each_row(lstm[:, 1].permute(1, 2, 0, 3), sorted_lengths).permute(2, 0, 1, 3)
-            layers = torch.cat([layers, torch.cat([lstm[:, 0], backward], dim=-1)[:, restore]])
+        layers = [torch.cat([token, token], dim=-1)]
+        for output in lstm_outputs:
+            layers.append(torch.cat([output[0], _reverse_each_row(output[1], reversing)], dim=-1)[restore])
         # Drop the marker positions: word i sits at position i + 1; positions past a row's words are zeroed.
-        layers = (layers[:, :, 1:-1] * mask[..., None]).unbind(0)
+        layers = tuple(layer[:, 1:-1] * mask[..., None] for layer in layers)
 
         final_state = (final_h[:, :, restore], final_c[:, :, restore]) if use_cache else None
         return ElmoModelOutput(

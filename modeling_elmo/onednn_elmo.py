@@ -39,7 +39,6 @@ def onednn_available(dtype: torch.dtype = torch.float32) -> bool:
         results = (
             torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], ""),
             torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "") + bias,
-            torch.ops.mkldnn._linear_pointwise.binary(x, bias.expand(3, 8), packed, None, "add"),
         )
     except (AttributeError, NotImplementedError, RuntimeError):
         return False
@@ -95,10 +94,7 @@ class ElmoDerivedWeights:
 class ElmoOneDnnWeights(ElmoDerivedWeights):
     """oneDNN-packed copies of a module's weights (see [`ElmoDerivedWeights`])."""
 
-    def linear(self, name: str, x: torch.Tensor, weight: torch.Tensor, add: torch.Tensor | None = None) -> torch.Tensor:
-        """`x @ weight.T (+ add)` for `x` (rows, in), `add` (rows, out), with `weight` (out, in) packed under
-        `name` (the addition fused into the product)."""
+    def linear(self, name: str, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """`x @ weight.T` for `x` (rows, in), with `weight` (out, in) packed under `name`."""
         packed = self.get(name, (weight,), lambda: torch.ops.mkldnn._reorder_linear_weight(weight.detach()))
-        if add is None:
-            return onednn_linear(x, packed)
-        return torch.ops.mkldnn._linear_pointwise.binary(x.contiguous(), add, packed, None, "add")
+        return onednn_linear(x, packed)
