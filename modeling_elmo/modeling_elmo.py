@@ -361,8 +361,8 @@ def run_lstm_stacks(
     `dropout` (LM training) drops the input of every layer, as bilm-tf's `DropoutWrapper` around the
     residual cell did: the skip connection adds the dropped input.
 
-    On GPUs every layer of every direction advances together, as a wavefront (see [`_run_wavefront`]): about
-    35 operator calls per step for all of them, and the calls, not the arithmetic, bound the speed there. On CPUs
+    On GPUs every layer of every direction advances together, as a wavefront (see [`_run_wavefront`]): 35-45
+    operator calls per step for all of them, and the calls, not the arithmetic, bound the speed there. On CPUs
     the arithmetic does: each layer of each direction runs alone over the rows still running (oneDNN serving
     the products for inference, see [`ElmoLstmLayer.forward`]), so that its weights stay in the CPU's caches
     from step to step (training at the original size took 1.4x the CPU time as a wavefront).
