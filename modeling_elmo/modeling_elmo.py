@@ -7,6 +7,9 @@ clipping and residual connections read the sentence forwards and backwards.
 
 from __future__ import annotations
 
+import contextlib
+import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -19,7 +22,7 @@ from transformers.utils.generic import can_return_tuple
 
 from .configuration_elmo import ElmoConfig
 from .mixing_elmo import ElmoLayerMix
-from .onednn_elmo import ElmoOneDnnWeights, onednn_applies, onednn_linear
+from .onednn_elmo import ElmoDerivedWeights, ElmoOneDnnWeights, onednn_applies, onednn_linear
 from .softmax_elmo import ElmoSoftmax
 
 __all__ = [
@@ -35,6 +38,7 @@ __all__ = [
     "ElmoPreTrainedModel",
     "ElmoTaskModel",
     "lstm_cell_step",
+    "run_lstm_stacks",
 ]
 
 LstmState = tuple[torch.Tensor, torch.Tensor]
@@ -73,6 +77,33 @@ class ElmoHighway(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate = torch.sigmoid(self.carry(x))
         return gate * torch.relu(self.transform(x)) + (1.0 - gate) * x
+
+
+def _exact_float32_convolutions(device: torch.device, dtype: torch.dtype) -> contextlib.AbstractContextManager:
+    """Within the block, cuDNN's float32 convolutions in IEEE float32 where `dtype` is float32 on a CUDA `device`;
+    the user's setting comes back after it (a no-op elsewhere).
+
+    torch lets cuDNN run float32 convolutions in TF32 by default (`torch.backends.cudnn.allow_tf32`, and
+    `torch.backends.cudnn.conv.fp32_precision` since torch 2.9): that put the character CNN's token vectors 1e-4
+    away from float32 at a batch of 2048 words. float32 must mean float32, without changing the setting for the
+    rest of the program.
+    """
+    if torch.device(device).type != "cuda" or dtype != torch.float32:
+        return contextlib.nullcontext()
+    per_operator = getattr(torch.backends.cudnn, "conv", None)
+    if per_operator is not None and hasattr(per_operator, "fp32_precision"):
+        return _set_for_the_block(per_operator, "fp32_precision", "ieee")
+    return _set_for_the_block(torch.backends.cudnn, "allow_tf32", False)
+
+
+@contextlib.contextmanager
+def _set_for_the_block(owner: object, name: str, value: object) -> Iterator[None]:
+    previous = getattr(owner, name)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, previous)
 
 
 class ElmoCharacterEncoder(nn.Module):
@@ -115,7 +146,8 @@ class ElmoCharacterEncoder(nn.Module):
             char_ids = nn.functional.pad(char_ids, (0, 0, 0, _row_bucket(words) - words))
         chars = self.char_embedding(char_ids).transpose(1, 2)  # (words, embedding, characters)
         # Valid convolution over all slots (pad slots included), max over positions, then the activation.
-        features = torch.cat([self.activation(conv(chars).amax(dim=-1)) for conv in self.convolutions], dim=-1)
+        with _exact_float32_convolutions(chars.device, chars.dtype):
+            features = torch.cat([self.activation(conv(chars).amax(dim=-1)) for conv in self.convolutions], dim=-1)
         features = features[:words]
         for highway in self.highways:
             features = highway(features)
@@ -132,13 +164,16 @@ def _row_bucket(rows: int) -> int:
 
 
 def lstm_cell_step(gates: torch.Tensor, c: torch.Tensor, cell_clip: float | None) -> LstmState:
-    """The element-wise part of one step of TensorFlow's LSTM cell, for `rows` sequences.
+    """The element-wise part of one step of TensorFlow's LSTM cell, for any number of sequences.
 
-    `gates` (rows, 4C) are the input and state projections plus bias (forget bias included), in blocks `i, j,
-    f, o`; `c` (rows, C) the cell state. Returns `o * tanh(c')` (rows, C), the input of the output projection,
-    and the new cell state `c'` (rows, C).
+    `gates` (..., 4C) are the input and state projections plus bias (forget bias included), in blocks `i, j,
+    f, o`; `c` (..., C) the cell state. Returns `o * tanh(c')` (..., C), the input of the output projection,
+    and the new cell state `c'` (..., C).
     """
-    i, j, f, o = gates.split(c.shape[-1], dim=-1)
+    size = c.shape[-1]
+    # Slices rather than split(): fewer operator calls. (One sigmoid over all four blocks would save two more, but
+    # its wasted quarter cost 1% of a forward on CPU.)
+    i, j, f, o = (gates[..., block * size : (block + 1) * size] for block in range(4))
     c = torch.addcmul(torch.sigmoid(f) * c, torch.sigmoid(i), torch.tanh(j))
     if cell_clip is not None:
         c = c.clamp(-cell_clip, cell_clip)
@@ -152,6 +187,7 @@ class ElmoLstmLayer(nn.Module):
     into `input_projection` (one matrix multiply for a chunk of time steps) and `state_projection`
     (per step). For inference on CPU the products run on oneDNN (see `onednn_elmo.py`; it keeps packed
     copies of the state and output projections); `use_onednn = False` on the class or a layer turns that off.
+    On GPUs the layers of both directions run together instead (see [`run_lstm_stacks`]).
     """
 
     # Positions (a row at a step) whose input projections are computed together, as one matrix multiply. Bounds
@@ -180,6 +216,7 @@ class ElmoLstmLayer(nn.Module):
         self.forget_bias = forget_bias
         self.cell = lstm_cell_step  # ElmoModel.compile_lstm_cells() swaps in a compiled version
         self.onednn_weights = ElmoOneDnnWeights()
+        self.stacked_weights = ElmoDerivedWeights()  # the weights of all layers run together, when this one is first
 
     def forward(self, inputs: torch.Tensor, batch_sizes: list[int], state: LstmState) -> tuple[torch.Tensor, LstmState]:
         """Run over `inputs` (batch, time, input_size) whose rows are sorted by length, longest first.
@@ -189,35 +226,36 @@ class ElmoLstmLayer(nn.Module):
         row's length, and the state after each row's last step.
         """
         h, c = state
-        outputs = inputs.new_zeros(*inputs.shape[:2], self.output_projection.out_features)
-        # The forget bias joins the input bias once, instead of one addition per step.
-        bias = self.input_projection.bias.clone()
-        bias[2 * self.cell_size : 3 * self.cell_size] += self.forget_bias
+        batch, steps, width = inputs.shape
         onednn = self.use_onednn and onednn_applies(inputs, h, c, *self.parameters())
-        linear = onednn_linear if onednn else nn.functional.linear
-        finished_h, finished_c = [], []  # final states of the rows that stopped, shortest rows first
+        products = (_OneDnnLayerProducts if onednn else _LayerProducts)(self)
+        # The positions to compute, step after step the rows still running (the first batch_sizes[t]), as indices
+        # into batch * steps.
+        by_position = inputs.reshape(batch * steps, width)
+        running = torch.arange(batch, device=inputs.device) < torch.tensor(batch_sizes, device=inputs.device)[:, None]
+        step, row = running.nonzero().unbind(1)
+        running = row * steps + step
+        step_outputs, finished, first_position = [], [], 0
         for chunk in self._chunks(batch_sizes):
-            # The input projections of the chunk's real positions only, step after step: (positions, 4C).
-            positions = torch.cat([inputs[: batch_sizes[step], step] for step in chunk])
-            input_gates = linear(positions, self.input_projection.weight, bias)
-            first_position = 0
+            count = sum(batch_sizes[step] for step in chunk)
+            input_gates = products.input(by_position.index_select(0, running[first_position : first_position + count]))
+            first_position, offset = first_position + count, 0
             for step in chunk:
                 rows = batch_sizes[step]
                 if rows < h.shape[0]:  # the last rows ended at the previous step: their state is final
-                    finished_h.append(h[rows:])
-                    finished_c.append(c[rows:])
+                    finished.append((h[rows:], c[rows:]))
                     h, c = h[:rows], c[:rows]
-                gates = self._product("state", h, self.state_projection.weight, onednn)
-                gates = gates.add_(input_gates[first_position : first_position + rows])
-                first_position += rows
+                gates = products.state(h, input_gates[offset : offset + rows])
+                offset += rows
                 hidden, c = self.cell(gates, c, self.cell_clip)
-                h = self._product("output", hidden, self.output_projection.weight, onednn)
-                if self.proj_clip is not None:
-                    h = h.clamp(-self.proj_clip, self.proj_clip)
-                outputs[:rows, step] = h
-        finished_h.append(h)
-        finished_c.append(c)
-        return outputs, (torch.cat(finished_h[::-1]), torch.cat(finished_c[::-1]))
+                h = _clip(products.output(hidden), self.proj_clip)
+                step_outputs.append(h)
+        finished.append((h, c))
+        outputs = inputs.new_zeros(batch * steps, self.output_projection.out_features)
+        if step_outputs:
+            outputs = outputs.index_copy(0, running, torch.cat(step_outputs))
+        h, c = (torch.cat(parts[::-1]) for parts in zip(*finished, strict=True))
+        return outputs.view(batch, steps, -1), (h, c)
 
     def _chunks(self, batch_sizes: list[int]) -> list[range]:
         """Consecutive steps of at most `positions_per_chunk` positions together (at least one step each)."""
@@ -229,14 +267,61 @@ class ElmoLstmLayer(nn.Module):
             positions += rows
         return [*chunks, range(start, len(batch_sizes))] if batch_sizes else []
 
-    def _product(self, name: str, x: torch.Tensor, weight: torch.Tensor, onednn: bool) -> torch.Tensor:
-        """`x @ weight.T`, on oneDNN with the weight packed under `name` when `onednn`."""
-        return self.onednn_weights.linear(name, x, weight) if onednn else x @ weight.T
+    def _gate_bias(self) -> torch.Tensor:
+        """The input projection's bias (4C,) with the forget bias added (once, instead of once per step)."""
+        bias = self.input_projection.bias.clone()
+        bias[2 * self.cell_size : 3 * self.cell_size] += self.forget_bias
+        return bias
+
+
+def _clip(x: torch.Tensor, clip: float | None) -> torch.Tensor:
+    return x if clip is None else x.clamp(-clip, clip)
+
+
+class _LayerProducts:
+    """The matrix products of one layer's steps (any device; gradients flow)."""
+
+    def __init__(self, layer: ElmoLstmLayer) -> None:
+        self.layer = layer
+        self.bias = layer._gate_bias()
+
+    def input(self, x: torch.Tensor) -> torch.Tensor:
+        """(positions, in) -> the input gates with bias (positions, 4C)."""
+        return nn.functional.linear(x, self.layer.input_projection.weight, self.bias)
+
+    def state(self, h: torch.Tensor, input_gates: torch.Tensor) -> torch.Tensor:
+        """(rows, P) and (rows, 4C) -> all gates (rows, 4C)."""
+        return torch.addmm(input_gates, h, self.layer.state_projection.weight.T)
+
+    def output(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(rows, C) -> the output projection (rows, P), not clipped."""
+        return hidden @ self.layer.output_projection.weight.T
+
+
+class _OneDnnLayerProducts(_LayerProducts):
+    """The same products on oneDNN (CPU, no gradients), the state and output weights packed."""
+
+    def input(self, x: torch.Tensor) -> torch.Tensor:
+        return onednn_linear(x, self.layer.input_projection.weight, self.bias)
+
+    def state(self, h: torch.Tensor, input_gates: torch.Tensor) -> torch.Tensor:
+        # The addition apart: oneDNN's fused one (a binary post-op) took 3% longer here.
+        return self.layer.onednn_weights.linear("state", h, self.layer.state_projection.weight).add_(input_gates)
+
+    def output(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.layer.onednn_weights.linear("output", hidden, self.layer.output_projection.weight)
 
 
 class ElmoLstmStack(nn.Module):
     """The LSTM layers of one direction; layers after the first add their input to their output when
-    `use_skip_connections` (the recurrent state keeps the output without it)."""
+    `use_skip_connections` (the recurrent state keeps the output without it).
+
+    `wavefront` chooses how the stacks run (see [`run_lstm_stacks`]): True, every layer of both directions
+    together; False, one layer of one direction after another; None (the default), the wavefront on every device
+    but CPUs. Set it on the class or on the first stack.
+    """
+
+    wavefront: bool | None = None
 
     def __init__(self, config: ElmoConfig) -> None:
         super().__init__()
@@ -264,30 +349,222 @@ class ElmoLstmStack(nn.Module):
     ) -> tuple[list[torch.Tensor], list[LstmState]]:
         """`inputs` (batch, time, P), rows sorted by length -> one output (batch, time, P) and one final
         state per layer (see [`ElmoLstmLayer.forward`]), for the first `num_layers` layers only: the layers
-        above are not run and keep their given state.
+        above are not run and keep their given state. `dropout` as in [`run_lstm_stacks`]."""
+        state = tuple(torch.stack([state[part] for state in states])[None] for part in (0, 1))
+        outputs, (h, c) = run_lstm_stacks([self], inputs[None], batch_sizes, state, num_layers, dropout=dropout)
+        return [output[0] for output in outputs], list(zip(h[0].unbind(0), c[0].unbind(0), strict=True))
 
-        `dropout` (LM training) drops the input of every layer, as bilm-tf's `DropoutWrapper` around the
-        residual cell did: the skip connection adds the dropped input.
-        """
-        outputs, final_states = [], list(states)
-        layer_input = inputs
-        for index, layer in enumerate(self.layers[:num_layers]):
+
+def run_lstm_stacks(
+    stacks: Sequence[ElmoLstmStack],
+    inputs: torch.Tensor,
+    batch_sizes: list[int],
+    state: LstmState,
+    num_layers: int,
+    *,
+    dropout: float = 0.0,
+) -> tuple[list[torch.Tensor], LstmState]:
+    """Run D stacks of one shape (ELMo's forward and backward directions), each over its own inputs, all with
+    the same `batch_sizes` (each row has the same length read either way).
+
+    `inputs` (D, batch, time, P) with rows sorted by length, longest first; `batch_sizes[t]` rows still run at
+    step t. `state` is `(h, c)` of shapes (D, layers, batch, P) and (D, layers, batch, C). Returns one output
+    (D, batch, time, P) per layer, zero past each row's length, for the first `num_layers` layers only, and the
+    state after each row's last step laid out as `state` (the layers above are not run and keep theirs).
+
+    `dropout` (LM training) drops the input of every layer, as bilm-tf's `DropoutWrapper` around the
+    residual cell did: the skip connection adds the dropped input.
+
+    On GPUs every layer of every direction advances together, as a wavefront (see [`_run_wavefront`]): 35-45
+    operator calls per step for all of them, and the calls, not the arithmetic, bound the speed there. On CPUs
+    the arithmetic does: each layer of each direction runs alone over the rows still running (oneDNN serving
+    the products for inference, see [`ElmoLstmLayer.forward`]), so that its weights stay in the CPU's caches
+    from step to step (training at the original size took 1.4x the CPU time as a wavefront).
+    `ElmoLstmStack.wavefront` overrides the choice.
+    """
+    wavefront = stacks[0].wavefront if stacks[0].wavefront is not None else inputs.device.type != "cpu"
+    run = _run_wavefront if wavefront else _run_layer_by_layer
+    return run(stacks, inputs, batch_sizes, state, num_layers, dropout)
+
+
+def _run_layer_by_layer(
+    stacks: Sequence[ElmoLstmStack],
+    inputs: torch.Tensor,
+    batch_sizes: list[int],
+    state: LstmState,
+    num_layers: int,
+    dropout: float,
+) -> tuple[list[torch.Tensor], LstmState]:
+    """[`run_lstm_stacks`] one layer of one direction after another (see [`ElmoLstmLayer.forward`])."""
+    outputs = [[] for _ in range(num_layers)]  # [layer][direction]
+    h, c = ([list(layers.unbind(0)) for layers in part] for part in state)  # [direction][layer]
+    for direction, stack in enumerate(stacks):
+        layer_input = inputs[direction]
+        for index, layer in enumerate(stack.layers[:num_layers]):
             if dropout:
                 layer_input = nn.functional.dropout(layer_input, p=dropout, training=True)
-            output, final_states[index] = layer(layer_input, batch_sizes, states[index])
-            if index > 0 and self.use_skip_connections:
+            layer_state = (h[direction][index], c[direction][index])
+            output, (h[direction][index], c[direction][index]) = layer(layer_input, batch_sizes, layer_state)
+            if index > 0 and stack.use_skip_connections:
                 output = output + layer_input
-            outputs.append(output)
+            outputs[index].append(output)
             layer_input = output
-        return outputs, final_states
+    final_state = tuple(torch.stack([torch.stack(layers) for layers in part]) for part in (h, c))
+    return [torch.stack(directions) for directions in outputs], final_state
 
 
-def _reverse_each_row(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """Reverse the first `lengths[b]` steps of every row b of `x` (batch, time, ...); padding stays put."""
-    steps = torch.arange(x.shape[1], device=x.device)
-    index = lengths[:, None] - 1 - steps[None, :]
-    index = torch.where(index >= 0, index, steps[None, :])
-    return x.gather(1, index.view(*index.shape, *([1] * (x.dim() - 2))).expand_as(x))
+def _run_wavefront(
+    stacks: Sequence[ElmoLstmStack],
+    inputs: torch.Tensor,
+    batch_sizes: list[int],
+    state: LstmState,
+    num_layers: int,
+    dropout: float,
+) -> tuple[list[torch.Tensor], LstmState]:
+    """[`run_lstm_stacks`] with every layer of every direction advancing together, as a wavefront.
+
+    Layer l runs its step t at iteration `t + l * lag`, so each iteration makes one batched product for the
+    state, one element-wise cell and one batched product for the output of all L * D layers (group `l * D + d`).
+    The iterations go in chunks of `lag`: at the start of a chunk layer l takes the outputs that layer l - 1
+    made in the chunk before, `lag` steps of them, and projects them in one batched product with the other
+    layers' inputs (layer 0's are the `inputs`).
+
+    Every row of every layer is computed at every iteration, and a mask keeps the state of a layer before its
+    first step and after a row's last: padding costs arithmetic but no operator calls, and the shapes stay the
+    same from step to step. Without gradients the stacked weights are kept (see [`_StackedLstmProducts`]).
+    """
+    h0, c0 = state
+    directions, batch, steps, width = inputs.shape
+    layers = [stack.layers[index] for index in range(num_layers) for stack in stacks]
+    if not layers or not steps:
+        projection = h0.shape[-1]
+        return [inputs.new_zeros(directions, batch, steps, projection) for _ in range(num_layers)], state
+    first, groups, device = layers[0], len(layers), inputs.device
+    lag = _wavefront_lag(batch, steps, first.positions_per_chunk)
+    iterations = steps + (num_layers - 1) * lag
+    chunks = -(-iterations // lag)
+    products = _StackedLstmProducts(layers)
+
+    lengths = (torch.tensor(batch_sizes, device=device)[:, None] > torch.arange(batch, device=device)).sum(dim=0)
+    running, everyone_runs = _wavefront_masks(batch_sizes, lengths, num_layers, directions, lag)
+    # Layer 0's inputs chunk by chunk, (chunks, 1, D, lag, B, P), zero past the last step.
+    tokens = nn.functional.pad(inputs, (0, 0, 0, chunks * lag - steps)).view(directions, batch, chunks, lag, width)
+    tokens = tokens.permute(2, 0, 3, 1, 4).unsqueeze(1).contiguous()
+    # The skip connection of each layer, as a weight on its input: (L, 1, 1, 1, 1).
+    skip = inputs.new_tensor([0.0] + [float(stacks[0].use_skip_connections)] * (num_layers - 1))
+    skip = skip.view(num_layers, 1, 1, 1, 1)
+    # The clip as tensors: clamp() given numbers makes one operator call more each time.
+    clip = first.proj_clip
+    proj_clip = None if clip is None else (inputs.new_tensor(-clip), inputs.new_tensor(clip))
+
+    h = h0[:, :num_layers].transpose(0, 1).reshape(groups, batch, -1)
+    c = c0[:, :num_layers].transpose(0, 1).reshape(groups, batch, -1)
+    chunk_outputs, below = [], inputs.new_zeros(num_layers - 1, directions, lag, batch, width)
+    for chunk in range(chunks):
+        start = chunk * lag
+        count = min(lag, iterations - start)
+        layer_inputs = torch.cat([tokens[chunk], below])  # (L, D, lag, B, P)
+        if dropout:
+            layer_inputs = nn.functional.dropout(layer_inputs, p=dropout, training=True)
+        input_gates = products.input(layer_inputs.view(groups, lag * batch, width)).view(groups, lag, batch, -1)
+        step_outputs = []
+        for offset in range(count):
+            gates = products.state(h, input_gates[:, offset])
+            hidden, new_c = first.cell(gates, c, first.cell_clip)
+            new_h = products.output(hidden)
+            new_h = new_h if proj_clip is None else new_h.clamp(*proj_clip)
+            if everyone_runs[start + offset]:
+                h, c = new_h, new_c
+            else:
+                keep = running[start + offset]
+                h, c = torch.where(keep, new_h, h), torch.where(keep, new_c, c)
+            step_outputs.append(new_h)
+        # (L, D, count, B, P): the layers' outputs, plus their (dropped) input where a skip connection adds it
+        # (layer 0 adds 0 * its input: exact, the inputs being finite).
+        outputs = torch.stack(step_outputs, dim=1).view(num_layers, directions, count, batch, -1)
+        outputs = torch.addcmul(outputs, layer_inputs if count == lag else layer_inputs[:, :, :count], skip)
+        chunk_outputs.append(outputs)
+        below = outputs[:-1]
+    # Layer l's step t is at iteration t + l * lag; positions past a row's length (computed, masked) are zeroed.
+    by_iteration = torch.cat(chunk_outputs, dim=2)  # (L, D, iterations, B, P)
+    by_step = torch.stack([by_iteration[index, :, index * lag : index * lag + steps] for index in range(num_layers)])
+    valid = (torch.arange(steps, device=device)[:, None] < lengths)[:, :, None]  # (T, B, 1)
+    layer_outputs = torch.where(valid, by_step, 0.0).transpose(2, 3).unbind(0)  # L x (D, B, T, P)
+    h = torch.cat([h.view(num_layers, directions, batch, -1).transpose(0, 1), h0[:, num_layers:]], dim=1)
+    c = torch.cat([c.view(num_layers, directions, batch, -1).transpose(0, 1), c0[:, num_layers:]], dim=1)
+    return list(layer_outputs), (h, c)
+
+
+def _wavefront_masks(
+    batch_sizes: list[int], lengths: torch.Tensor, num_layers: int, directions: int, lag: int
+) -> tuple[torch.Tensor, list[bool]]:
+    """Which rows each layer of each direction runs at each iteration of the wavefront, (S, L * D, B, 1) with
+    rows of `lengths` (B,), and for each iteration whether all of them run (then no mask is needed)."""
+    steps, batch, device = len(batch_sizes), len(lengths), lengths.device
+    iterations = steps + (num_layers - 1) * lag
+    layer_of_group = torch.arange(num_layers * directions, device=device) // directions
+    step_of_group = torch.arange(iterations, device=device)[:, None] - layer_of_group * lag  # (S, L * D)
+    running = ((step_of_group[..., None] >= 0) & (step_of_group[..., None] < lengths))[..., None]
+    everyone_runs = [
+        all(0 <= s - layer * lag < steps and batch_sizes[s - layer * lag] == batch for layer in range(num_layers))
+        for s in range(iterations)
+    ]
+    return running, everyone_runs
+
+
+def _wavefront_lag(batch: int, steps: int, positions_per_chunk: int) -> int:
+    """Steps per chunk of the wavefront, which each layer also runs behind the one below: at most
+    `positions_per_chunk` positions per input product, and about sqrt(steps), which balances the iterations
+    that the lag adds ((layers - 1) * lag) against the calls made once per chunk (steps / lag chunks)."""
+    return max(1, min(positions_per_chunk // max(batch, 1), math.isqrt(steps)))
+
+
+class _StackedLstmProducts:
+    """The matrix products of G layers of one shape as batched products, one call for all of them (any device;
+    gradients flow). Where no gradient is wanted the stacked weights are kept (on the first layer) until a
+    weight changes: they take as much memory again as the layers' weights."""
+
+    def __init__(self, layers: Sequence[ElmoLstmLayer]) -> None:
+        def stacked(name: str, sources: tuple[torch.Tensor, ...], derive) -> torch.Tensor:
+            if torch.is_grad_enabled() and any(source.requires_grad for source in sources):
+                return derive()
+            return layers[0].stacked_weights.get(f"{name} of {len(layers)}", sources, derive)
+
+        def weights(name: str, sources: tuple[torch.Tensor, ...]) -> torch.Tensor:
+            """The weights (G, out, in) as bmm's right-hand side (G, in, out)."""
+            return stacked(name, sources, lambda: torch.stack(sources)).mT
+
+        self.input_weight = weights("input", tuple(layer.input_projection.weight for layer in layers))
+        self.state_weight = weights("state", tuple(layer.state_projection.weight for layer in layers))
+        self.output_weight = weights("output", tuple(layer.output_projection.weight for layer in layers))
+        biases = tuple(layer.input_projection.bias for layer in layers)
+        self.bias = stacked("bias", biases, lambda: torch.stack([layer._gate_bias() for layer in layers]))[:, None]
+
+    def input(self, x: torch.Tensor) -> torch.Tensor:
+        """(G, positions, in) -> the input gates with bias (G, positions, 4C)."""
+        return torch.baddbmm(self.bias, x, self.input_weight)
+
+    def state(self, h: torch.Tensor, input_gates: torch.Tensor) -> torch.Tensor:
+        """(G, rows, P) and (G, rows, 4C) -> all gates (G, rows, 4C)."""
+        return torch.baddbmm(input_gates, h, self.state_weight)
+
+    def output(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(G, rows, C) -> the output projection (G, rows, P), not clipped."""
+        return torch.bmm(hidden, self.output_weight)
+
+
+def _reversing_index(lengths: torch.Tensor, steps: int) -> torch.Tensor:
+    """(batch, steps, 1): where each step of row b comes from when its first `lengths[b]` steps are reversed
+    (padding stays put), for [`_reverse_each_row`]."""
+    positions = torch.arange(steps, device=lengths.device)
+    index = lengths[:, None] - 1 - positions
+    return torch.where(index >= 0, index, positions)[..., None]
+
+
+def _reverse_each_row(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """Reverse the first `lengths[b]` steps of every row b of `x` (batch, time, width) with the `index` of
+    [`_reversing_index`]; padding stays put."""
+    return x.gather(1, index.expand_as(x))
 
 
 class ElmoPreTrainedModel(PreTrainedModel):
@@ -428,23 +705,23 @@ class ElmoModel(ElmoPreTrainedModel):
         steps = torch.arange(words + 2, device=mask.device)
         batch_sizes = (sorted_lengths[None, :] > steps[:, None]).sum(dim=1).tolist()
         sorted_token = token[order]
-        forward_states, backward_states = self._initial_states(state, batch, token, order)
-        num_layers = self.config.computed_layers
-        forward_outputs, forward_final = self.forward_lstm(sorted_token, batch_sizes, forward_states, num_layers)
-        backward_outputs, backward_final = self.backward_lstm(
-            _reverse_each_row(sorted_token, sorted_lengths), batch_sizes, backward_states, num_layers
+        reversing = _reversing_index(sorted_lengths, words + 2)
+        lstm_inputs = torch.stack([sorted_token, _reverse_each_row(sorted_token, reversing)])
+        lstm_outputs, (final_h, final_c) = run_lstm_stacks(
+            (self.forward_lstm, self.backward_lstm),
+            lstm_inputs,
+            batch_sizes,
+            self._initial_states(state, batch, token, order),
+            self.config.computed_layers,
         )
-        backward_outputs = [_reverse_each_row(output, sorted_lengths) for output in backward_outputs]
 
         layers = [torch.cat([token, token], dim=-1)]
-        layers += [torch.cat(pair, dim=-1)[restore] for pair in zip(forward_outputs, backward_outputs, strict=True)]
+        for output in lstm_outputs:
+            layers.append(torch.cat([output[0], _reverse_each_row(output[1], reversing)], dim=-1)[restore])
         # Drop the marker positions: word i sits at position i + 1; positions past a row's words are zeroed.
         layers = tuple(layer[:, 1:-1] * mask[..., None] for layer in layers)
 
-        final_state = None
-        if use_cache:
-            h, c = self._stack_states(forward_final, backward_final)
-            final_state = (h[:, :, restore], c[:, :, restore])
+        final_state = (final_h[:, :, restore], final_c[:, :, restore]) if use_cache else None
         return ElmoModelOutput(
             last_hidden_state=layers[-1],
             hidden_states=layers if output_hidden_states else None,
@@ -490,8 +767,9 @@ class ElmoModel(ElmoPreTrainedModel):
 
     def _initial_states(
         self, state: tuple[torch.Tensor, torch.Tensor] | None, batch: int, like: torch.Tensor, order: torch.Tensor
-    ) -> tuple[list[LstmState], list[LstmState]]:
-        """Per direction and layer, `(h, c)` for the rows in `order` (zeros without a `state`)."""
+    ) -> LstmState:
+        """`(h, c)` of shapes (2, layers, batch, P) and (2, layers, batch, C) for the rows in `order` (zeros
+        without a `state`), as [`run_lstm_stacks`] takes them."""
         layers, cells, projection = self.config.num_hidden_layers, self.config.cell_size, self.config.projection_dim
         if state is None:
             h = like.new_zeros(2, layers, batch, projection)
@@ -505,15 +783,6 @@ class ElmoModel(ElmoPreTrainedModel):
                         f"{(2, layers, batch, width)}, got {tuple(tensor.shape)}"
                     )
             h, c = h[:, :, order], c[:, :, order]
-        return (
-            [(h[0, layer], c[0, layer]) for layer in range(layers)],
-            [(h[1, layer], c[1, layer]) for layer in range(layers)],
-        )
-
-    @staticmethod
-    def _stack_states(forward: list[LstmState], backward: list[LstmState]) -> tuple[torch.Tensor, torch.Tensor]:
-        h = torch.stack([torch.stack([h for h, _ in direction]) for direction in (forward, backward)])
-        c = torch.stack([torch.stack([c for _, c in direction]) for direction in (forward, backward)])
         return h, c
 
 
@@ -607,22 +876,21 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
         tokens = self._token_vectors(torch.stack([input_ids, backward_input_ids]))  # (2, batch, unroll, P)
         dropout = config.dropout if self.training else 0.0
         order = torch.arange(batch, device=input_ids.device)
-        forward_states, backward_states = self.elmo._initial_states(state, batch, tokens, order)
-        num_layers, batch_sizes = config.num_hidden_layers, [batch] * unroll
-        forward_outputs, forward_final = self.elmo.forward_lstm(
-            tokens[0], batch_sizes, forward_states, num_layers, dropout=dropout
+        outputs, final_state = run_lstm_stacks(
+            (self.elmo.forward_lstm, self.elmo.backward_lstm),
+            tokens,
+            [batch] * unroll,
+            self.elmo._initial_states(state, batch, tokens, order),
+            config.num_hidden_layers,
+            dropout=dropout,
         )
-        backward_outputs, backward_final = self.elmo.backward_lstm(
-            tokens[1], batch_sizes, backward_states, num_layers, dropout=dropout
-        )
-        final_state = self.elmo._stack_states(forward_final, backward_final)
         if labels is None or backward_labels is None:
             return ElmoBidirectionalLMOutput(state=final_state)
 
         num_sampled = self.num_sampled if self.training else None
         token_losses = []
-        for outputs, direction_labels in ((forward_outputs, labels), (backward_outputs, backward_labels)):
-            hidden = nn.functional.dropout(outputs[-1], p=dropout, training=self.training)
+        top = nn.functional.dropout(outputs[-1], p=dropout, training=self.training)
+        for hidden, direction_labels in zip(top, (labels, backward_labels), strict=True):
             token_losses.append(
                 self.softmax(
                     hidden.reshape(-1, hidden.shape[-1]),

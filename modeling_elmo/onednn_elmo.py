@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import functools
 import weakref
+from collections.abc import Callable
 
 import torch
 from torch import nn
 
-__all__ = ["ElmoOneDnnWeights", "onednn_applies", "onednn_available", "onednn_linear"]
+__all__ = ["ElmoDerivedWeights", "ElmoOneDnnWeights", "onednn_applies", "onednn_available", "onednn_linear"]
 
 
 @functools.cache
@@ -62,24 +63,38 @@ def onednn_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
     return torch.ops.mkldnn._linear_pointwise(x.contiguous(), weight, bias, "none", [], "")
 
 
-class ElmoOneDnnWeights:
-    """oneDNN-packed copies of a module's weights, made on first use and made again when a weight changes
-    (another tensor or storage, or the same one modified in place: its version counter moves). Not part of
-    the state dict; each packed copy takes as much memory as its weight."""
+class ElmoDerivedWeights:
+    """Tensors derived from a module's weights (packed for oneDNN, stacked for batched products), made on first
+    use and made again when a source weight changes (another tensor or storage, or the same one modified in
+    place: its version counter moves). Not part of the state dict; each copy takes as much memory as its
+    sources. Only for computations that want no gradient: the copies are detached."""
 
     def __init__(self) -> None:
-        # name -> (the weight, weakly; its storage and version when packed; the packed copy)
-        self._packed: dict[str, tuple[weakref.ref, tuple[int, int], torch.Tensor]] = {}
+        # name -> (the sources, weakly; their storages and versions when derived; the derived tensor)
+        self._packed: dict[str, tuple[tuple[weakref.ref, ...], tuple[tuple[int, int], ...], torch.Tensor]] = {}
 
     def __getstate__(self) -> dict:
-        # oneDNN tensors have no storage to copy or pickle: a copy of the model packs its weights again.
+        # oneDNN tensors have no storage to copy or pickle: a copy of the model derives its weights again.
         return {"_packed": {}}
+
+    def get(self, name: str, sources: tuple[torch.Tensor, ...], derive: Callable[[], torch.Tensor]) -> torch.Tensor:
+        """The tensor derived under `name` from `sources` by `derive()`, from the cache while they are unchanged."""
+        versions = tuple((source.data_ptr(), source._version) for source in sources)
+        entry = self._packed.get(name)
+        if (
+            entry is None
+            or entry[1] != versions
+            or any(ref() is not source for ref, source in zip(entry[0], sources, strict=True))
+        ):
+            with torch.no_grad():
+                entry = self._packed[name] = (tuple(weakref.ref(s) for s in sources), versions, derive())
+        return entry[2]
+
+
+class ElmoOneDnnWeights(ElmoDerivedWeights):
+    """oneDNN-packed copies of a module's weights (see [`ElmoDerivedWeights`])."""
 
     def linear(self, name: str, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """`x @ weight.T` for `x` (rows, in), with `weight` (out, in) packed under `name`."""
-        version = (weight.data_ptr(), weight._version)
-        entry = self._packed.get(name)
-        if entry is None or entry[0]() is not weight or entry[1] != version:
-            packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach())
-            entry = self._packed[name] = (weakref.ref(weight), version, packed)
-        return onednn_linear(x, entry[2])
+        packed = self.get(name, (weight,), lambda: torch.ops.mkldnn._reorder_linear_weight(weight.detach()))
+        return onednn_linear(x, packed)
