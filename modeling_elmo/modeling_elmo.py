@@ -131,11 +131,11 @@ class ElmoCharacterEncoder(nn.Module):
     def forward(self, char_ids: torch.Tensor, word_ids: torch.Tensor | None = None) -> torch.Tensor:
         if self.word_embedding is not None and word_ids is None:
             raise ValueError("this model has a word embedding: pass input_word_ids from its tokenizer")
-        words = char_ids if self.word_embedding is None else torch.cat([char_ids, word_ids[:, None]], dim=1)
-        distinct, inverse = torch.unique(words, dim=0, return_inverse=True)
+        keys = _packed_columns(char_ids, bits=(self.char_embedding.num_embeddings - 1).bit_length())
+        first, inverse = _distinct_rows(keys if word_ids is None else torch.cat([keys, word_ids[:, None]], dim=1))
         if self.word_embedding is None:
-            return self._encode(distinct)[inverse]
-        return self._encode(distinct[:, :-1], distinct[:, -1])[inverse]
+            return self._encode(char_ids[first])[inverse]
+        return self._encode(char_ids[first], word_ids[first])[inverse]
 
     def _encode(self, char_ids: torch.Tensor, word_ids: torch.Tensor | None = None) -> torch.Tensor:
         words = char_ids.shape[0]
@@ -154,6 +154,34 @@ class ElmoCharacterEncoder(nn.Module):
         if word_ids is not None:
             features = torch.cat([self.word_embedding(word_ids), features], dim=-1)
         return self.projection(features)
+
+
+def _packed_columns(ids: torch.Tensor, bits: int) -> torch.Tensor:
+    """Integer `ids` (N, K) in [0, 2**bits) packed `63 // bits` to an int64 column: (N, ceil(K / (63 // bits))),
+    equal rows for equal rows of `ids` and only for them."""
+    per_column = 63 // bits
+    padded = nn.functional.pad(ids.long(), (0, -ids.shape[1] % per_column))
+    shifts = torch.arange(per_column, device=ids.device) * bits
+    return (padded.view(ids.shape[0], padded.shape[1] // per_column, per_column) << shifts).sum(dim=-1)
+
+
+def _distinct_rows(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """For integer `rows` (N, K) >= 0: the index of one occurrence of each distinct row (U,) and, for every row,
+    which distinct row it is (N,), so that `rows[first][inverse]` equals `rows`.
+
+    Exact, in a few operations per column: the ranks of the rows among the distinct prefixes seen so far are
+    combined with each next column's ranks (both < N, so the pair fits int64) and ranked again. `torch.unique(
+    dim=0)` gives the same groups, but on CPUs it compares rows pairwise, one operator call each (thousands per
+    batch): the operator calls are what hold a GPU back.
+    """
+    count = rows.shape[0]
+    inverse = rows.new_zeros(count)
+    for column in rows.long().unbind(dim=1):
+        _, column_rank = torch.unique(column, return_inverse=True)
+        _, inverse = torch.unique(inverse * count + column_rank, return_inverse=True)
+    first = torch.empty(int(inverse.max()) + 1 if count else 0, dtype=torch.long, device=rows.device)
+    first.scatter_(0, inverse, torch.arange(count, device=rows.device))
+    return first, inverse
 
 
 def _row_bucket(rows: int) -> int:
@@ -255,7 +283,7 @@ class ElmoLstmLayer(nn.Module):
         if step_outputs:
             outputs = outputs.index_copy(0, running, torch.cat(step_outputs))
         h, c = (torch.cat(parts[::-1]) for parts in zip(*finished, strict=True))
-        return outputs.view(batch, steps, -1), (h, c)
+        return outputs.view(batch, steps, outputs.shape[-1]), (h, c)
 
     def _chunks(self, batch_sizes: list[int]) -> list[range]:
         """Consecutive steps of at most `positions_per_chunk` positions together (at least one step each)."""
@@ -436,7 +464,7 @@ def _run_wavefront(
     h0, c0 = state
     directions, batch, steps, width = inputs.shape
     layers = [stack.layers[index] for index in range(num_layers) for stack in stacks]
-    if not layers or not steps:
+    if not layers or not steps or not batch:
         projection = h0.shape[-1]
         return [inputs.new_zeros(directions, batch, steps, projection) for _ in range(num_layers)], state
     first, groups, device = layers[0], len(layers), inputs.device
@@ -466,7 +494,8 @@ def _run_wavefront(
         layer_inputs = torch.cat([tokens[chunk], below])  # (L, D, lag, B, P)
         if dropout:
             layer_inputs = nn.functional.dropout(layer_inputs, p=dropout, training=True)
-        input_gates = products.input(layer_inputs.view(groups, lag * batch, width)).view(groups, lag, batch, -1)
+        input_gates = products.input(layer_inputs.view(groups, lag * batch, width))
+        input_gates = input_gates.view(groups, lag, batch, input_gates.shape[-1])
         step_outputs = []
         for offset in range(count):
             gates = products.state(h, input_gates[:, offset])
@@ -481,7 +510,7 @@ def _run_wavefront(
             step_outputs.append(new_h)
         # (L, D, count, B, P): the layers' outputs, plus their (dropped) input where a skip connection adds it
         # (layer 0 adds 0 * its input: exact, the inputs being finite).
-        outputs = torch.stack(step_outputs, dim=1).view(num_layers, directions, count, batch, -1)
+        outputs = torch.stack(step_outputs, dim=1).view(num_layers, directions, count, batch, width)
         outputs = torch.addcmul(outputs, layer_inputs if count == lag else layer_inputs[:, :, :count], skip)
         chunk_outputs.append(outputs)
         below = outputs[:-1]
@@ -490,8 +519,8 @@ def _run_wavefront(
     by_step = torch.stack([by_iteration[index, :, index * lag : index * lag + steps] for index in range(num_layers)])
     valid = (torch.arange(steps, device=device)[:, None] < lengths)[:, :, None]  # (T, B, 1)
     layer_outputs = torch.where(valid, by_step, 0.0).transpose(2, 3).unbind(0)  # L x (D, B, T, P)
-    h = torch.cat([h.view(num_layers, directions, batch, -1).transpose(0, 1), h0[:, num_layers:]], dim=1)
-    c = torch.cat([c.view(num_layers, directions, batch, -1).transpose(0, 1), c0[:, num_layers:]], dim=1)
+    h = torch.cat([h.view(num_layers, directions, batch, h.shape[-1]).transpose(0, 1), h0[:, num_layers:]], dim=1)
+    c = torch.cat([c.view(num_layers, directions, batch, c.shape[-1]).transpose(0, 1), c0[:, num_layers:]], dim=1)
     return list(layer_outputs), (h, c)
 
 

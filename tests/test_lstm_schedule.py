@@ -13,7 +13,9 @@ from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
 from modeling_elmo.modeling_elmo import (
     ElmoLstmLayer,
     ElmoLstmStack,
+    _distinct_rows,
     _exact_float32_convolutions,
+    _packed_columns,
     _run_layer_by_layer,
     _run_wavefront,
     run_lstm_stacks,
@@ -322,3 +324,41 @@ def test_the_wavefront_on_cuda_equals_float64_on_cpu() -> None:
         )
     actual = ([output.double().cpu() for output in outputs], tuple(part.double().cpu() for part in final))
     assert_same(actual, expected, atol=1e-5)
+
+
+def _encoder_calls(model: ElmoModel, words: list[str]) -> int:
+    """Operator calls of the character encoder in one forward of one sentence of `words`."""
+    inputs = ElmoTokenizer()([words], is_split_into_words=True, return_tensors="pt")
+    with torch.no_grad(), torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        with record_function(ENCODER):
+            model.char_encoder(inputs["input_ids"][0])
+    return sum(1 for event in profile.events() if _inside_encoder(event))
+
+
+def test_the_character_encoders_calls_do_not_grow_with_the_words(model: ElmoModel) -> None:
+    """Finding the distinct words takes a few calls per packed column, not one per word (`torch.unique(dim=0)`
+    compares rows pairwise on CPUs: thousands of calls per batch, which bound a GPU's speed)."""
+    few = _encoder_calls(model, [f"w{index % 5}" for index in range(20)])
+    many = _encoder_calls(model, [f"word{index}" for index in range(400)] * 2)
+    assert many <= few + 10, (few, many)
+
+
+def test_distinct_rows_are_exact_groups() -> None:
+    generator = torch.Generator().manual_seed(0)
+    # Rows that differ in one column only (anywhere), and many repeats; ids up to 261 packed 7 to an int64.
+    base = torch.randint(0, 262, (40, 50), generator=generator)
+    rows = base[torch.randint(0, 40, (300,), generator=generator)]
+    rows[::7, torch.randint(0, 50, (1,), generator=generator)] += 1
+    first, inverse = _distinct_rows(_packed_columns(rows, bits=9))
+    torch.testing.assert_close(rows[first][inverse], rows, rtol=0, atol=0)
+    assert len(first) == len(torch.unique(rows, dim=0))
+
+
+@pytest.mark.parametrize("wavefront", [False, True])
+def test_an_empty_batch_gives_empty_outputs(model: ElmoModel, wavefront: bool, monkeypatch) -> None:
+    monkeypatch.setattr(ElmoLstmStack, "wavefront", wavefront)
+    with torch.no_grad():
+        output = model(**ElmoTokenizer()([], return_tensors="pt"), output_hidden_states=True, use_cache=True)
+    assert output.last_hidden_state.shape == (0, 0, 32)
+    assert [layer.shape for layer in output.hidden_states] == [(0, 0, 32)] * 3
+    assert output.state[0].shape == (2, 2, 0, 16) and output.state[1].shape == (2, 2, 0, 32)
