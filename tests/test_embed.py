@@ -542,8 +542,8 @@ def test_character_cnn_pads_its_batches_to_few_shapes(fixture_model_folder: Path
 
 
 def test_onednn_kernels_are_cached_and_few(fixture_model_folder: Path, tmp_path: Path) -> None:
-    """elmo-embed keeps oneDNN's cache of kernels (building them anew for every LSTM step cost 1.4 to 4 times the
-    time), and the character CNN's padding keeps the kernels a corpus needs few: 16 lines of 144 to 159 distinct
+    """elmo-embed keeps oneDNN's cache of kernels (building them anew for every LSTM step cost 1.5 to 4.6 times
+    the time), and the character CNN's padding keeps the kernels a corpus needs few: 16 lines of 144 to 159 distinct
     words (<S> and </S> included) make 2 shapes (144 and 160 rows), one kernel per convolution each."""
     lines = [" ".join(f"w{index}" for index in range(words)) for words in range(142, 158)]
     source = _write_lines(tmp_path / "in.txt", lines)
