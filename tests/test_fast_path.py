@@ -8,18 +8,13 @@ import pickle
 
 import pytest
 import torch
+from ragged_batches import BATCHES, run_batches
 
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
 from modeling_elmo.modeling_elmo import ElmoLstmLayer
 from modeling_elmo.onednn_elmo import onednn_available
 
 requires_onednn = pytest.mark.skipif(not onednn_available(), reason="this torch build has no working oneDNN linear")
-
-# Ragged: an empty sentence, an empty-string word, a word over 48 bytes, repeated words, non-ASCII.
-BATCHES = [
-    [["the", "cat", "sat", "on", "the", "mat", "."], [], ["the"], ["Größe", "x" * 60, "", "the", "the", "cat"]],
-    [["a"] * 13, ["naïve", "café", "."], ["cat", "the"]],  # continues the first batch's rows 0-2
-]
 
 
 SHAPES = {
@@ -42,21 +37,6 @@ def model(request: pytest.FixtureRequest) -> ElmoModel:
         char_embedding_dim=4, char_cnn_filters=[[1, 8], [2, 8], [3, 16]], num_highway_layers=2, **SHAPES[request.param]
     )
     return ElmoModel(config).eval()
-
-
-def run_batches(model: ElmoModel) -> list[torch.Tensor]:
-    """Every layer of both batches, the second continuing the first's state (its rows 0-2): a flat list."""
-    tokenizer = ElmoTokenizer()
-    results, state = [], None
-    with torch.no_grad():
-        for batch in BATCHES:
-            inputs = tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt")
-            if state is not None:
-                state = tuple(part[:, :, : len(batch)] for part in state)
-            output = model(**inputs, output_hidden_states=True, state=state, use_cache=True)
-            results += [*output.hidden_states, *output.state]
-            state = output.state
-    return results
 
 
 def assert_all_close(actual: list[torch.Tensor], expected: list[torch.Tensor], atol: float) -> None:

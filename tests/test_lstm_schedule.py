@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from ragged_batches import run_batches
 from torch.autograd.profiler import record_function
 
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
@@ -163,33 +164,13 @@ def model() -> ElmoModel:
     return ElmoModel(config).eval()
 
 
-# Ragged: an empty sentence, an empty-string word, a word over 48 bytes; the second batch continues rows 0-2.
-BATCHES = [
-    [["the", "cat", "sat", "on", "the", "mat", "."], [], ["the"], ["Größe", "x" * 60, "", "the", "the", "cat"]],
-    [["a"] * 13, ["naïve", "café", "."], ["cat", "the"]],
-]
-
-
-def run_model(model: ElmoModel) -> list[torch.Tensor]:
-    """Every layer and the state of both batches, the second continuing the first's state."""
-    tokenizer, results, state = ElmoTokenizer(), [], None
-    for batch in BATCHES:
-        inputs = tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt")
-        if state is not None:
-            state = tuple(part[:, :, : len(batch)] for part in state)
-        output = model(**inputs, output_hidden_states=True, state=state, use_cache=True)
-        results += [*output.hidden_states, *output.state]
-        state = output.state
-    return results
-
-
 def test_the_model_computes_the_same_as_a_wavefront(model: ElmoModel, monkeypatch) -> None:
     """The whole biLM, with state carried between batches, and its gradients (fine-tuning)."""
     runs = []
     for wavefront in (False, True):
         monkeypatch.setattr(ElmoLstmStack, "wavefront", wavefront)
         model.zero_grad()
-        results = run_model(model)
+        results = run_batches(model, grad=True)
         sum(result.sum() for result in results).backward()
         runs.append([result.detach() for result in results] + [p.grad.clone() for p in model.parameters()])
     for layer_by_layer, wavefront in zip(*runs, strict=True):
