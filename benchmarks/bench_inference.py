@@ -67,8 +67,8 @@ sys.path.insert(1, str(HERE))
 
 from bench_common import time_group  # noqa: E402
 
+from common.options import config_from_options  # noqa: E402
 from conversion.allennlp import load_allennlp_model  # noqa: E402
-from conversion.options import config_from_options  # noqa: E402
 from conversion.variants import VARIANTS  # noqa: E402
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer  # noqa: E402
 

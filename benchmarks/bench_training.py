@@ -23,7 +23,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.bench_inference import flops_per_position, measure_matmul_peak
 from conversion.variants import VARIANTS
-from training.pretrain import LmTrainer, parse_args
+from training.pretraining.pretrain import LmTrainer, parse_args
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 SHAPES = {

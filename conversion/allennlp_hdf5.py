@@ -13,9 +13,9 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from common.errors import ConversionError
 from modeling_elmo import ElmoConfig
 
-from .errors import ConversionError
 from .weight_mapping import WeightMapping, character_embedding, same, transposed
 
 __all__ = ["read_allennlp_weights", "weight_mappings", "write_allennlp_weights"]

@@ -20,13 +20,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from common.atomic_output import atomic_output_folder
+from common.errors import ConversionError
+from common.options import config_from_options
 from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM, ElmoTokenizer
 
 from .allennlp_hdf5 import weight_mappings
-from .atomic_output import atomic_output_folder
-from .errors import ConversionError
 from .model_card import SourceDescription, measure_parity, write_model_card
-from .options import config_from_options
 from .tf_checkpoint import TfCheckpoint
 from .token_embeddings import read_vocabulary
 

@@ -7,7 +7,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .errors import ConversionError
+from common.errors import ConversionError
+
 from .variants import VARIANTS
 
 __all__ = ["main"]
@@ -118,9 +119,10 @@ def _build_parser() -> argparse.ArgumentParser:
 def _run(args: argparse.Namespace) -> str:
     """Carry out the command; returns its one-line summary."""
     if args.command == "allennlp":
+        from common.options import read_options
+
         from .allennlp import convert_allennlp
         from .model_card import SourceDescription
-        from .options import read_options
 
         weights = Path(args.weights)
         if args.variant:
@@ -175,9 +177,10 @@ def _run(args: argparse.Namespace) -> str:
         output = export_allennlp(args.model, args.output, overwrite=args.overwrite)
         return f"Exported {args.model} -> {output / 'options.json'}, {output / 'weights.hdf5'}"
     if args.command == "bilm-tf-checkpoint":
+        from common.options import read_options
+
         from .bilm_tf_checkpoint import checkpoint_files, convert_bilm_tf_checkpoint
         from .model_card import SourceDescription
-        from .options import read_options
 
         files = checkpoint_files(args.checkpoint)
         source = SourceDescription(

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from common.atomic_output import atomic_output_folder
+from common.errors import ConversionError
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
 
-from .atomic_output import atomic_output_folder
-from .errors import ConversionError
 from .model_card import SourceDescription, measure_parity, write_model_card
 from .weight_mapping import WeightMapping, character_embedding, same
 

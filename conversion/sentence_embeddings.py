@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 from huggingface_hub import ModelCard, ModelCardData
 
+from common.atomic_output import atomic_output_folder
+from common.errors import ConversionError
 from modeling_elmo import ElmoConfig
 
-from .atomic_output import atomic_output_folder
-from .errors import ConversionError
 from .model_card import render_model_card
 
 if TYPE_CHECKING:  # sentence-transformers is an optional dependency, imported when a conversion runs

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ConversionError
+from common.errors import ConversionError
 
 __all__ = [
     "TensorEntry",

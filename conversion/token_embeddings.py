@@ -9,11 +9,11 @@ import h5py
 import torch
 from tqdm.auto import tqdm
 
+from common.atomic_output import atomic_output_file
+from common.errors import ConversionError
 from modeling_elmo import ElmoTokenizer
 
 from .allennlp import load_converted_model
-from .atomic_output import atomic_output_file
-from .errors import ConversionError
 
 __all__ = ["read_vocabulary", "write_token_embeddings"]
 

@@ -13,9 +13,9 @@ import pytest
 import torch
 from original_files import read_weights, small_options, write_original_model
 
+from common.options import config_from_options
 from conversion.allennlp_hdf5 import weight_mappings
 from conversion.cli import main
-from conversion.options import config_from_options
 from modeling_elmo import ElmoModel
 
 

@@ -17,8 +17,8 @@ from transformers import AutoModel, AutoModelForPreTraining, AutoTokenizer
 
 from inference.embed import main as embed_main
 from modeling_elmo import DEFAULT_MODEL, ElmoForBidirectionalLM, ElmoModel
-from training.lm_vocabulary import LmVocabulary
-from training.model_card import link_code_files_to_package
+from training.pretraining.model_card import link_code_files_to_package
+from training.pretraining.vocabulary import LmVocabulary
 
 FOLDER = Path(DEFAULT_MODEL)
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -122,7 +122,7 @@ def test_bundled_code_files_are_what_save_pretrained_writes_and_link_to_the_pack
     for name in saved:
         link = FOLDER / name
         assert link.is_symlink() and link.readlink() == Path("..") / name, f"{link} should link to ../{name}"
-    link_code_files_to_package(tmp_path)  # what `training.model_card --bundled` does to a saved folder
+    link_code_files_to_package(tmp_path)  # what `training.pretraining.model_card --bundled` does to a saved folder
     assert all((tmp_path / name).readlink() == Path("..") / name for name in saved)
 
 

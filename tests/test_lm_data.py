@@ -7,12 +7,12 @@ from collections import Counter
 import pytest
 import torch
 
+from common.errors import DataFileError
 from modeling_elmo import ElmoTokenizer
-from training.build_vocab import main as build_vocab
-from training.jsonl import DataFileError
-from training.lm_vocabulary import LmVocabulary
-from training.text_stream import SentenceStream, expand_files
-from training.window_packer import WindowEncoder, WindowPacker
+from training.pretraining.build_vocab import main as build_vocab
+from training.pretraining.text_stream import SentenceStream, expand_files
+from training.pretraining.vocabulary import LmVocabulary
+from training.pretraining.window_packer import WindowEncoder, WindowPacker
 
 
 def _write(path, text: str | bytes):
@@ -120,7 +120,7 @@ def test_build_vocab_cli(tmp_path, capsys):
 
 
 def test_checkpoint_folders_and_process_count(tmp_path):
-    from training.lm_checkpoint import latest_checkpoint, load_process_state, save_process_state
+    from training.pretraining.checkpoint import latest_checkpoint, load_process_state, save_process_state
 
     for name in ("checkpoint-5", "checkpoint-40", ".checkpoint-60.partial", "checkpoint-x"):
         (tmp_path / name).mkdir()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from huggingface_hub import ModelCard
 
-from conversion.errors import ConversionError
+from common.errors import ConversionError
 from conversion.hub import check_model_folder
 from conversion.model_card import file_sha256
 

@@ -21,12 +21,12 @@ from safetensors.torch import load_file
 from transformers import AutoModel, AutoModelForPreTraining
 
 import modeling_elmo  # noqa: F401  (registers the Auto classes)
-from training.evaluate_perplexity import main as evaluate_main
-from training.lm_evaluation import evaluate_perplexity
-from training.lm_model import load_starting_model, transfer_softmax
-from training.lm_vocabulary import LmVocabulary
-from training.pretrain import LmTrainer, parse_args
-from training.pretrain import main as pretrain_main
+from training.pretraining.evaluate_perplexity import main as evaluate_main
+from training.pretraining.perplexity import evaluate_perplexity
+from training.pretraining.pretrain import LmTrainer, parse_args
+from training.pretraining.pretrain import main as pretrain_main
+from training.pretraining.starting_model import load_starting_model, transfer_softmax
+from training.pretraining.vocabulary import LmVocabulary
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 TINY_OPTIONS = small_options(n_characters=261, n_highway=1, filters=[[1, 8], [2, 8]], n_negative_samples_batch=8)

@@ -12,8 +12,8 @@ import torch
 from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
 
 import modeling_elmo  # noqa: F401  (registers the Auto classes)
+from common.errors import DataFileError
 from training import run_classification, run_token_classification
-from training.jsonl import DataFileError
 
 # A toy tagging task: each word's tag is its class; the fixture biLM tells the classes apart in a few epochs.
 WORD_TAGS = {

@@ -1,10 +1,18 @@
-"""Training ELMo: the biLM's pretraining and task heads' fine-tuning scripts; the frozen-biLM feature cache and its
-data collator are exported here.
+"""Training ELMo, two workflows, each in its own subpackage, with the scripts users launch kept here:
+
+| workflow | scripts (`training/X.py`) | code |
+| --- | --- | --- |
+| pretraining the biLM (bilm-tf) | `build_vocab`, `pretrain`, `evaluate_perplexity`, `model_card` | `pretraining/` |
+| fine-tuning task heads (Trainer) | `run_token_classification`, `run_classification` | `finetuning/` |
+
+`recipes/` holds the runs that built the bundled default model. Both workflows import the shared plumbing (errors,
+atomic outputs, model folders, options files, model pages) from `common` and the model from `modeling_elmo`; neither
+imports the other. The frozen-biLM feature cache and its data collator are exported here, where they always were.
 
 Running the scripts
 -------------------
-`pretrain`, `build_vocab`, `evaluate_perplexity`, `model_card`, `run_token_classification` and `run_classification`
-run three ways:
+Each script is a few lines that start the command of the same name in its workflow's subpackage
+(`training/pretrain.py` runs `training.pretraining.pretrain.main`). They run three ways:
 
 * as files from the repository root, as Hugging Face's example scripts are: `python training/pretrain.py ...`,
   `accelerate launch training/pretrain.py ...` (the package need not be installed);
@@ -13,13 +21,13 @@ run three ways:
   `elmo-evaluate-perplexity`, `elmo-model-card`, `elmo-run-token-classification`, `elmo-run-classification`.
 
 `recipes/prepare_default_corpus.py`, which is not installed, runs the first two ways. The scripts import the package
-by its name (`from training.jsonl import ...`), never relatively: a file run as a script has no package. Run as a
-file, Python puts the script's folder first on `sys.path`; the lines after the script's standard-library imports put
-the repository root in its place, so that `training` is this checkout's (whether or not a copy is installed) and no
-module of the folder (`evaluation`, `metrics`, ...) passes for a top-level module of that name.
+by its name (`from training.pretraining.pretrain import main`), never relatively: a file run as a script has no
+package. Run as a file, Python puts the script's folder first on `sys.path`; the lines after the script's
+standard-library imports put the repository root in its place, so that `training` is this checkout's (whether or
+not a copy is installed) and no module of the folder passes for a top-level module of that name.
 """
 
-from .collator import ElmoCachedFeaturesCollator
-from .feature_cache import FEATURES_COLUMN, bilm_features_key, cache_bilm_features
+from .finetuning.collator import ElmoCachedFeaturesCollator
+from .finetuning.feature_cache import FEATURES_COLUMN, bilm_features_key, cache_bilm_features
 
 __all__ = ["FEATURES_COLUMN", "ElmoCachedFeaturesCollator", "bilm_features_key", "cache_bilm_features"]

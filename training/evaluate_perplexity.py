@@ -1,16 +1,10 @@
-"""Held-out perplexity of a biLM language model, as bilm-tf's run_test computed it (full softmax, state carried,
-both directions): run it before and after domain fine-tuning to see what the adaptation bought.
+"""Held-out perplexity of a biLM, computed as bilm-tf's run_test.
 
-With `--vocab_file` different from the model's own, the softmax is first re-mapped to it the way fine-tuning
-starts (known words keep their rows, `<UNK>`'s probability is split among the new words), so a model before
-and after fine-tuning with a new vocabulary are scored on the same words.
+The script users launch: `python training/evaluate_perplexity.py ...` from the repository root, `python -m
+training.evaluate_perplexity ...`, or installed, `elmo-evaluate-perplexity ...`. The command itself is
+`training.pretraining.evaluate_perplexity`.
 """
 
-from __future__ import annotations
-
-import argparse
-import json
-import logging
 import sys
 from pathlib import Path
 
@@ -18,62 +12,7 @@ if not __package__:  # run as a file, not with -m: see "Running the scripts" in 
     _folder = Path(__file__).resolve().parent
     sys.path[:] = [str(_folder.parent), *(entry for entry in sys.path if Path(entry).resolve() != _folder)]
 
-import torch
-
-from training.jsonl import DataFileError
-from training.lm_evaluation import evaluate_perplexity
-from training.lm_model import VOCABULARY_FILE, load_starting_model
-from training.lm_vocabulary import LmVocabulary
-from training.text_stream import expand_files
-
-EXAMPLES = """examples (from the repository root; installed: elmo-evaluate-perplexity --model_name_or_path ...):
-  python training/evaluate_perplexity.py --model_name_or_path my-elmo/model --files corpus/heldout.txt
-  # before and after domain fine-tuning, on the domain's vocabulary
-  python training/evaluate_perplexity.py --model_name_or_path elmo-original-lm --files 'bio/heldout/*.txt' \\
-      --vocab_file bio_vocab.txt --output before.json
-"""
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--model_name_or_path", required=True, help="A language-model folder (with vocab.txt).")
-    parser.add_argument("--files", required=True, nargs="+", help="Glob(s) of held-out text, one sentence per line.")
-    parser.add_argument("--vocab_file", help="Score on this vocabulary (default: the model's vocab.txt).")
-    parser.add_argument("--batch_size", type=int, default=32, help="Streams per window.")
-    parser.add_argument("--unroll_steps", type=int, default=20)
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--output", help="Also write the results to this JSON file.")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
-    folder = Path(args.model_name_or_path)
-    try:
-        if not (folder / VOCABULARY_FILE).is_file():
-            raise DataFileError(
-                f"{folder} has no {VOCABULARY_FILE}: it is a biLM without its softmax (as the released hdf5 models), "
-                "which cannot score text; convert a bilm-tf checkpoint or train one with training/pretrain.py"
-            )
-        vocabulary = LmVocabulary.from_file(args.vocab_file or folder / VOCABULARY_FILE)
-        starting = load_starting_model(vocabulary, model_name_or_path=str(folder))
-        files = expand_files(args.files, option="--files")
-        results = evaluate_perplexity(
-            starting.model.to(args.device),
-            starting.tokenizer,
-            vocabulary,
-            files,
-            batch_size=args.batch_size,
-            unroll_steps=args.unroll_steps,
-        )
-    except DataFileError as error:
-        sys.exit(f"error: {error}")
-    results = {"model": str(folder), "files": [str(path) for path in files], **results}
-    print(json.dumps(results, indent=2))
-    if args.output:
-        Path(args.output).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-
+from training.pretraining.evaluate_perplexity import main
 
 if __name__ == "__main__":
     main()

@@ -1,117 +1,20 @@
-"""Fine-tune an ELMo token-classification head (NER, chunking, part-of-speech tagging) with the Trainer.
+"""Fine-tune an ELMo token-classification head with the Trainer.
 
-    python training/run_token_classification.py --model_name_or_path elmo-fixture \\
-        --train_file train.jsonl --validation_file dev.jsonl --do_train --do_eval \\
-        --output_dir ner-model --num_train_epochs 10 --learning_rate 1e-3 --cache_features
-
-(from the repository root, as Hugging Face's example scripts are run; from the installed package:
-`elmo-run-token-classification ...` or `python -m training.run_token_classification ...`).
-
-Each line of the data files is one sentence: {"tokens": ["EU", "rejects", ...], "tags": ["B-ORG", "O", ...]}
-(the column names are set with --text_column_name and --label_column_name). The label list is the sorted set of
-the training tags. Evaluation reports seqeval's entity precision, recall and F1 (IOB tags: B-X, I-X, O) and
-the token accuracy. After training, the model, tokenizer, `layer_weights.json` and `layer_weights.png` are
-written to --output_dir. See `training.arguments` for the mixing options and --cache_features.
+The script users launch: `python training/run_token_classification.py ...` from the repository root, `python -m
+training.run_token_classification ...`, or installed, `elmo-run-token-classification ...`. The command itself is
+`training.finetuning.run_token_classification`.
 """
 
-from __future__ import annotations
-
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 if not __package__:  # run as a file, not with -m: see "Running the scripts" in training/__init__.py
     _folder = Path(__file__).resolve().parent
     sys.path[:] = [str(_folder.parent), *(entry for entry in sys.path if Path(entry).resolve() != _folder)]
 
-from datasets import Dataset
-from transformers import (
-    AutoModelForTokenClassification,
-    AutoTokenizer,
-    DataCollatorForTokenClassification,
-    PreTrainedTokenizerBase,
-    set_seed,
-)
+from training.finetuning.run_token_classification import cli, main
 
-from training.arguments import DataFileArguments
-from training.evaluation import token_classification_metrics
-from training.jsonl import DataFileError, JsonLine, label_names, read_json_lines
-from training.workflow import TrainingRun, model_label_names, parse_arguments
-
-TITLE = "token classification"
-
-
-@dataclass
-class TokenClassificationDataArguments(DataFileArguments):
-    text_column_name: str = field(default="tokens", metadata={"help": "Column of the words (a list of strings)."})
-    label_column_name: str = field(
-        default="tags", metadata={"help": "Column of the tags, one per word (e.g. ner_tags)."}
-    )
-
-
-class Sentence(NamedTuple):
-    row: JsonLine  # where it came from, for errors
-    words: list[str]
-    tags: list[str]
-
-
-def read_sentences(path: str, data_args: TokenClassificationDataArguments) -> list[Sentence]:
-    """The words and tags (as strings) of each line of `path`."""
-    sentences = []
-    for row in read_json_lines(path):
-        words = row.column(data_args.text_column_name, "--text_column_name")
-        tags = row.column(data_args.label_column_name, "--label_column_name")
-        if not isinstance(words, list) or not all(isinstance(word, str) for word in words):
-            raise row.error(f"{data_args.text_column_name!r} must be a list of strings (words)")
-        if not isinstance(tags, list) or any(isinstance(tag, list | dict) or tag is None for tag in tags):
-            raise row.error(f"{data_args.label_column_name!r} must be a list of tags (strings or numbers)")
-        if len(tags) != len(words):
-            raise row.error(f"{len(words)} words but {len(tags)} tags")
-        sentences.append(Sentence(row, words, [str(tag) for tag in tags]))
-    return sentences
-
-
-def encode(sentences: list[Sentence], tokenizer: PreTrainedTokenizerBase, label2id: dict[str, int]) -> Dataset:
-    """Character ids (words, 50) and label ids (words,) per sentence; a tag the labels lack is an error."""
-    for sentence in sentences:
-        unknown = sorted(set(sentence.tags) - set(label2id))
-        if unknown:
-            raise sentence.row.error(f"tags {unknown} are not among the model's labels ({', '.join(label2id)})")
-    encoding = tokenizer([sentence.words for sentence in sentences], is_split_into_words=True)
-    labels = [[label2id[tag] for tag in sentence.tags] for sentence in sentences]
-    return Dataset.from_dict({**encoding, "labels": labels})
-
-
-def main(args: list[str] | None = None) -> dict[str, float]:
-    """Run the script with `args` (default: the command line); returns the train and eval metrics."""
-    model_args, data_args, training_args = parse_arguments(TokenClassificationDataArguments, args)
-    set_seed(training_args.seed)
-    train = read_sentences(data_args.train_file, data_args) if training_args.do_train else None
-    validation = read_sentences(data_args.validation_file, data_args) if training_args.do_eval else None
-    if train is not None:
-        labels = label_names(tag for sentence in train for tag in sentence.tags)
-    else:
-        labels = model_label_names(model_args.model_name_or_path)
-    run = TrainingRun(AutoModelForTokenClassification, model_args, training_args, labels, TITLE)
-    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
-    return run.run(
-        tokenizer=tokenizer,
-        train=encode(train, tokenizer, run.label2id) if train is not None else None,
-        validation=encode(validation, tokenizer, run.label2id) if validation is not None else None,
-        live_collator=DataCollatorForTokenClassification(tokenizer),
-        compute_metrics=token_classification_metrics(labels),
-    )
-
-
-def cli() -> None:
-    """The command line (`elmo-run-token-classification`, `python training/run_token_classification.py`): bad data is
-    one line, not a traceback (`main` raises it, for callers)."""
-    try:
-        main()
-    except DataFileError as error:
-        sys.exit(f"error: {error}")
-
+__all__ = ["cli", "main"]  # `main(arguments)` returns the metrics, as before the split
 
 if __name__ == "__main__":
     cli()

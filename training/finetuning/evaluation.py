@@ -1,4 +1,4 @@
-"""The scripts' metrics: local `evaluate` modules (`training/metrics/<name>/<name>.py`), never fetched from the Hub."""
+"""The scripts' metrics: local `evaluate` modules (`metrics/<name>/<name>.py` here), never fetched from the Hub."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ METRICS_DIR = Path(__file__).resolve().parent / "metrics"
 
 
 def load_local_metric(name: str) -> evaluate.EvaluationModule:
-    """The metric module `training/metrics/<name>/<name>.py` (`seqeval` or `accuracy`), loaded from disk."""
+    """The metric module `metrics/<name>/<name>.py` (`seqeval` or `accuracy`), loaded from disk."""
     folder = METRICS_DIR / name
     if not (folder / f"{name}.py").is_file():
         raise ValueError(f"no local metric {name!r}: expected {folder / f'{name}.py'}")

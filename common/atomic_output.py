@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import ConversionError
+from common.errors import ConversionError
 
 __all__ = ["atomic_output_file", "atomic_output_folder"]
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import torch
 
-from conversion.options import config_from_options, read_options
+from common.errors import DataFileError
+from common.options import config_from_options, read_options
 from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM, ElmoTokenizer
 
-from .jsonl import DataFileError
-from .lm_vocabulary import UNK_WORD, LmVocabulary
+from .vocabulary import UNK_WORD, LmVocabulary
 
 __all__ = ["VOCABULARY_FILE", "StartingModel", "load_starting_model", "transfer_softmax"]
 

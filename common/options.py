@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from common.errors import ConversionError
 from modeling_elmo import ElmoConfig
-
-from .errors import ConversionError
 
 __all__ = ["config_from_options", "options_from_config", "read_options"]
 

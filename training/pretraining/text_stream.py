@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .jsonl import DataFileError
+from common.errors import DataFileError
 
 __all__ = ["CorpusReport", "SentenceStream", "expand_files", "read_sentences"]
 

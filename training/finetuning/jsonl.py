@@ -8,11 +8,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DataFileError", "JsonLine", "label_names", "read_json_lines"]
+from common.errors import DataFileError
 
-
-class DataFileError(ValueError):
-    """A data file that cannot be used: the message names the file (and the line, where there is one)."""
+__all__ = ["JsonLine", "label_names", "read_json_lines"]
 
 
 class JsonLine(dict):

@@ -7,9 +7,8 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
+from common.errors import DataFileError
 from modeling_elmo.tokenization_elmo import BOS_WORD, EOS_WORD
-
-from .jsonl import DataFileError
 
 __all__ = ["SPECIAL_WORDS", "UNK_WORD", "LmVocabulary"]
 
@@ -34,7 +33,7 @@ class LmVocabulary:
         if missing:
             raise DataFileError(
                 f"{source} lacks the special words {', '.join(missing)}: a bilm-tf vocabulary holds <S>, </S> and "
-                "<UNK> (build one with `python -m training.build_vocab`)"
+                "<UNK> (build one with `python -m training.pretraining.build_vocab`)"
             )
         self.unk_id = self.ids[UNK_WORD]
 

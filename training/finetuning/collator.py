@@ -1,4 +1,4 @@
-"""Batches of cached biLM layers for the task heads (the frozen-biLM workflow, see `training.feature_cache`)."""
+"""Batches of cached biLM layers for the task heads (the frozen-biLM workflow: `training.finetuning.feature_cache`)."""
 
 from __future__ import annotations
 

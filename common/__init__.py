@@ -1,0 +1,7 @@
+"""The plumbing every workflow shares, one home per idea; `conversion`, `inference` and `training` import it,
+and it imports nothing of theirs (only `modeling_elmo`).
+
+* `errors`: the error types whose message alone tells the user what is wrong with which input;
+* `atomic_output`: outputs written to a temporary path beside the target and renamed when complete;
+* `options`: bilm-tf's `options.json` <-> `ElmoConfig`.
+"""

