@@ -22,9 +22,8 @@ Each script is a few lines that start the command of the same name in its workfl
 
 `recipes/prepare_default_corpus.py`, which is not installed, runs the first two ways. The scripts import the package
 by its name (`from training.pretraining.pretrain import main`), never relatively: a file run as a script has no
-package. Run as a file, Python puts the script's folder first on `sys.path`; the lines after the script's
-standard-library imports put the repository root in its place, so that `training` is this checkout's (whether or
-not a copy is installed) and no module of the folder passes for a top-level module of that name.
+package. Run as a file, a script first imports `_file_launch` (found because Python puts the script's folder first on
+`sys.path`), which puts the repository root in the folder's place.
 """
 
 from .finetuning.collator import ElmoCachedFeaturesCollator

@@ -1,20 +1,13 @@
-"""Fine-tune an ELMo sequence-classification head with the Trainer.
+"""Fine-tune an ELMo sequence-classification head with the Trainer: `python training/run_classification.py --help`.
 
-The script users launch: `python training/run_classification.py ...` from the repository root, `python -m
-training.run_classification ...`, or installed, `elmo-run-classification ...`. The command itself is
-`training.finetuning.run_classification`.
+The command is `training.finetuning.run_classification` (also `python -m training.run_classification`; installed:
+`elmo-run-classification`).
 """
 
-import sys
-from pathlib import Path
+if not __package__:  # run as a file (see training/_file_launch.py)
+    import _file_launch  # noqa: F401
 
-if not __package__:  # run as a file, not with -m: see "Running the scripts" in training/__init__.py
-    _folder = Path(__file__).resolve().parent
-    sys.path[:] = [str(_folder.parent), *(entry for entry in sys.path if Path(entry).resolve() != _folder)]
-
-from training.finetuning.run_classification import cli, main
-
-__all__ = ["cli", "main"]  # `main(arguments)` returns the metrics, as before the split
+from training.finetuning.run_classification import cli, main  # noqa: F401  (main: importable here, as it was)
 
 if __name__ == "__main__":
     cli()
