@@ -26,7 +26,30 @@ package. Run as a file, a script first imports `_file_launch` (found because Pyt
 `sys.path`), which puts the repository root in the folder's place.
 """
 
+from common.moved_modules import keep_old_paths
+
 from .finetuning.collator import ElmoCachedFeaturesCollator
 from .finetuning.feature_cache import FEATURES_COLUMN, bilm_features_key, cache_bilm_features
 
 __all__ = ["FEATURES_COLUMN", "ElmoCachedFeaturesCollator", "bilm_features_key", "cache_bilm_features"]
+
+# Where the modules of the flat folder this package was went when it was split by workflow.
+keep_old_paths(
+    {
+        "training.lm_checkpoint": "training.pretraining.checkpoint",
+        "training.lm_evaluation": "training.pretraining.perplexity",
+        "training.lm_metrics": "training.pretraining.metrics_log",
+        "training.lm_model": "training.pretraining.starting_model",
+        "training.lm_vocabulary": "training.pretraining.vocabulary",
+        "training.text_stream": "training.pretraining.text_stream",
+        "training.window_packer": "training.pretraining.window_packer",
+        "training.sparse_softmax_sync": "training.pretraining.sparse_softmax_sync",
+        "training.arguments": "training.finetuning.arguments",
+        "training.collator": "training.finetuning.collator",
+        "training.feature_cache": "training.finetuning.feature_cache",
+        "training.evaluation": "training.finetuning.evaluation",
+        "training.layer_weights": "training.finetuning.layer_weights",
+        "training.workflow": "training.finetuning.workflow",
+        "training.jsonl": "training.finetuning.jsonl",
+    }
+)
