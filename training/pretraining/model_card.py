@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 import modeling_elmo
 from common.atomic_output import atomic_output_folder
-from common.errors import ConversionError, DataFileError
+from common.errors import ConversionError, DataFileError, exit_on_error
 from conversion.model_card import render_model_card
 from training.pretraining.checkpoint import latest_checkpoint
 from training.pretraining.perplexity import evaluate_perplexity
@@ -159,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bundled", action="store_true", help="The model ships inside the package.")
     args = parser.parse_args(argv)
     run_dir = Path(args.run_dir)
-    try:
+    with exit_on_error(ValueError):
         heldout = {name: Path(path) for name, path in (item.split("=", 1) for item in args.heldout)}
         run_args = run_arguments(run_dir)
         with atomic_output_folder(args.output, overwrite=args.overwrite) as staging:
@@ -180,8 +179,6 @@ def main(argv: list[str] | None = None) -> None:
                 repo_id=args.repo_id,
                 bundled=args.bundled,
             )
-    except (DataFileError, ConversionError, ValueError) as error:
-        sys.exit(f"error: {error}")
     print(f"{args.output}: model page with held-out perplexity {card.data.eval_results[0].metric_value}")
 
 
