@@ -10,12 +10,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import EvalResult, ModelCard, ModelCardData
+from huggingface_hub import EvalResult, ModelCard
 
 import modeling_elmo
 from common.atomic_output import atomic_output_folder
 from common.errors import ConversionError, DataFileError, exit_on_error
-from conversion.model_card import render_model_card
+from common.model_card import elmo_card_data, render_model_card
 from training.pretraining.checkpoint import latest_checkpoint
 from training.pretraining.perplexity import evaluate_perplexity
 from training.pretraining.starting_model import VOCABULARY_FILE, load_starting_model
@@ -75,13 +75,11 @@ def write_trained_model_card(
     steps = json.loads((folder / "eval_results.json").read_text(encoding="utf-8"))["step"]
     words_per_step = run_args["per_device_train_batch_size"] * run_args["unroll_steps"]
     model_name = f"ELMo small ({language}), trained with elmo-transformers"
-    card_data = ModelCardData(
-        library_name="transformers",
-        pipeline_tag="feature-extraction",
+    card_data = elmo_card_data(
         license=license,
         language=language,
+        extra_tags=("language-model",),
         datasets=datasets,
-        tags=["elmo", "bilm", "character-cnn", "feature-extraction", "remote-code", "language-model"],
         model_name=model_name,
         eval_results=[
             EvalResult(
@@ -180,5 +178,3 @@ def main(argv: list[str] | None = None) -> None:
                 bundled=args.bundled,
             )
     print(f"{args.output}: model page with held-out perplexity {card.data.eval_results[0].metric_value}")
-
-
