@@ -107,5 +107,3 @@ def cli() -> None:
     one line, not a traceback (`main` raises it, for callers)."""
     with exit_on_error():
         main()
-
-

@@ -46,5 +46,3 @@ def main(argv: list[str] | None = None) -> None:
         f"{args.output}: {len(vocabulary):,} words (of {len(counts):,} distinct) covering "
         f"{covered / report.words:.2%} of the {report.summary()}"
     )
-
-

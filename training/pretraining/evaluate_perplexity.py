@@ -66,5 +66,3 @@ def main(argv: list[str] | None = None) -> None:
     print(json.dumps(results, indent=2))
     if args.output:
         Path(args.output).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-
-

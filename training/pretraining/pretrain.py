@@ -381,5 +381,3 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     with exit_on_error(ValueError):
         LmTrainer(args).train()
-
-
