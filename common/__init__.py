@@ -1,7 +1,13 @@
 """The plumbing every workflow shares, one home per idea; `conversion`, `inference` and `training` import it,
 and it imports nothing of theirs (only `modeling_elmo`).
 
-* `errors`: the error types whose message alone tells the user what is wrong with which input;
-* `atomic_output`: outputs written to a temporary path beside the target and renamed when complete;
+* `errors`: `ElmoError`, the one type the commands catch and print as one line (`ConversionError`,
+  `DataFileError`, `EmbedError` derive from it), and the helpers that print it (`report_error`, `exit_on_error`);
+* `atomic_output`: outputs written to a staging path beside the target and renamed when complete: whole files
+  and folders, and the steps that the checkpoints' multi-process staging folder and `elmo-embed`'s resumable
+  `OUT.partial` share (`partial_path`, `publish_file`, `publish_folder`, `refuse_existing`);
+* `model_card`: the Hub model page of an ELMo folder: the template (`model_card.md`), its architecture fields, the
+  metadata every page shares, file checksums;
+* `vocabulary`: bilm-tf's vocabulary file format and its special words `<S>`, `</S>`, `<UNK>`;
 * `options`: bilm-tf's `options.json` <-> `ElmoConfig`.
 """

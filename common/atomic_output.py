@@ -1,4 +1,11 @@
-"""Write outputs all at once: into a temporary folder or file beside the target, renamed when complete."""
+"""Write outputs all at once: into a staging path beside the target, renamed to it when complete.
+
+Three writers share the steps here (the staging path beside the target, the permissions of a shared output, the
+rename that publishes it): the one-process `atomic_output_file` / `atomic_output_folder` of the converters and
+the model pages; the checkpoints of `training.pretraining.checkpoint`, a fixed hidden staging folder that every
+process writes into before the main process publishes it; and `elmo-embed`'s resumable `OUT.partial`
+(`inference.hdf5_output`), a fixed name that a later run finds and continues.
+"""
 
 from __future__ import annotations
 
@@ -9,42 +16,79 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from common.errors import ConversionError
+from common.errors import ConversionError, ElmoError
 
-__all__ = ["atomic_output_file", "atomic_output_folder"]
+__all__ = [
+    "atomic_output_file",
+    "atomic_output_folder",
+    "partial_path",
+    "publish_file",
+    "publish_folder",
+    "refuse_existing",
+]
+
+_PARTIAL = ".partial"
 
 
-def _refuse_existing(output: Path, overwrite: bool) -> None:
+def partial_path(target: str | Path, *, hidden: bool = False) -> Path:
+    """The fixed staging path of `target` that every writer (or a resumed run) agrees on: `TARGET.partial` beside
+    it, or `.TARGET.partial` when `hidden`."""
+    target = Path(target)
+    return target.with_name(f"{'.' if hidden else ''}{target.name}{_PARTIAL}")
+
+
+def _readable_by_all(folder: Path) -> None:
+    """Files mode 644, folders 755: some writers (transformers' weight files among them) make private files, and a
+    model folder is meant to be shared. Links are left as they are."""
+    folder.chmod(0o755)
+    for path in folder.rglob("*"):
+        if not path.is_symlink():
+            path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def publish_file(staging: Path, target: Path) -> None:
+    """Make the complete file `staging` the file `target` (mode 644), replacing any old one in one rename."""
+    staging.chmod(0o644)
+    staging.replace(target)
+
+
+def publish_folder(staging: Path, target: Path) -> None:
+    """Make the complete folder `staging` the folder `target` (files 644, folders 755). An old `target` is moved
+    aside first and removed only once the new one is in place, so `target` is never half-written."""
+    _readable_by_all(staging)
+    if target.exists():
+        previous = staging.with_suffix(".previous")
+        shutil.rmtree(previous, ignore_errors=True)  # left by a publish killed halfway (a checkpoint's fixed name)
+        target.rename(previous)
+        staging.rename(target)
+        shutil.rmtree(previous)
+    else:
+        staging.rename(target)
+
+
+def refuse_existing(output: Path, *, overwrite: bool, error: type[ElmoError] = ConversionError) -> None:
+    """Raise `error` when `output` exists and the user did not pass `--overwrite`."""
     if output.exists() and not overwrite:
-        raise ConversionError(f"{output} already exists: pass --overwrite to replace it")
+        raise error(f"{output} already exists: pass --overwrite to replace it")
 
 
 @contextmanager
 def atomic_output_file(output: str | Path, *, overwrite: bool = False) -> Iterator[Path]:
     """Yield a temporary path beside `output`; on success it replaces `output`, on failure it is removed."""
     output = Path(output)
-    _refuse_existing(output, overwrite)
+    refuse_existing(output, overwrite=overwrite)
     if output.is_dir():
         raise ConversionError(f"{output} is a folder, expected a file path")
     output.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".partial", dir=output.parent)
+    handle, name = tempfile.mkstemp(prefix=f".{output.name}.", suffix=_PARTIAL, dir=output.parent)
     os.close(handle)
     staging = Path(name)
     try:
         yield staging
-        staging.chmod(0o644)
-        staging.replace(output)
+        publish_file(staging, output)
     except BaseException:
         staging.unlink(missing_ok=True)
         raise
-
-
-def _readable_by_all(folder: Path) -> None:
-    """Files mode 644, folders 755: some writers (transformers' weight files among them) make private files, and a
-    model folder is meant to be shared. Links are left as they are."""
-    for path in folder.rglob("*"):
-        if not path.is_symlink():
-            path.chmod(0o755 if path.is_dir() else 0o644)
 
 
 @contextmanager
@@ -55,22 +99,14 @@ def atomic_output_folder(output: str | Path, *, overwrite: bool = False) -> Iter
     complete, so a failed conversion never leaves a half-written or missing model.
     """
     output = Path(output)
-    _refuse_existing(output, overwrite)
+    refuse_existing(output, overwrite=overwrite)
     if output.exists() and not output.is_dir():
         raise ConversionError(f"{output} exists and is not a folder")
     output.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=".partial", dir=output.parent))
-    staging.chmod(0o755)  # mkdtemp makes it private; the model folder is meant to be shared
+    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=_PARTIAL, dir=output.parent))
     try:
         yield staging
-        _readable_by_all(staging)
-        if output.exists():
-            previous = staging.with_suffix(".previous")
-            output.rename(previous)
-            staging.rename(output)
-            shutil.rmtree(previous)
-        else:
-            staging.rename(output)
+        publish_folder(staging, output)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -23,6 +23,7 @@ import torch
 from common.atomic_output import atomic_output_folder
 from common.errors import ConversionError
 from common.options import config_from_options
+from common.vocabulary import SPECIAL_WORDS
 from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM, ElmoTokenizer
 
 from .allennlp_hdf5 import weight_mappings
@@ -31,7 +32,6 @@ from .tf_checkpoint import TfCheckpoint
 from .token_embeddings import read_vocabulary
 
 __all__ = [
-    "SPECIAL_WORDS",
     "checkpoint_files",
     "checkpoint_name",
     "convert_bilm_tf_checkpoint",
@@ -39,7 +39,6 @@ __all__ = [
     "read_bilm_tf_vocabulary",
 ]
 
-SPECIAL_WORDS = ("<S>", "</S>", "<UNK>")
 SOFTMAX_WEIGHT, SOFTMAX_BIAS = "lm/softmax/W", "lm/softmax/b"
 _LSTM_DATASET = re.compile(
     r"RNN_(?P<direction>\d+)/RNN/MultiRNNCell/Cell(?P<layer>\d+)/LSTMCell/(?P<weight>W_0|B|W_P_0)"

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from common.errors import ConversionError
+from common.errors import ElmoError, report_error
 
 from .variants import VARIANTS
 
@@ -251,9 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     try:
         print(_run(args))
-    except ConversionError as error:
-        print(f"elmo-convert: error: {error}", file=sys.stderr)
-        return 2
+    except ElmoError as error:
+        return report_error("elmo-convert", error)
     return 0
 
 

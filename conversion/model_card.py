@@ -1,27 +1,19 @@
-"""The Hub model page (README.md) of a converted folder, built from `model_card.md`, with the parity
-figure measured on that folder against a float64 computation from the source weights."""
+"""The Hub model page (README.md) of a converted folder, built from `model_card.md` (`common.model_card`), with
+the checksums of the source files and the parity figure measured on that folder against a float64 computation from
+the source weights."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from huggingface_hub import ModelCard, ModelCardData
+from huggingface_hub import ModelCard
 
+from common.model_card import elmo_card_data, file_sha256, render_model_card
 from modeling_elmo import ElmoModel, ElmoTokenizer
 
-__all__ = [
-    "PARITY_SENTENCES",
-    "SourceDescription",
-    "file_sha256",
-    "measure_parity",
-    "render_model_card",
-    "write_model_card",
-]
-
-TEMPLATE = Path(__file__).with_name("model_card.md")
+__all__ = ["PARITY_SENTENCES", "SourceDescription", "measure_parity", "write_model_card"]
 
 # Awkward on purpose: non-ASCII, a word over 48 bytes, an empty sentence, an empty-string word, mixed lengths.
 PARITY_SENTENCES = [
@@ -44,14 +36,6 @@ class SourceDescription:
     options_file: Path | None = None  # the options.json the weights were read with, where one was given
 
 
-def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _file_record(path: Path) -> dict[str, str]:
     """How the model page names a source file: its name and checksum."""
     return {"file": path.name, "sha256": file_sha256(path)}
@@ -70,12 +54,9 @@ def write_model_card(
     folder: Path, model: ElmoModel, source: SourceDescription, *, parity: float, repo_id: str
 ) -> ModelCard:
     """Render `model_card.md` for a converted `model` into `folder/README.md`; `repo_id` is what its snippets load."""
-    card_data = ModelCardData(
-        library_name="transformers",
-        pipeline_tag="feature-extraction",
+    card_data = elmo_card_data(
         license=source.license,
         language=source.language,
-        tags=["elmo", "bilm", "character-cnn", "feature-extraction", "remote-code"],
         source_weights=[_file_record(path) for path in source.source_files],
         parity_max_abs_difference=float(f"{parity:.3g}"),
     )
@@ -95,33 +76,3 @@ def write_model_card(
         parity_words=sum(len(sentence) for sentence in PARITY_SENTENCES),
         parity_sentences=len(PARITY_SENTENCES),
     )
-
-
-def render_model_card(
-    folder: Path, model: ElmoModel, card_data: ModelCardData, *, template: Path = TEMPLATE, **fields
-) -> ModelCard:
-    """Fill `template` (`model_card.md` by default) with `card_data`, the architecture of `model` and `fields`
-    (see the template: a converted model passes `parity`, a trained one `training`); writes `folder/README.md`."""
-    config = model.config
-    card = ModelCard.from_template(
-        card_data,
-        template_path=str(template),
-        num_layers=config.num_hidden_layers,
-        hidden_size=config.hidden_size,
-        char_vocab_size=config.char_vocab_size,
-        char_embedding_dim=config.char_embedding_dim,
-        max_characters_per_token=config.max_characters_per_token,
-        char_cnn_filters=", ".join(f"{width}x{count}" for width, count in config.char_cnn_filters),
-        num_filters=config.num_filters,
-        char_cnn_activation=config.char_cnn_activation,
-        num_highway_layers=config.num_highway_layers,
-        projection_dim=config.projection_dim,
-        cell_size=config.cell_size,
-        cell_clip=config.cell_clip if config.cell_clip is not None else "none",
-        proj_clip=config.proj_clip if config.proj_clip is not None else "none",
-        use_skip_connections="yes" if config.use_skip_connections else "no",
-        parameters=f"{sum(parameter.numel() for parameter in model.parameters()):,}",
-        **fields,
-    )
-    card.save(folder / "README.md")
-    return card

@@ -16,9 +16,8 @@ from huggingface_hub import ModelCard, ModelCardData
 
 from common.atomic_output import atomic_output_folder
 from common.errors import ConversionError
+from common.model_card import render_model_card
 from modeling_elmo import ElmoConfig
-
-from .model_card import render_model_card
 
 if TYPE_CHECKING:  # sentence-transformers is an optional dependency, imported when a conversion runs
     from sentence_transformers import SentenceTransformer

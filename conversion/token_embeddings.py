@@ -11,6 +11,7 @@ from tqdm.auto import tqdm
 
 from common.atomic_output import atomic_output_file
 from common.errors import ConversionError
+from common.vocabulary import read_vocabulary_lines
 from modeling_elmo import ElmoTokenizer
 
 from .allennlp import load_converted_model
@@ -19,18 +20,9 @@ __all__ = ["read_vocabulary", "write_token_embeddings"]
 
 
 def read_vocabulary(path: str | Path) -> list[str]:
-    """One word per line, surrounding whitespace stripped, as bilm-tf reads vocabulary files."""
-    path = Path(path)
-    try:
-        lines = path.read_bytes().splitlines()
-    except FileNotFoundError:
-        raise ConversionError(f"{path}: no such vocabulary file") from None
-    words = []
-    for number, line in enumerate(lines, start=1):
-        try:
-            words.append(line.decode("utf-8").strip())
-        except UnicodeDecodeError as error:
-            raise ConversionError(f"{path}, line {number}: not UTF-8 ({error.reason} at byte {error.start})") from None
+    """One word per line, surrounding whitespace stripped, as bilm-tf reads vocabulary files; an empty file is
+    refused."""
+    words = read_vocabulary_lines(path)
     if not words:
         raise ConversionError(f"{path}: the vocabulary is empty")
     return words

@@ -19,12 +19,13 @@ import numpy as np
 from tqdm.auto import tqdm
 from transformers.utils.logging import disable_progress_bar
 
+from common.atomic_output import partial_path
+from common.errors import ElmoError, EmbedError, first_line, report_error
 from modeling_elmo.onednn_elmo import onednn_available
 
 from .batching import Piece, bucketed_batches
 from .embedder import DTYPES, LAYER_CHOICES, Embedder, PendingVectors, PreparedBatch, default_device, resolve_model
-from .errors import EmbedError, first_line
-from .hdf5_output import EmbeddingFile, check_output, partial_path
+from .hdf5_output import EmbeddingFile, check_output
 from .lines import check_text, content_sha256, read_lines
 from .pipeline import run_stages
 
@@ -390,9 +391,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             overwrite=args.overwrite,
             forget_sentences=args.forget_sentences,
         )
-    except EmbedError as error:
-        print(f"elmo-embed: error: {error}", file=sys.stderr)
-        return 2
+    except ElmoError as error:
+        return report_error("elmo-embed", error)
     except KeyboardInterrupt:
         partial = partial_path(args.output)
         if not partial.exists():

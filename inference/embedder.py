@@ -13,9 +13,8 @@ from safetensors import SafetensorError, safe_open
 from transformers import PreTrainedConfig
 
 import modeling_elmo
+from common.errors import EmbedError, first_line
 from modeling_elmo import ElmoConfig, ElmoLayerMix, ElmoModel, ElmoTokenizer
-
-from .errors import EmbedError, first_line
 
 __all__ = ["DTYPES", "LAYER_CHOICES", "Embedder", "PendingVectors", "PreparedBatch", "default_device", "resolve_model"]
 

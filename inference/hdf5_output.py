@@ -15,7 +15,6 @@ the last piece is written. The root attribute "elmo_embed_settings" records what
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,9 +22,10 @@ from typing import Any
 import h5py
 import numpy as np
 
-from .errors import EmbedError
+from common.atomic_output import partial_path, publish_file, refuse_existing
+from common.errors import EmbedError
 
-__all__ = ["SENTENCE_TO_INDEX", "WORDS", "EmbeddingFile", "check_output", "partial_path"]
+__all__ = ["SENTENCE_TO_INDEX", "WORDS", "EmbeddingFile", "check_output"]
 
 _SETTINGS = "elmo_embed_settings"
 _INCOMPLETE = "elmo_embed_incomplete"
@@ -33,20 +33,13 @@ SENTENCE_TO_INDEX = "sentence_to_index"
 WORDS = "words"
 
 
-def partial_path(output: str | Path) -> Path:
-    """Where the output is written until it is complete: `OUT.partial` beside `OUT`."""
-    output = Path(output)
-    return output.with_name(output.name + ".partial")
-
-
 def check_output(output: str | Path, *, resume: bool, overwrite: bool) -> None:
     """Refuse an existing `output` without `overwrite`, and an interrupted run's file without `resume`/`overwrite`."""
     output = Path(output)
     if output.is_dir():
         raise EmbedError(f"{output} is a folder, expected a file path")
+    refuse_existing(output, overwrite=overwrite, error=EmbedError)
     partial = partial_path(output)
-    if output.exists() and not overwrite:
-        raise EmbedError(f"{output} already exists: pass --overwrite to replace it")
     if partial.exists() and not (resume or overwrite):
         raise EmbedError(
             f"{partial} exists (an interrupted run): pass --resume to continue it or --overwrite to start over"
@@ -160,7 +153,7 @@ class EmbeddingFile:
             del self._file[_INCOMPLETE]
         del self._file.attrs[_SETTINGS]
         self.close()
-        os.replace(self.partial, self.output)
+        publish_file(self.partial, self.output)
 
     def close(self) -> None:
         """Close the file, keeping it as `OUT.partial` (a no-op once closed)."""

@@ -23,7 +23,7 @@ import torch
 from transformers import BatchEncoding, PreTrainedTokenizer
 from transformers.tokenization_utils_base import PaddingStrategy, TruncationStrategy
 
-__all__ = ["ElmoTokenizer", "split_words", "word_to_char_ids"]
+__all__ = ["ElmoTokenizer", "pad_sentences", "split_words", "word_to_char_ids"]
 
 # Character ids before the +1 shift that frees id 0 for padding (bilm-tf's numbering).
 _BOS_CHAR, _EOS_CHAR, _BOW_CHAR, _EOW_CHAR, _PAD_CHAR = 256, 257, 258, 259, 260
@@ -506,16 +506,10 @@ class ElmoTokenizer(PreTrainedTokenizer):
         target = _padded_length(padding, lengths, max_length, pad_to_multiple_of)
         if return_attention_mask is None:
             return_attention_mask = "attention_mask" in self.model_input_names
-        pad_row = [self.pad_token_id] * self.max_characters_per_token
         for example, rows in zip(examples, ids, strict=True):
-            missing = max(target - len(rows), 0)
-            if return_attention_mask:
-                mask = list(example.get("attention_mask", [1] * len(rows)))
-                example["attention_mask"] = mask + [0] * missing
-            if "input_word_ids" in example:
-                example["input_word_ids"] = list(example["input_word_ids"]) + [0] * missing
-            example["input_ids"] = rows + [pad_row] * missing
-        batch = {key: [example[key] for example in examples] for key in examples[0]}
+            example["input_ids"] = rows
+        pad_row = [self.pad_token_id] * self.max_characters_per_token
+        batch = pad_sentences(examples, target, pad_row, attention_mask=return_attention_mask)
         if return_tensors is not None and len(set(len(rows) for rows in batch["input_ids"])) > 1:
             raise ValueError(
                 f"Sentences of different lengths {sorted(set(lengths))} cannot form one tensor: pass padding=True"
@@ -550,6 +544,28 @@ def _are_strings(words: Iterable[Any]) -> bool:
     # The set of the words' types is built in C: a per-word isinstance took a third of a cached batch's time.
     # Subclasses of str pass too, through the slower test.
     return _STR_TYPE.issuperset(map(type, words)) or all(isinstance(word, str) for word in words)
+
+
+def pad_sentences(
+    examples: Sequence[Mapping[str, Any]], words: int, pad_row: list[int], *, attention_mask: bool = True
+) -> dict[str, list]:
+    """The columns of encoded sentences padded on the right to at least `words` words: `input_ids`
+    (words, chars) rows gain `pad_row`s (the "no word" row, all 0 but for a tokenizer with its own `<pad>`),
+    `attention_mask` (ones where absent; left out unless `attention_mask`) and `input_word_ids` zeros; any other
+    column passes through. The one place a sentence's inputs to the model are padded (`ElmoTokenizer.pad`, and
+    callers that pad stored encodings without a tokenizer)."""
+    padded = []
+    for example in examples:
+        example = dict(example)
+        rows = list(example["input_ids"])
+        missing = max(words - len(rows), 0)
+        if attention_mask:
+            example["attention_mask"] = list(example.get("attention_mask", [1] * len(rows))) + [0] * missing
+        if "input_word_ids" in example:
+            example["input_word_ids"] = list(example["input_word_ids"]) + [0] * missing
+        example["input_ids"] = rows + [pad_row] * missing
+        padded.append(example)
+    return {key: [example[key] for example in padded] for key in padded[0]} if padded else {}
 
 
 def _batch_encoding(

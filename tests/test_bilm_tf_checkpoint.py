@@ -22,12 +22,12 @@ from huggingface_hub import ModelCard
 from transformers import AutoModel, AutoModelForPreTraining, AutoTokenizer
 
 from common.errors import ConversionError
+from common.model_card import file_sha256
 from common.options import config_from_options
 from conversion import tf_checkpoint
 from conversion.allennlp_hdf5 import weight_mappings
 from conversion.bilm_tf_checkpoint import checkpoint_name
 from conversion.cli import main
-from conversion.model_card import file_sha256
 from conversion.tf_checkpoint import crc32c, list_tf_checkpoint, read_tf_checkpoint, resolve_checkpoint_prefix
 from modeling_elmo import ElmoForBidirectionalLM, ElmoModel
 

@@ -127,7 +127,8 @@ def test_bundled_code_files_are_what_save_pretrained_writes_and_link_to_the_pack
 
 
 def test_installed_package_carries_the_code_files(tmp_path):
-    """A wheel built from this checkout holds the bundled folder's code files as real files, equal to the modules."""
+    """A wheel built from this checkout holds the bundled folder's code files as real files, equal to the modules,
+    and the model page template."""
     completed = subprocess.run(
         [
             sys.executable,
@@ -154,3 +155,5 @@ def test_installed_package_carries_the_code_files(tmp_path):
             inside = f"modeling_elmo/default_model/{path.name}"
             assert inside in names, f"{inside} is missing from {wheel.name}"
             assert archive.read(inside) == (REPOSITORY / "modeling_elmo" / path.name).read_bytes()
+        # The model page template that `elmo-convert` and `elmo-model-card` fill, found beside common/model_card.py.
+        assert archive.read("common/model_card.md") == (REPOSITORY / "model_card.md").read_bytes()

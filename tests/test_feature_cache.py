@@ -14,6 +14,7 @@ from transformers import AutoTokenizer, DataCollatorForTokenClassification
 import modeling_elmo  # noqa: F401  (registers the Auto classes)
 from modeling_elmo import ElmoForTokenClassification, ElmoModel
 from training import ElmoCachedFeaturesCollator, bilm_features_key, cache_bilm_features
+from training.finetuning.feature_cache import _pad_inputs
 
 SENTENCES = [
     ["The", "river", "sings", "."],
@@ -151,3 +152,17 @@ def test_the_collator_pads_sequence_labels_and_checks_token_labels(
     rows[0] = {**rows[0], "labels": [0, 1]}
     with pytest.raises(ValueError, match="row 0 of the batch has 2 labels for 4 words"):
         ElmoCachedFeaturesCollator()(rows)
+
+
+def test_stored_encodings_are_padded_as_the_tokenizer_pads_them(tokenizer) -> None:
+    rows = [dict(tokenizer(words, is_split_into_words=True)) for words in SENTENCES]
+    batch = {key: [row[key] for row in rows] for key in rows[0]}
+    chars = tokenizer.max_characters_per_token
+    inputs, lengths = _pad_inputs(batch, chars, torch.device("cpu"))
+    expected = tokenizer.pad(rows, return_tensors="pt")
+    assert lengths == [len(words) for words in SENTENCES]
+    assert set(inputs) == set(expected)
+    for name, tensor in expected.items():
+        assert torch.equal(inputs[name], tensor), name
+    empty, lengths = _pad_inputs({"input_ids": [[], []]}, chars, torch.device("cpu"))
+    assert lengths == [0, 0] and empty["input_ids"].shape == (2, 0, chars) and empty["attention_mask"].shape == (2, 0)

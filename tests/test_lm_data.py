@@ -111,6 +111,17 @@ def test_vocabulary_checks():
     assert vocabulary.word_id("rare") == vocabulary.unk_id == 2
 
 
+def test_vocabulary_file_is_read_as_bilm_tf_reads_it(tmp_path):
+    """Lines stripped, blank lines skipped; a missing file or a line that is not UTF-8 is one error naming it."""
+    path = _write(tmp_path / "vocab.txt", "<S>\r\n</S>\n\n  <UNK> \nnaïve\n")
+    assert LmVocabulary.from_file(path).words == ["<S>", "</S>", "<UNK>", "naïve"]
+    _write(path, b"<S>\n</S>\n<UNK>\nna\xefve\n")
+    with pytest.raises(DataFileError, match=r"vocab\.txt, line 4: not UTF-8"):
+        LmVocabulary.from_file(path)
+    with pytest.raises(DataFileError, match=r"missing\.txt: no such vocabulary file"):
+        LmVocabulary.from_file(tmp_path / "missing.txt")
+
+
 def test_build_vocab_cli(tmp_path, capsys):
     _write(tmp_path / "corpus" / "a.txt", "the cat the dog\nthe end\n")
     _write(tmp_path / "corpus" / "b.txt", b"cat \xff\n")

@@ -35,6 +35,7 @@ from datasets import Array3D, Dataset, Features, concatenate_datasets
 
 from modeling_elmo import ElmoConfig, ElmoModel
 from modeling_elmo.modeling_elmo import ElmoTaskModel
+from modeling_elmo.tokenization_elmo import pad_sentences
 
 __all__ = ["FEATURES_COLUMN", "bilm_features_key", "cache_bilm_features"]
 
@@ -187,22 +188,16 @@ def _compute_features(
 def _pad_inputs(
     batch: dict[str, list], max_characters: int, device: torch.device
 ) -> tuple[dict[str, torch.Tensor], list[int]]:
-    """The rows of a batch padded on the right: `input_ids` (batch, words, chars), `attention_mask` and
-    `input_word_ids` (batch, words); and each row's length (its stored positions, padding included)."""
-    rows = batch["input_ids"]
-    lengths = [len(row) for row in rows]
+    """The rows of a batch padded on the right as the tokenizer pads them: `input_ids` (batch, words, chars),
+    `attention_mask` and `input_word_ids` (batch, words); and each row's length (its stored positions, padding
+    included)."""
+    lengths = [len(row) for row in batch["input_ids"]]
     words = max(lengths, default=0)
-    input_ids = torch.zeros(len(rows), words, max_characters, dtype=torch.long)
-    attention_mask = torch.zeros(len(rows), words, dtype=torch.long)
-    word_ids = torch.zeros(len(rows), words, dtype=torch.long) if "input_word_ids" in batch else None
-    for index, (row, length) in enumerate(zip(rows, lengths, strict=True)):
-        if length:
-            input_ids[index, :length] = torch.tensor(row)
-            mask = batch["attention_mask"][index] if "attention_mask" in batch else [1] * length
-            attention_mask[index, :length] = torch.tensor(mask)
-            if word_ids is not None:
-                word_ids[index, :length] = torch.tensor(batch["input_word_ids"][index])
-    inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
-    if word_ids is not None:
-        inputs["input_word_ids"] = word_ids
+    examples = [dict(zip(batch, values, strict=True)) for values in zip(*batch.values(), strict=True)]
+    padded = pad_sentences(examples, words, [0] * max_characters)
+    shapes = {"input_ids": (len(lengths), words, max_characters), "attention_mask": (len(lengths), words)}
+    if "input_word_ids" in batch:
+        shapes["input_word_ids"] = (len(lengths), words)
+    # The shape is given: torch cannot infer it from the nested lists of a batch of empty sentences.
+    inputs = {name: torch.tensor(padded.get(name, []), dtype=torch.long).view(shape) for name, shape in shapes.items()}
     return {name: tensor.to(device) for name, tensor in inputs.items()}, lengths

@@ -16,7 +16,6 @@ and `layer_weights.png` are written to --output_dir. See `training.finetuning.ar
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -29,7 +28,7 @@ from transformers import (
     set_seed,
 )
 
-from common.errors import DataFileError
+from common.errors import exit_on_error
 from training.finetuning.arguments import DataFileArguments
 from training.finetuning.evaluation import classification_metrics
 from training.finetuning.jsonl import JsonLine, label_names, read_json_lines
@@ -106,9 +105,5 @@ def main(args: list[str] | None = None) -> dict[str, float]:
 def cli() -> None:
     """The command line (`elmo-run-classification`, `python training/run_classification.py`): bad data is
     one line, not a traceback (`main` raises it, for callers)."""
-    try:
+    with exit_on_error():
         main()
-    except DataFileError as error:
-        sys.exit(f"error: {error}")
-
-

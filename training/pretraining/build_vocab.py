@@ -7,12 +7,11 @@ not UTF-8 and empty lines are skipped and counted.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import Counter
 
 from tqdm.auto import tqdm
 
-from common.errors import DataFileError
+from common.errors import DataFileError, exit_on_error
 from training.pretraining.text_stream import CorpusReport, expand_files, read_sentences
 from training.pretraining.vocabulary import LmVocabulary
 
@@ -32,7 +31,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--min_count", type=int, default=1, help="Keep words seen at least this often.")
     parser.add_argument("--max_size", type=int, help="At most this many lines, the 3 special words included.")
     args = parser.parse_args(argv)
-    try:
+    with exit_on_error():
         files = expand_files(args.train_files, option="--train_files")
         report, counts = CorpusReport(), Counter()
         for path in tqdm(files, desc="counting words", unit=" files"):
@@ -41,13 +40,9 @@ def main(argv: list[str] | None = None) -> None:
         if not counts:
             raise DataFileError(f"--train_files: no words in {', '.join(map(str, files))} ({report.summary()})")
         vocabulary = LmVocabulary.from_counts(counts, min_count=args.min_count, max_size=args.max_size)
-    except DataFileError as error:
-        sys.exit(f"error: {error}")
     vocabulary.save(args.output)
     covered = sum(counts[word] for word in vocabulary.words)
     print(
         f"{args.output}: {len(vocabulary):,} words (of {len(counts):,} distinct) covering "
         f"{covered / report.words:.2%} of the {report.summary()}"
     )
-
-

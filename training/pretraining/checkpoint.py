@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import torch
 from safetensors.torch import load_file, save_file
 
+from common.atomic_output import partial_path
+
 __all__ = [
     "latest_checkpoint",
     "load_process_state",
-    "publish_checkpoint",
     "save_process_state",
     "staging_folder",
     "write_json",
@@ -41,7 +41,9 @@ def latest_checkpoint(output_dir: Path) -> Path | None:
 
 
 def staging_folder(output_dir: Path, step: int) -> Path:
-    return output_dir / f".checkpoint-{step}.partial"
+    """The hidden folder `.checkpoint-N.partial` that every process writes step N's checkpoint into; the main process
+    publishes it with `common.atomic_output.publish_folder` once all are done."""
+    return partial_path(output_dir / f"checkpoint-{step}", hidden=True)
 
 
 def save_process_state(
@@ -79,13 +81,6 @@ def load_process_state(folder: Path, rank: int, world_size: int) -> dict[str, An
     tensors = load_file(str(folder / f"process-{rank}.safetensors"))
     data_state = json.loads((folder / f"process-{rank}.json").read_text(encoding="utf-8"))
     return {**tensors, "data_state": data_state}
-
-
-def publish_checkpoint(staging: Path, final: Path) -> None:
-    """Make the complete `staging` folder the checkpoint `final` (replacing an older one of the same step)."""
-    if final.exists():
-        shutil.rmtree(final)
-    staging.rename(final)
 
 
 def write_json(path: Path, value: Any) -> None:

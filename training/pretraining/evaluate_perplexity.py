@@ -11,12 +11,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
 from pathlib import Path
 
 import torch
 
-from common.errors import DataFileError
+from common.errors import DataFileError, exit_on_error
 from training.pretraining.perplexity import evaluate_perplexity
 from training.pretraining.starting_model import VOCABULARY_FILE, load_starting_model
 from training.pretraining.text_stream import expand_files
@@ -46,7 +45,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     folder = Path(args.model_name_or_path)
-    try:
+    with exit_on_error():
         if not (folder / VOCABULARY_FILE).is_file():
             raise DataFileError(
                 f"{folder} has no {VOCABULARY_FILE}: it is a biLM without its softmax (as the released hdf5 models), "
@@ -63,11 +62,7 @@ def main(argv: list[str] | None = None) -> None:
             batch_size=args.batch_size,
             unroll_steps=args.unroll_steps,
         )
-    except DataFileError as error:
-        sys.exit(f"error: {error}")
     results = {"model": str(folder), "files": [str(path) for path in files], **results}
     print(json.dumps(results, indent=2))
     if args.output:
         Path(args.output).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-
-

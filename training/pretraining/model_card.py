@@ -7,16 +7,15 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import EvalResult, ModelCard, ModelCardData
+from huggingface_hub import EvalResult, ModelCard
 
 import modeling_elmo
 from common.atomic_output import atomic_output_folder
-from common.errors import ConversionError, DataFileError
-from conversion.model_card import render_model_card
+from common.errors import ConversionError, DataFileError, exit_on_error
+from common.model_card import elmo_card_data, render_model_card
 from training.pretraining.checkpoint import latest_checkpoint
 from training.pretraining.perplexity import evaluate_perplexity
 from training.pretraining.starting_model import VOCABULARY_FILE, load_starting_model
@@ -76,13 +75,11 @@ def write_trained_model_card(
     steps = json.loads((folder / "eval_results.json").read_text(encoding="utf-8"))["step"]
     words_per_step = run_args["per_device_train_batch_size"] * run_args["unroll_steps"]
     model_name = f"ELMo small ({language}), trained with elmo-transformers"
-    card_data = ModelCardData(
-        library_name="transformers",
-        pipeline_tag="feature-extraction",
+    card_data = elmo_card_data(
         license=license,
         language=language,
+        extra_tags=("language-model",),
         datasets=datasets,
-        tags=["elmo", "bilm", "character-cnn", "feature-extraction", "remote-code", "language-model"],
         model_name=model_name,
         eval_results=[
             EvalResult(
@@ -159,7 +156,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bundled", action="store_true", help="The model ships inside the package.")
     args = parser.parse_args(argv)
     run_dir = Path(args.run_dir)
-    try:
+    with exit_on_error(ValueError):
         heldout = {name: Path(path) for name, path in (item.split("=", 1) for item in args.heldout)}
         run_args = run_arguments(run_dir)
         with atomic_output_folder(args.output, overwrite=args.overwrite) as staging:
@@ -180,8 +177,4 @@ def main(argv: list[str] | None = None) -> None:
                 repo_id=args.repo_id,
                 bundled=args.bundled,
             )
-    except (DataFileError, ConversionError, ValueError) as error:
-        sys.exit(f"error: {error}")
     print(f"{args.output}: model page with held-out perplexity {card.data.eval_results[0].metric_value}")
-
-

@@ -13,7 +13,6 @@ import json
 import logging
 import math
 import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -24,12 +23,11 @@ from accelerate.utils import DDPCommunicationHookType, DistributedDataParallelKw
 from safetensors.torch import load_file
 from tqdm.auto import tqdm
 
-from common.atomic_output import atomic_output_folder
-from common.errors import DataFileError
+from common.atomic_output import atomic_output_folder, publish_folder
+from common.errors import DataFileError, exit_on_error
 from training.pretraining.checkpoint import (
     latest_checkpoint,
     load_process_state,
-    publish_checkpoint,
     save_process_state,
     staging_folder,
     write_json,
@@ -339,7 +337,7 @@ class LmTrainer:
         )
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
-            publish_checkpoint(staging, self.output_dir / f"checkpoint-{self.step}")
+            publish_folder(staging, self.output_dir / f"checkpoint-{self.step}")
         accelerator.wait_for_everyone()
 
     def _resume(self, folder: Path) -> None:
@@ -381,9 +379,5 @@ class LmTrainer:
 def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = parse_args(argv)
-    try:
+    with exit_on_error(ValueError):
         LmTrainer(args).train()
-    except (DataFileError, ValueError) as error:
-        sys.exit(f"error: {error}")
-
-

@@ -12,9 +12,10 @@ import torch
 
 from common.errors import DataFileError
 from common.options import config_from_options, read_options
+from common.vocabulary import UNK_WORD
 from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM, ElmoTokenizer
 
-from .vocabulary import UNK_WORD, LmVocabulary
+from .vocabulary import LmVocabulary
 
 __all__ = ["VOCABULARY_FILE", "StartingModel", "load_starting_model", "transfer_softmax"]
 

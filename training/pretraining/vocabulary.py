@@ -8,13 +8,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from common.errors import DataFileError
-from modeling_elmo.tokenization_elmo import BOS_WORD, EOS_WORD
+from common.vocabulary import SPECIAL_WORDS, UNK_WORD, read_vocabulary_lines
 
-__all__ = ["SPECIAL_WORDS", "UNK_WORD", "LmVocabulary"]
-
-UNK_WORD = "<UNK>"
-# bilm-tf's vocabularies start with these three words; build_vocab writes them first.
-SPECIAL_WORDS = (BOS_WORD, EOS_WORD, UNK_WORD)
+__all__ = ["LmVocabulary"]
 
 
 class LmVocabulary:
@@ -39,12 +35,9 @@ class LmVocabulary:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> LmVocabulary:
-        path = Path(path)
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as error:
-            raise DataFileError(f"cannot read the vocabulary {path}: {error}") from None
-        return cls((line.strip() for line in lines if line.strip()), source=str(path))
+        """The words of a vocabulary file (blank lines skipped); `DataFileError` names the file and line."""
+        lines = read_vocabulary_lines(path, error=DataFileError)
+        return cls((word for word in lines if word), source=str(path))
 
     @classmethod
     def from_counts(cls, counts: Counter[str], *, min_count: int = 1, max_size: int | None = None) -> LmVocabulary:

@@ -1,0 +1,35 @@
+"""bilm-tf's vocabulary file: one word per line, its id the line's index, starting with the special words
+`<S>`, `</S>`, `<UNK>`. Read here for the converters (the softmax of a checkpoint) and for pretraining (`LmVocabulary`),
+each of which checks what it needs of the words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from common.errors import ConversionError, ElmoError
+from modeling_elmo.tokenization_elmo import BOS_WORD, EOS_WORD
+
+__all__ = ["SPECIAL_WORDS", "UNK_WORD", "read_vocabulary_lines"]
+
+UNK_WORD = "<UNK>"
+# bilm-tf's vocabularies start with these three words (ids 0, 1, 2); build_vocab writes them first.
+SPECIAL_WORDS = (BOS_WORD, EOS_WORD, UNK_WORD)
+
+
+def read_vocabulary_lines(path: str | Path, *, error: type[ElmoError] = ConversionError) -> list[str]:
+    """Every line of a vocabulary file, surrounding whitespace stripped, as bilm-tf reads them (a blank line is an
+    empty word: lines are softmax rows). Raises `error` naming the file, or the line that is not UTF-8."""
+    path = Path(path)
+    try:
+        lines = path.read_bytes().splitlines()
+    except FileNotFoundError:
+        raise error(f"{path}: no such vocabulary file") from None
+    except OSError as problem:
+        raise error(f"cannot read the vocabulary {path}: {problem}") from None
+    words = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            words.append(line.decode("utf-8").strip())
+        except UnicodeDecodeError as problem:
+            raise error(f"{path}, line {number}: not UTF-8 ({problem.reason} at byte {problem.start})") from None
+    return words

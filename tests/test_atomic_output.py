@@ -1,0 +1,49 @@
+"""The write-then-rename steps that the converters, the pretraining checkpoints and elmo-embed share."""
+
+from __future__ import annotations
+
+import pytest
+
+from common.atomic_output import atomic_output_folder, partial_path, publish_file, publish_folder
+from common.errors import ConversionError
+
+
+def test_staging_paths_sit_beside_the_target(tmp_path):
+    assert partial_path(tmp_path / "out.hdf5") == tmp_path / "out.hdf5.partial"
+    assert partial_path(tmp_path / "checkpoint-7", hidden=True) == tmp_path / ".checkpoint-7.partial"
+
+
+def test_a_published_folder_replaces_the_old_one_and_is_readable_by_all(tmp_path):
+    target = tmp_path / "checkpoint-7"
+    (target / "old").mkdir(parents=True)
+    staging = partial_path(target, hidden=True)
+    (staging / "sub").mkdir(parents=True)
+    (staging / "sub" / "weights").write_bytes(b"new")
+    (staging / "sub" / "weights").chmod(0o600)
+    # Left by a publish killed between its two renames: it must not stop the next one.
+    (tmp_path / ".checkpoint-7.previous" / "stale").mkdir(parents=True)
+    publish_folder(staging, target)
+    assert (target / "sub" / "weights").read_bytes() == b"new" and not (target / "old").exists()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["checkpoint-7"]
+    assert (target / "sub" / "weights").stat().st_mode & 0o777 == 0o644
+    assert target.stat().st_mode & 0o777 == (target / "sub").stat().st_mode & 0o777 == 0o755
+
+
+def test_a_published_file_replaces_the_old_one(tmp_path):
+    target, staging = tmp_path / "out.hdf5", tmp_path / "out.hdf5.partial"
+    target.write_bytes(b"old")
+    staging.write_bytes(b"new")
+    staging.chmod(0o600)
+    publish_file(staging, target)
+    assert target.read_bytes() == b"new" and not staging.exists() and target.stat().st_mode & 0o777 == 0o644
+
+
+def test_a_failed_folder_leaves_the_old_output(tmp_path):
+    (tmp_path / "model").mkdir()
+    with pytest.raises(ConversionError, match="already exists: pass --overwrite"):
+        with atomic_output_folder(tmp_path / "model"):
+            pass
+    with pytest.raises(RuntimeError), atomic_output_folder(tmp_path / "model", overwrite=True) as staging:
+        (staging / "half").write_bytes(b"")
+        raise RuntimeError("killed")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["model"] and not any((tmp_path / "model").iterdir())
