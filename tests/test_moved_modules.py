@@ -10,6 +10,7 @@ import warnings
 import pytest
 
 import conversion
+import inference
 import training
 from common.moved_modules import _MovedModuleFinder
 
@@ -19,7 +20,7 @@ MOVED = {
 
 
 def test_the_packages_list_what_moved_out_of_them() -> None:
-    assert {name.split(".")[0] for name in MOVED} == {training.__name__, conversion.__name__}
+    assert {name.split(".")[0] for name in MOVED} == {training.__name__, conversion.__name__, inference.__name__}
     assert {"training.lm_vocabulary", "training.feature_cache", "conversion.options"} <= MOVED.keys()
 
 
