@@ -20,7 +20,7 @@ from transformers.modeling_outputs import SequenceClassifierOutput, TokenClassif
 from transformers.utils import ModelOutput
 from transformers.utils.generic import can_return_tuple
 
-from .configuration_elmo import ElmoConfig
+from .configuration_elmo import ElmoConfig, framed_char_ids
 from .mixing_elmo import ElmoLayerMix
 from .onednn_elmo import ElmoDerivedWeights, ElmoOneDnnWeights, onednn_applies, onednn_linear
 from .softmax_elmo import ElmoSoftmax
@@ -845,9 +845,7 @@ class ElmoModel(ElmoPreTrainedModel):
 
     def _marker_ids(self, marker: int, like: torch.Tensor) -> torch.Tensor:
         """Character ids of a sentence-marker word: begin-of-word, the marker, end-of-word, padding."""
-        config = self.config
-        ids = [config.bow_char_id, marker, config.eow_char_id]
-        ids += [config.char_pad_id] * (config.max_characters_per_token - 3)
+        ids = framed_char_ids([marker], self.config.special_char_ids, self.config.max_characters_per_token)
         return torch.tensor(ids, dtype=like.dtype, device=like.device)
 
     def _initial_states(
