@@ -666,6 +666,10 @@ class ElmoModel(ElmoPreTrainedModel):
     the outputs align 1:1 with the input words. The model is stateless by default; pass `use_cache=True`
     to get the LSTM `state` after each row and `state=` to continue from it, the way bilm-tf and AllenNLP
     ran (they always carried the state of batch row k into row k of the next batch).
+
+    `forward` composes two public steps, as BERT's embeddings and encoder: [`ElmoModel.embed`] (the token layer,
+    sentence markers added) and [`ElmoModel.contextualize`] (the two LSTM stacks, with state and dropout), which
+    [`ElmoForBidirectionalLM`] also runs over its windows of text.
     """
 
     # A language-model folder (ElmoForBidirectionalLM) loads as the biLM alone.
@@ -802,9 +806,8 @@ class ElmoModel(ElmoPreTrainedModel):
             # synchronisation is needed for the batch sizes.
             initial = self._initial_states(state, batch, inputs, torch.arange(batch, device=inputs.device))
             return run_lstm_stacks(stacks, inputs, [batch] * steps, initial, num_layers, dropout=dropout)
-        # The LSTMs run over rows sorted by length, longest first, computing only rows still running (a stable
-        # sort: rows of one length keep their order).
-        sorted_lengths, order = lengths.sort(descending=True, stable=True)
+        # The LSTMs run over rows sorted by length, longest first, computing only rows still running.
+        sorted_lengths, order = lengths.sort(descending=True)
         batch_sizes = (sorted_lengths[None, :] > torch.arange(steps, device=inputs.device)[:, None]).sum(dim=1)
         initial = self._initial_states(state, batch, inputs, order)
         outputs, (h, c) = run_lstm_stacks(
