@@ -17,7 +17,7 @@ import torch
 
 from common.atomic_output import atomic_output_folder
 from common.errors import ConversionError
-from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
+from modeling_elmo import ORIGINAL_CHAR_CNN_FILTERS, ElmoConfig, ElmoModel, ElmoTokenizer
 
 from .model_card import SourceDescription, measure_parity, write_model_card
 from .weight_mapping import WeightMapping, character_embedding, same
@@ -31,7 +31,7 @@ RELEASED_NETWORK_CONFIG: dict[str, Any] = {
     "token_embedder": {
         "name": "cnn",
         "activation": "relu",
-        "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]],
+        "filters": [list(width_and_count) for width_and_count in ORIGINAL_CHAR_CNN_FILTERS],
         "n_highway": 2,
         "word_dim": 100,
         "char_dim": 50,

@@ -6,9 +6,11 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from modeling_elmo import ORIGINAL_CHAR_CNN_FILTERS
+
 __all__ = ["VARIANTS", "Variant"]
 
-_FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
+_FILTERS = [list(width_and_count) for width_and_count in ORIGINAL_CHAR_CNN_FILTERS]
 _ONE_BILLION_WORD = "the 1 Billion Word Benchmark (about 800M tokens of news text)"
 
 

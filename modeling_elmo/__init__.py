@@ -15,7 +15,7 @@ from transformers import (
     AutoTokenizer,
 )
 
-from .configuration_elmo import ElmoConfig
+from .configuration_elmo import BILM_TF_CHAR_IDS, ORIGINAL_CHAR_CNN_FILTERS, ElmoConfig
 from .mixing_elmo import ElmoLayerMix
 from .modeling_elmo import (
     ElmoBidirectionalLMOutput,
@@ -30,7 +30,9 @@ from .pipeline_elmo import ElmoTokenClassificationPipeline
 from .tokenization_elmo import ElmoTokenizer, split_words, word_to_char_ids
 
 __all__ = [
+    "BILM_TF_CHAR_IDS",
     "DEFAULT_MODEL",
+    "ORIGINAL_CHAR_CNN_FILTERS",
     "ElmoBidirectionalLMOutput",
     "ElmoConfig",
     "ElmoForBidirectionalLM",

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from transformers import PreTrainedConfig
 
-__all__ = ["ElmoConfig"]
+__all__ = ["BILM_TF_CHAR_IDS", "ORIGINAL_CHAR_CNN_FILTERS", "ElmoConfig", "framed_char_ids"]
 
 # Where each class lives when a saved folder is loaded as Hub remote code (trust_remote_code=True).
 # transformers only records the classes that were saved; listing them all lets any Auto class find its own.
@@ -19,8 +19,27 @@ ELMO_AUTO_MAP = {
     "AutoTokenizer": ["tokenization_elmo.ElmoTokenizer", None],
 }
 
-# The released "original" model, 2x4096_512_2048cnn_2xhighway (93.6M parameters).
+# The released "original" model's character CNN, 2x4096_512_2048cnn_2xhighway (93.6M parameters): [width, count]
+# per filter. The other released models and ELMoForManyLangs' use it too.
 ORIGINAL_CHAR_CNN_FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
+
+# bilm-tf's character map. A word is its UTF-8 bytes (ids 1..256: byte + 1) between a begin-of-word and an
+# end-of-word character, then padding characters; the sentence markers <S> and </S> are one character each between
+# the same two. Ids are bilm-tf's plus one, which frees id 0 for "no character" (262 ids for its 261 characters).
+BILM_TF_CHAR_IDS = {"bos": 257, "eos": 258, "bow": 259, "eow": 260, "pad": 261}
+_BILM_TF_CHAR_VOCAB_SIZE = max(BILM_TF_CHAR_IDS.values()) + 1
+
+
+def framed_char_ids(
+    body: Sequence[int], special_char_ids: Mapping[str, int], max_characters_per_token: int
+) -> list[int]:
+    """The `max_characters_per_token` character ids of one word: `[bow, *body, eow, pad, ...]` with the ids of
+    `special_char_ids` (`bow`, `eow`, `pad`); `body` (at most `max_characters_per_token - 2` ids) is the word's
+    characters, or the `bos`/`eos` character alone for a sentence marker."""
+    ids = [special_char_ids["bow"], *body, special_char_ids["eow"]]
+    return ids + [special_char_ids["pad"]] * (max_characters_per_token - len(ids))
+
+
 CHAR_CNN_ACTIVATIONS = ("relu", "tanh")
 MIX_MODES = ("scalar_mix", "average", "layer", "concat", "per_token")
 TASK_ENCODERS = ("bilstm", "none")
@@ -81,7 +100,7 @@ class ElmoConfig(PreTrainedConfig):
     def __init__(
         self,
         *,
-        char_vocab_size: int = 262,
+        char_vocab_size: int = _BILM_TF_CHAR_VOCAB_SIZE,
         max_characters_per_token: int = 50,
         char_embedding_dim: int = 16,
         char_cnn_filters: Sequence[Sequence[int]] = ORIGINAL_CHAR_CNN_FILTERS,
@@ -94,11 +113,11 @@ class ElmoConfig(PreTrainedConfig):
         proj_clip: float | None = 3.0,
         use_skip_connections: bool = True,
         lstm_forget_bias: float = 1.0,
-        bow_char_id: int = 259,
-        eow_char_id: int = 260,
-        bos_char_id: int = 257,
-        eos_char_id: int = 258,
-        char_pad_id: int = 261,
+        bow_char_id: int = BILM_TF_CHAR_IDS["bow"],
+        eow_char_id: int = BILM_TF_CHAR_IDS["eow"],
+        bos_char_id: int = BILM_TF_CHAR_IDS["bos"],
+        eos_char_id: int = BILM_TF_CHAR_IDS["eos"],
+        char_pad_id: int = BILM_TF_CHAR_IDS["pad"],
         word_vocab_size: int = 0,
         word_embedding_dim: int = 0,
         bos_word_id: int | None = None,
@@ -132,9 +151,6 @@ class ElmoConfig(PreTrainedConfig):
                 f"char_cnn_filters must be a non-empty list of [width, count] with 1 <= width <= "
                 f"{max_characters_per_token} and count >= 1, got {char_cnn_filters!r}"
             )
-        char_ids = {"bow": bow_char_id, "eow": eow_char_id, "bos": bos_char_id, "eos": eos_char_id, "pad": char_pad_id}
-        if not all(0 < char_id < char_vocab_size for char_id in char_ids.values()):
-            raise ValueError(f"special character ids {char_ids} must lie in 1..{char_vocab_size - 1}")
         if word_embedding_dim and (not word_vocab_size or bos_word_id is None or eos_word_id is None):
             raise ValueError("a word embedding needs word_vocab_size, bos_word_id and eos_word_id")
         self.char_vocab_size = char_vocab_size
@@ -176,6 +192,8 @@ class ElmoConfig(PreTrainedConfig):
         self.task_hidden_size = task_hidden_size
         self.task_num_layers = task_num_layers
         self.classifier_dropout = classifier_dropout
+        if not all(0 < char_id < char_vocab_size for char_id in self.special_char_ids.values()):
+            raise ValueError(f"special character ids {self.special_char_ids} must lie in 1..{char_vocab_size - 1}")
         self._check_mixing()
         kwargs.setdefault("auto_map", dict(ELMO_AUTO_MAP))
         super().__init__(**kwargs)
@@ -214,6 +232,18 @@ class ElmoConfig(PreTrainedConfig):
         """Width of one mixed representation."""
         width = 2 * self.projection_dim
         return width * len(self.mixed_layers) if self.mix_mode == "concat" else width
+
+    @property
+    def special_char_ids(self) -> dict[str, int]:
+        """The ids of the characters that frame words and build the sentence markers (`bow`, `eow`, `bos`, `eos`,
+        `pad`), as [`framed_char_ids`] and the tokenizer's `special_char_ids` take them."""
+        return {
+            "bow": self.bow_char_id,
+            "eow": self.eow_char_id,
+            "bos": self.bos_char_id,
+            "eos": self.eos_char_id,
+            "pad": self.char_pad_id,
+        }
 
     @property
     def hidden_size(self) -> int:

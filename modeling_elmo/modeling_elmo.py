@@ -20,7 +20,7 @@ from transformers.modeling_outputs import SequenceClassifierOutput, TokenClassif
 from transformers.utils import ModelOutput
 from transformers.utils.generic import can_return_tuple
 
-from .configuration_elmo import ElmoConfig
+from .configuration_elmo import ElmoConfig, framed_char_ids
 from .mixing_elmo import ElmoLayerMix
 from .onednn_elmo import ElmoDerivedWeights, ElmoOneDnnWeights, onednn_applies, onednn_linear
 from .softmax_elmo import ElmoSoftmax
@@ -59,11 +59,15 @@ class ElmoModelOutput(ModelOutput):
             `(2, num_hidden_layers, batch, projection_dim)` and `c` of shape `(2, num_hidden_layers, batch,
             cell_size)`; index 0 of the first axis is the forward stack (after `</S>`), 1 the backward stack
             (after `<S>`). Pass it as `state=` to continue every row in the next call.
+        word_mask (`torch.BoolTensor` of shape `(batch, words)`):
+            True at each sentence's words, False at padding (from `attention_mask`, or by default the rows with a
+            non-zero id): the outputs are zero where it is False. The task heads mix and pool with it.
     """
 
     last_hidden_state: torch.FloatTensor | None = None
     hidden_states: tuple[torch.FloatTensor, ...] | None = None
     state: tuple[torch.FloatTensor, torch.FloatTensor] | None = None
+    word_mask: torch.BoolTensor | None = None
 
 
 class ElmoHighway(nn.Module):
@@ -662,6 +666,10 @@ class ElmoModel(ElmoPreTrainedModel):
     the outputs align 1:1 with the input words. The model is stateless by default; pass `use_cache=True`
     to get the LSTM `state` after each row and `state=` to continue from it, the way bilm-tf and AllenNLP
     ran (they always carried the state of batch row k into row k of the next batch).
+
+    `forward` composes two public steps, as BERT's embeddings and encoder: [`ElmoModel.embed`] (the token layer,
+    sentence markers added) and [`ElmoModel.contextualize`] (the two LSTM stacks, with state and dropout), which
+    [`ElmoForBidirectionalLM`] also runs over its windows of text.
     """
 
     # A language-model folder (ElmoForBidirectionalLM) loads as the biLM alone.
@@ -704,22 +712,57 @@ class ElmoModel(ElmoPreTrainedModel):
             output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
         )
         use_cache = use_cache if use_cache is not None else state is not None
-        mask = self._word_mask(input_ids, attention_mask)
-        batch, words = mask.shape
-        lengths = mask.sum(dim=1)
+        word_mask = self._word_mask(input_ids, attention_mask)
+        token = self.embed(input_ids, word_mask, input_word_ids)
+        # Each direction reads the marked sentence its own way: the backward stack reads it reversed.
+        marked_lengths = word_mask.sum(dim=1) + 2
+        reversing = _reversing_index(marked_lengths, token.shape[1])
+        lstm_inputs = torch.stack([token, _reverse_each_row(token, reversing)])
+        lstm_outputs, final_state = self.contextualize(
+            lstm_inputs, marked_lengths, state, num_layers=self.config.computed_layers
+        )
 
-        # With <S> at position 0 and </S> right after each row's last word.
+        layers = [torch.cat([token, token], dim=-1)]
+        for output in lstm_outputs:
+            layers.append(torch.cat([output[0], _reverse_each_row(output[1], reversing)], dim=-1))
+        # Drop the marker positions: word i sits at position i + 1; positions past a row's words are zeroed.
+        layers = tuple(layer[:, 1:-1] * word_mask[..., None] for layer in layers)
+
+        return ElmoModelOutput(
+            last_hidden_state=layers[-1],
+            hidden_states=layers if output_hidden_states else None,
+            state=final_state if use_cache else None,
+            word_mask=word_mask,
+        )
+
+    def embed(
+        self, input_ids: torch.Tensor, word_mask: torch.Tensor, input_word_ids: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        r"""The token layer (BERT's embeddings step): each word's context-free vector from the character CNN,
+        highway layers and projection, with the sentence markers `<S>` and `</S>` around every sentence.
+
+        Args:
+            input_ids (`torch.LongTensor` of shape `(batch, words, max_characters_per_token)`): as for `forward`.
+            word_mask (`torch.BoolTensor` of shape `(batch, words)`): each sentence's words, then padding
+                (`ElmoModelOutput.word_mask`).
+            input_word_ids (`torch.LongTensor` of shape `(batch, words)`, *optional*): as for `forward`.
+
+        Returns:
+            `torch.FloatTensor` of shape `(batch, words + 2, projection_dim)`: `<S>` at position 0, word i at
+            position i + 1, `</S>` right after each sentence's last word, zero after it.
+        """
+        batch, words = word_mask.shape
+        lengths = word_mask.sum(dim=1)
         marked_ids = input_ids.new_zeros(batch, words + 2, input_ids.shape[-1])
-        marked_ids[:, 1:-1] = input_ids * mask[..., None]
+        marked_ids[:, 1:-1] = input_ids * word_mask[..., None]
         rows = torch.arange(batch, device=input_ids.device)
         marked_ids[:, 0] = self._marker_ids(self.config.bos_char_id, input_ids)
         marked_ids[rows, lengths + 1] = self._marker_ids(self.config.eos_char_id, input_ids)
-        marked_lengths = lengths + 2
-        marked_mask = torch.arange(words + 2, device=mask.device)[None, :] < marked_lengths[:, None]
+        marked_mask = torch.arange(words + 2, device=word_mask.device)[None, :] < (lengths + 2)[:, None]
         marked_word_ids = None
         if input_word_ids is not None:
             marked_word_ids = input_word_ids.new_zeros(batch, words + 2)
-            marked_word_ids[:, 1:-1] = input_word_ids * mask
+            marked_word_ids[:, 1:-1] = input_word_ids * word_mask
             marked_word_ids[:, 0] = self.config.bos_word_id
             marked_word_ids[rows, lengths + 1] = self.config.eos_word_id
             marked_word_ids = marked_word_ids[marked_mask]
@@ -727,35 +770,51 @@ class ElmoModel(ElmoPreTrainedModel):
         # The character encoder only sees real words: padding rows stay exactly zero.
         token = torch.zeros(batch, words + 2, self.config.projection_dim, dtype=self.dtype, device=input_ids.device)
         token[marked_mask] = self.char_encoder(marked_ids[marked_mask], marked_word_ids)
+        return token
 
+    def contextualize(
+        self,
+        inputs: torch.Tensor,
+        lengths: torch.Tensor | None = None,
+        state: tuple[torch.Tensor, torch.Tensor] | None = None,
+        *,
+        num_layers: int | None = None,
+        dropout: float = 0.0,
+    ) -> tuple[list[torch.Tensor], LstmState]:
+        r"""The biLSTM layers (BERT's encoder step): the forward stack reads `inputs[0]` and the backward stack
+        `inputs[1]`, each row from its first position on (a sentence for the backward stack comes reversed).
+
+        Args:
+            inputs (`torch.FloatTensor` of shape `(2, batch, time, projection_dim)`): token vectors per direction.
+            lengths (`torch.LongTensor` of shape `(batch,)`, *optional*): how many positions of each row to read;
+                by default all `time`.
+            state (`tuple(torch.Tensor, torch.Tensor)`, *optional*): `(h, c)` to start each row from, laid out as
+                `ElmoModelOutput.state`; zeros without it.
+            num_layers (`int`, *optional*): run only the first layers (by default all); those above are not
+                run and keep their state.
+            dropout (`float`): dropout on the input of every layer, as in LM training (see [`run_lstm_stacks`]).
+
+        Returns:
+            One output of shape `(2, batch, time, projection_dim)` per layer run, zero past each row's length, and
+            the state after each row's last position, laid out as `state`.
+        """
+        _, batch, steps, _ = inputs.shape
+        stacks = (self.forward_lstm, self.backward_lstm)
+        num_layers = self.config.num_hidden_layers if num_layers is None else num_layers
+        if lengths is None:
+            # Every row reads every position (the LM's windows): the rows stay where they are, and no host
+            # synchronisation is needed for the batch sizes.
+            initial = self._initial_states(state, batch, inputs, torch.arange(batch, device=inputs.device))
+            return run_lstm_stacks(stacks, inputs, [batch] * steps, initial, num_layers, dropout=dropout)
         # The LSTMs run over rows sorted by length, longest first, computing only rows still running.
-        sorted_lengths, order = marked_lengths.sort(descending=True)
+        sorted_lengths, order = lengths.sort(descending=True)
+        batch_sizes = (sorted_lengths[None, :] > torch.arange(steps, device=inputs.device)[:, None]).sum(dim=1)
+        initial = self._initial_states(state, batch, inputs, order)
+        outputs, (h, c) = run_lstm_stacks(
+            stacks, inputs[:, order], batch_sizes.tolist(), initial, num_layers, dropout=dropout
+        )
         restore = order.argsort()
-        steps = torch.arange(words + 2, device=mask.device)
-        batch_sizes = (sorted_lengths[None, :] > steps[:, None]).sum(dim=1).tolist()
-        sorted_token = token[order]
-        reversing = _reversing_index(sorted_lengths, words + 2)
-        lstm_inputs = torch.stack([sorted_token, _reverse_each_row(sorted_token, reversing)])
-        lstm_outputs, (final_h, final_c) = run_lstm_stacks(
-            (self.forward_lstm, self.backward_lstm),
-            lstm_inputs,
-            batch_sizes,
-            self._initial_states(state, batch, token, order),
-            self.config.computed_layers,
-        )
-
-        layers = [torch.cat([token, token], dim=-1)]
-        for output in lstm_outputs:
-            layers.append(torch.cat([output[0], _reverse_each_row(output[1], reversing)], dim=-1)[restore])
-        # Drop the marker positions: word i sits at position i + 1; positions past a row's words are zeroed.
-        layers = tuple(layer[:, 1:-1] * mask[..., None] for layer in layers)
-
-        final_state = (final_h[:, :, restore], final_c[:, :, restore]) if use_cache else None
-        return ElmoModelOutput(
-            last_hidden_state=layers[-1],
-            hidden_states=layers if output_hidden_states else None,
-            state=final_state,
-        )
+        return [output[:, restore] for output in outputs], (h[:, :, restore], c[:, :, restore])
 
     def compile_lstm_cells(self, **compile_options) -> None:
         """Fuse the element-wise gate arithmetic of every LSTM step with `torch.compile` (dynamic shapes: batch
@@ -789,9 +848,7 @@ class ElmoModel(ElmoPreTrainedModel):
 
     def _marker_ids(self, marker: int, like: torch.Tensor) -> torch.Tensor:
         """Character ids of a sentence-marker word: begin-of-word, the marker, end-of-word, padding."""
-        config = self.config
-        ids = [config.bow_char_id, marker, config.eow_char_id]
-        ids += [config.char_pad_id] * (config.max_characters_per_token - 3)
+        ids = framed_char_ids([marker], self.config.special_char_ids, self.config.max_characters_per_token)
         return torch.tensor(ids, dtype=like.dtype, device=like.device)
 
     def _initial_states(
@@ -896,23 +953,14 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
                 f"input_ids and backward_input_ids must have the same shape, got {tuple(input_ids.shape)} and "
                 f"{tuple(backward_input_ids.shape)}"
             )
-        batch, unroll, characters = input_ids.shape
-        if characters != config.max_characters_per_token:
+        if input_ids.dim() != 3 or input_ids.shape[-1] != config.max_characters_per_token:
             raise ValueError(
                 f"input_ids must have shape (batch, unroll, {config.max_characters_per_token}), "
                 f"got {tuple(input_ids.shape)}"
             )
         tokens = self._token_vectors(torch.stack([input_ids, backward_input_ids]))  # (2, batch, unroll, P)
         dropout = config.dropout if self.training else 0.0
-        order = torch.arange(batch, device=input_ids.device)
-        outputs, final_state = run_lstm_stacks(
-            (self.elmo.forward_lstm, self.elmo.backward_lstm),
-            tokens,
-            [batch] * unroll,
-            self.elmo._initial_states(state, batch, tokens, order),
-            config.num_hidden_layers,
-            dropout=dropout,
-        )
+        outputs, final_state = self.elmo.contextualize(tokens, state=state, dropout=dropout)
         if labels is None or backward_labels is None:
             return ElmoBidirectionalLMOutput(state=final_state)
 
@@ -1010,10 +1058,10 @@ class ElmoTaskModel(ElmoPreTrainedModel):
             if input_ids is None:
                 raise ValueError("pass input_ids (character ids) or bilm_layers (precomputed biLM layers)")
             with torch.set_grad_enabled(torch.is_grad_enabled() and not self.config.freeze_bilm):
-                layers = self.elmo(
+                bilm = self.elmo(
                     input_ids, attention_mask=attention_mask, input_word_ids=input_word_ids, output_hidden_states=True
-                ).hidden_states
-            mask = self.elmo._word_mask(input_ids, attention_mask)
+                )
+            layers, mask = bilm.hidden_states, bilm.word_mask
         else:
             if attention_mask is None:
                 raise ValueError("bilm_layers needs the attention_mask of its words")

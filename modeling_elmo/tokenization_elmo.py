@@ -23,10 +23,10 @@ import torch
 from transformers import BatchEncoding, PreTrainedTokenizer
 from transformers.tokenization_utils_base import PaddingStrategy, TruncationStrategy
 
+from .configuration_elmo import BILM_TF_CHAR_IDS, framed_char_ids
+
 __all__ = ["ElmoTokenizer", "pad_sentences", "split_words", "word_to_char_ids"]
 
-# Character ids before the +1 shift that frees id 0 for padding (bilm-tf's numbering).
-_BOS_CHAR, _EOS_CHAR, _BOW_CHAR, _EOW_CHAR, _PAD_CHAR = 256, 257, 258, 259, 260
 BOS_WORD, EOS_WORD = "<S>", "</S>"
 
 # PTB-like word splitting of raw text, tried left to right at each position:
@@ -72,24 +72,21 @@ def word_to_char_ids(word: str, max_characters_per_token: int = 50) -> list[int]
     begin- and end-of-word marks, padded, every id shifted by +1 so that 0 means "no word here".
     "<S>" and "</S>" are the sentence-marker words; "" is a valid word of no bytes.
     """
-    if word == BOS_WORD:
-        chars = [_BOW_CHAR, _BOS_CHAR, _EOW_CHAR]
-    elif word == EOS_WORD:
-        chars = [_BOW_CHAR, _EOS_CHAR, _EOW_CHAR]
+    marker = _marker_char_id(word, BILM_TF_CHAR_IDS)
+    if marker is not None:
+        body = [marker]
     else:
-        chars = [_BOW_CHAR, *word.encode("utf-8", "ignore")[: max_characters_per_token - 2], _EOW_CHAR]
-    chars += [_PAD_CHAR] * (max_characters_per_token - len(chars))
-    return [char + 1 for char in chars]
+        body = [byte + 1 for byte in word.encode("utf-8", "ignore")[: max_characters_per_token - 2]]
+    return framed_char_ids(body, BILM_TF_CHAR_IDS, max_characters_per_token)
 
 
-# The ids of the characters that frame words and build the sentence markers, in bilm-tf's byte mapping.
-UTF8_SPECIAL_CHAR_IDS = {
-    "bow": _BOW_CHAR + 1,
-    "eow": _EOW_CHAR + 1,
-    "bos": _BOS_CHAR + 1,
-    "eos": _EOS_CHAR + 1,
-    "pad": _PAD_CHAR + 1,
-}
+def _marker_char_id(word: str, special_char_ids: Mapping[str, int]) -> int | None:
+    """The character that stands for a sentence marker word (`<S>`, `</S>`) between its frame; None for other words."""
+    if word in (BOS_WORD, EOS_WORD):
+        return special_char_ids["bos" if word == BOS_WORD else "eos"]
+    return None
+
+
 _SPECIAL_SYMBOLS = {
     "bos": BOS_WORD,
     "eos": EOS_WORD,
@@ -145,7 +142,7 @@ def _utf8_char_ids(words: Sequence[str], max_characters_per_token: int) -> np.nd
     sizes = np.fromiter(map(len, encoded), dtype=np.intp, count=len(encoded))
     data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
     body = _leading_units(data, sizes, width) + np.uint16(1)  # small integers: less memory to write than int64
-    special = UTF8_SPECIAL_CHAR_IDS
+    special = BILM_TF_CHAR_IDS
     return _framed_char_ids(body, np.minimum(sizes, width), special["bow"], special["eow"], special["pad"])
 
 
@@ -293,7 +290,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
         self.max_characters_per_token = max_characters_per_token
         self.char_vocab = _read_json_vocabulary(char_vocab_file)
         self.word_vocab = _read_json_vocabulary(word_vocab_file)
-        self.special_char_ids = dict(special_char_ids or UTF8_SPECIAL_CHAR_IDS)
+        self.special_char_ids = dict(special_char_ids or BILM_TF_CHAR_IDS)
         self.special_word_ids = dict(special_word_ids or {})
         if self.char_vocab is not None and set(self.special_char_ids) != set(_SPECIAL_SYMBOLS):
             raise ValueError(f"a character vocabulary needs special_char_ids for {sorted(_SPECIAL_SYMBOLS)}")
@@ -347,12 +344,12 @@ class ElmoTokenizer(PreTrainedTokenizer):
         if self.char_vocab is None:
             return word_to_char_ids(word, self.max_characters_per_token)
         special = self.special_char_ids
-        if word in (BOS_WORD, EOS_WORD):
-            body = [special["bos"] if word == BOS_WORD else special["eos"]]
+        marker = _marker_char_id(word, special)
+        if marker is not None:
+            body = [marker]
         else:
             body = [self.char_vocab.get(char, special["oov"]) for char in word[: self.max_characters_per_token - 2]]
-        ids = [special["bow"], *body, special["eow"]]
-        return ids + [special["pad"]] * (self.max_characters_per_token - len(ids))
+        return framed_char_ids(body, special, self.max_characters_per_token)
 
     def _new_word_ids(self, words: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
         """`word_char_ids` (words, chars) and `word_id` (words,) of many distinct words at once, for the cache."""
