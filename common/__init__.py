@@ -9,5 +9,6 @@ and it imports nothing of theirs (only `modeling_elmo`).
 * `model_card`: the Hub model page of an ELMo folder: the template (`model_card.md`), its architecture fields, the
   metadata every page shares, file checksums;
 * `vocabulary`: bilm-tf's vocabulary file format and its special words `<S>`, `</S>`, `<UNK>`;
-* `options`: bilm-tf's `options.json` <-> `ElmoConfig`.
+* `options`: bilm-tf's `options.json` <-> `ElmoConfig`;
+* `moved_modules`: old import paths of modules that moved kept working (each package lists what moved out of it).
 """
