@@ -3,6 +3,7 @@ running the biLM, and the key follows the weights, the inputs and the stored lay
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,8 @@ from datasets import Dataset, concatenate_datasets
 from transformers import AutoTokenizer, DataCollatorForTokenClassification
 
 import modeling_elmo  # noqa: F401  (registers the Auto classes)
-from modeling_elmo import ElmoForTokenClassification, ElmoModel
+from modeling_elmo import ElmoConfig, ElmoForTokenClassification, ElmoModel
+from modeling_elmo.configuration_elmo import TASK_HEAD_FIELDS
 from training import ElmoCachedFeaturesCollator, bilm_features_key, cache_bilm_features
 
 SENTENCES = [
@@ -151,3 +153,20 @@ def test_the_collator_pads_sequence_labels_and_checks_token_labels(
     rows[0] = {**rows[0], "labels": [0, 1]}
     with pytest.raises(ValueError, match="row 0 of the batch has 2 labels for 4 words"):
         ElmoCachedFeaturesCollator()(rows)
+
+
+def test_the_key_reads_every_config_field_but_the_task_heads(fixture_model_folder: Path, tokenizer) -> None:
+    """A field ElmoConfig gains later is in the key unless it is declared a task head's field."""
+    dataset = _dataset(tokenizer)
+    bilm = _head(fixture_model_folder).elmo
+    key = bilm_features_key(dataset, bilm, "float32")
+    other_head = _head(fixture_model_folder, mix_dropout=0.2, task_hidden_size=7, num_output_representations=2)
+    assert bilm_features_key(dataset, other_head.elmo, "float32") == key
+    for name in inspect.signature(ElmoConfig).parameters:
+        if name == "kwargs":
+            continue
+        value = getattr(bilm.config, name)
+        setattr(bilm.config, name, "changed")
+        changed_key = bilm_features_key(dataset, bilm, "float32")
+        setattr(bilm.config, name, value)
+        assert (changed_key == key) == (name in TASK_HEAD_FIELDS), name

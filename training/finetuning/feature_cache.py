@@ -34,6 +34,7 @@ import torch
 from datasets import Array3D, Dataset, Features, concatenate_datasets
 
 from modeling_elmo import ElmoConfig, ElmoModel
+from modeling_elmo.configuration_elmo import TASK_HEAD_FIELDS
 from modeling_elmo.modeling_elmo import ElmoTaskModel
 
 __all__ = ["FEATURES_COLUMN", "bilm_features_key", "cache_bilm_features"]
@@ -42,15 +43,6 @@ FEATURES_COLUMN = "bilm_layers"
 STORAGE_DTYPES = {"float32": torch.float32, "float16": torch.float16}
 # The columns the biLM reads; `input_ids` is required.
 INPUT_COLUMNS = ("input_ids", "input_word_ids", "attention_mask")
-# ElmoConfig fields that only the task heads read: a change in them does not change the biLM's layers.
-HEAD_FIELDS = {
-    "num_output_representations",
-    "freeze_bilm",
-    "task_encoder",
-    "task_hidden_size",
-    "task_num_layers",
-    "classifier_dropout",
-}
 KEY_VERSION = 1
 _FILE_PATTERN = re.compile(r"bilm-(?P<key>[0-9a-f]{40})-(?P<layers>\d+)layers-(?P<dtype>float\d+)\.arrow")
 
@@ -118,9 +110,9 @@ def bilm_features_key(dataset: Dataset, elmo: ElmoModel, storage_dtype: str) -> 
 
 
 def _bilm_config_fields() -> list[str]:
-    """ElmoConfig's own fields that can change what the biLM computes: all but the mixing and head fields."""
-    names = [name for name in inspect.signature(ElmoConfig.__init__).parameters if name not in ("self", "kwargs")]
-    return [name for name in names if not name.startswith("mix_") and name not in HEAD_FIELDS]
+    """ElmoConfig's own fields that can change what the biLM computes: all but the task head's."""
+    names = inspect.signature(ElmoConfig.__init__).parameters
+    return [name for name in names if name not in ("self", "kwargs", *TASK_HEAD_FIELDS)]
 
 
 def _arrow_value_parts(array: pa.Array) -> list[bytes]:
