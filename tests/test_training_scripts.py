@@ -237,3 +237,13 @@ def test_every_task_head_field_is_an_option() -> None:
     given = {name: f"value of {name}" for name in TASK_HEAD_FIELDS}
     assert ElmoModelArguments(model_name_or_path="m", **given).config_overrides() == given
     assert ElmoModelArguments(model_name_or_path="m").config_overrides() == {"freeze_bilm": True}
+
+
+def test_the_head_options_help_gives_elmo_configs_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    """The value an unset head option keeps comes from ElmoConfig itself, not from a copy in the help string."""
+    with pytest.raises(SystemExit):
+        run_token_classification.main(["--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    config = ElmoConfig()
+    for name, text in (("mix_dropout", "Dropout on the mix."), ("task_hidden_size", "Task BiLSTM width.")):
+        assert f"{text} Default: the model's own configuration ({getattr(config, name)})." in help_text
