@@ -12,10 +12,11 @@ rounding error of at most 2**-11, about 5e-4).
 
 The cache file is named by a key over everything that decides its content: the biLM's weights (a sha256 of
 every tensor of its state dict, so weights changed in memory count too), the biLM's configuration fields
-(not the mixing and task-head fields, so one cache serves every mixing scheme), the sentences' inputs
-(`input_ids`, plus `input_word_ids` and `attention_mask` where present) and the storage dtype. The number of
-stored layers is in the file name: a model that mixes fewer layers (`mix_layers=[0, 1]`) reuses a file with
-more, and otherwise gets a file of its own with only the layers it computes.
+(all but ElmoConfig's `TASK_HEAD_FIELDS`, the mixing and task-head fields, so one cache serves every mixing
+scheme), the sentences' inputs (`input_ids`, plus `input_word_ids` and `attention_mask` where present) and the
+storage dtype. The number of stored layers is in the file name: a model that mixes fewer layers
+(`mix_layers=[0, 1]`) reuses a file with more, and otherwise gets a file of its own with only the layers it
+computes.
 """
 
 from __future__ import annotations
