@@ -342,15 +342,17 @@ def _build_parser() -> argparse.ArgumentParser:
         choices=LAYER_CHOICES,
         default="all",
         help="all: every layer, (L+1, words, 2P); top: the top biLSTM layer; average: the mean of the L+1 layers;"
-        " mix: the learned mix of a task head fine-tuned with this package (default all)",
+        " mix: the learned mix of a task head fine-tuned with this package (default %(default)s)",
     )
-    parser.add_argument("--batch-size", type=int, default=64, metavar="N", help="sentences per batch (default 64)")
+    parser.add_argument(
+        "--batch-size", type=int, default=64, metavar="N", help="sentences per batch (default %(default)s)"
+    )
     parser.add_argument(
         "--max-words",
         type=int,
         default=1000,
         metavar="N",
-        help="embed longer lines in pieces of at most N words (default 1000)",
+        help="embed longer lines in pieces of at most N words (default %(default)s)",
     )
     parser.add_argument(
         "--tokenize",
@@ -358,7 +360,10 @@ def _build_parser() -> argparse.ArgumentParser:
         help='split raw text into words PTB-like (punctuation split off), stored as each dataset\'s attribute "words"',
     )
     parser.add_argument(
-        "--dtype", choices=sorted(DTYPES), default="float32", help="model dtype; the file is float32 (default float32)"
+        "--dtype",
+        choices=sorted(DTYPES),
+        default="float32",
+        help="model dtype; the file is float32 (default %(default)s)",
     )
     parser.add_argument("--device", help=f"torch device: cpu, cuda, cuda:1, ... (default {default_device()})")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run from OUT.hdf5.partial")

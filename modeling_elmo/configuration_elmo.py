@@ -43,6 +43,23 @@ def framed_char_ids(
 CHAR_CNN_ACTIVATIONS = ("relu", "tanh")
 MIX_MODES = ("scalar_mix", "average", "layer", "concat", "per_token")
 TASK_ENCODERS = ("bilstm", "none")
+# The fields that only the task heads read (how they mix the layers, and the head itself); every other field
+# shapes the biLM, so changing one of these leaves the biLM's layers as they were.
+TASK_HEAD_FIELDS = (
+    "mix_mode",
+    "mix_layers",
+    "mix_layer_norm",
+    "mix_l2_coefficient",
+    "mix_dropout",
+    "mix_initial_weights",
+    "mix_trainable",
+    "num_output_representations",
+    "freeze_bilm",
+    "task_encoder",
+    "task_hidden_size",
+    "task_num_layers",
+    "classifier_dropout",
+)
 
 
 class ElmoConfig(PreTrainedConfig):

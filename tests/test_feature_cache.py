@@ -3,6 +3,7 @@ running the biLM, and the key follows the weights, the inputs and the stored lay
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,8 @@ from datasets import Dataset, concatenate_datasets
 from transformers import AutoTokenizer, DataCollatorForTokenClassification
 
 import modeling_elmo  # noqa: F401  (registers the Auto classes)
-from modeling_elmo import ElmoForTokenClassification, ElmoModel
+from modeling_elmo import ElmoConfig, ElmoForTokenClassification, ElmoModel
+from modeling_elmo.configuration_elmo import TASK_HEAD_FIELDS
 from training import ElmoCachedFeaturesCollator, bilm_features_key, cache_bilm_features
 from training.finetuning.feature_cache import _pad_inputs
 
@@ -166,3 +168,20 @@ def test_stored_encodings_are_padded_as_the_tokenizer_pads_them(tokenizer) -> No
         assert torch.equal(inputs[name], tensor), name
     empty, lengths = _pad_inputs({"input_ids": [[], []]}, chars, torch.device("cpu"))
     assert lengths == [0, 0] and empty["input_ids"].shape == (2, 0, chars) and empty["attention_mask"].shape == (2, 0)
+
+
+def test_the_key_reads_every_config_field_but_the_task_heads(fixture_model_folder: Path, tokenizer) -> None:
+    """A field ElmoConfig gains later is in the key unless it is declared a task head's field."""
+    dataset = _dataset(tokenizer)
+    bilm = _head(fixture_model_folder).elmo
+    key = bilm_features_key(dataset, bilm, "float32")
+    other_head = _head(fixture_model_folder, mix_dropout=0.2, task_hidden_size=7, num_output_representations=2)
+    assert bilm_features_key(dataset, other_head.elmo, "float32") == key
+    for name in inspect.signature(ElmoConfig).parameters:
+        if name == "kwargs":
+            continue
+        value = getattr(bilm.config, name)
+        setattr(bilm.config, name, "changed")
+        changed_key = bilm_features_key(dataset, bilm, "float32")
+        setattr(bilm.config, name, value)
+        assert (changed_key == key) == (name in TASK_HEAD_FIELDS), name

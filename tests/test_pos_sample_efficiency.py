@@ -5,7 +5,6 @@ inputs."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import sys
 from pathlib import Path
@@ -14,7 +13,16 @@ import numpy as np
 import pytest
 import torch
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "pos_sample_efficiency.py"
+from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
+
+# The benchmark's files import each other from their folder, as a script run puts it on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import pos_corpus
+import pos_features
+import pos_runs
+import pos_sample_efficiency
+import pos_taggers
+
 WORDS = {
     "NN": ["house", "river", "table", "city", "dog"],
     "JJ": ["green", "open", "quiet", "old"],
@@ -22,16 +30,6 @@ WORDS = {
     "DT": ["the", "a"],
     ".": ["."],
 }
-
-
-@pytest.fixture(scope="module")
-def benchmark():
-    spec = importlib.util.spec_from_file_location("pos_sample_efficiency", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop(spec.name, None)
 
 
 def _corpus_lines(count: int, seed: int) -> list[str]:
@@ -43,18 +41,18 @@ def _corpus_lines(count: int, seed: int) -> list[str]:
     return lines
 
 
-def test_parsing_split_and_samples(benchmark) -> None:
-    sentences = benchmark.parse_tagged_lines(["1/2/CD cups/NNS ./.", "", "Hi/UH"])
+def test_parsing_split_and_samples() -> None:
+    sentences = pos_corpus.parse_tagged_lines(["1/2/CD cups/NNS ./.", "", "Hi/UH"])
     assert sentences == [(["1/2", "cups", "."], ["CD", "NNS", "."]), (["Hi"], ["UH"])]
     with pytest.raises(ValueError, match="line 1"):
-        benchmark.parse_tagged_lines(["no-tag here/RB"])
-    corpus = benchmark.split_corpus(benchmark.parse_tagged_lines(_corpus_lines(50, 0)), 10, seed=0)
+        pos_corpus.parse_tagged_lines(["no-tag here/RB"])
+    corpus = pos_corpus.split_corpus(pos_corpus.parse_tagged_lines(_corpus_lines(50, 0)), 10, seed=0)
     assert (len(corpus.train), len(corpus.test)) == (40, 10)
-    small, large = (benchmark.training_sample(corpus, fraction, seed=3) for fraction in (0.1, 0.5))
+    small, large = (pos_corpus.training_sample(corpus, fraction, seed=3) for fraction in (0.1, 0.5))
     assert len(small) == 4 and len(large) == 20 and set(small) <= set(large) <= set(corpus.train)
 
 
-def test_runs_every_row_and_writes_table_and_plot(benchmark, fixture_model_folder: Path, tmp_path: Path) -> None:
+def test_runs_every_row_and_writes_table_and_plot(fixture_model_folder: Path, tmp_path: Path) -> None:
     corpus = tmp_path / "tagged.txt"
     corpus.write_text("\n".join(_corpus_lines(60, 1)) + "\n", encoding="utf-8")
     output = tmp_path / "docs"
@@ -64,21 +62,21 @@ def test_runs_every_row_and_writes_table_and_plot(benchmark, fixture_model_folde
         "--seeds", "0", "--min_steps", "3", "--epochs", "1", "--batch_size", "8", "--task_hidden_size", "8",
         "--shuffled_control",
     ]  # fmt: skip
-    results = benchmark.main(arguments)
+    results = pos_sample_efficiency.main(arguments)
 
-    rows = [*benchmark.SCHEME_KEYS, "shuffled_control"]
+    rows = [*pos_taggers.SCHEME_KEYS, "shuffled_control"]
     assert sorted((r.scheme, r.fraction) for r in results) == sorted((s, f) for s in rows for f in (0.25, 1.0))
     for result in results:
         assert result.sentences == (10 if result.fraction == 0.25 else 40)
         assert result.steps == (3 if result.fraction == 0.25 else 5)
-        if result.scheme in ("scalar_mix", benchmark.BASELINE_ELMO):  # the ELMo scalar_mix over all 3 layers
+        if result.scheme in ("scalar_mix", pos_taggers.BASELINE_ELMO):  # the ELMo scalar_mix over all 3 layers
             assert list(result.layer_weights) == [0, 1, 2] and sum(result.layer_weights.values()) == pytest.approx(1)
-        elif result.scheme == benchmark.BASELINE:
+        elif result.scheme == pos_taggers.BASELINE:
             assert result.layer_weights is None
     report = (output / "pos_sample_efficiency.md").read_text(encoding="utf-8")
     assert "| model | 25% (10 sentences) | 100% (40 sentences) |" in report
-    config = benchmark.ElmoConfig.from_pretrained(fixture_model_folder)
-    for scheme in benchmark.schemes(config, benchmark.SCHEME_KEYS, shuffled_control=True):
+    config = ElmoConfig.from_pretrained(fixture_model_folder)
+    for scheme in pos_taggers.schemes(config, pos_taggers.SCHEME_KEYS, shuffled_control=True):
         row = next(line for line in report.splitlines() if line.startswith(f"| {scheme.title} | "))  # accuracy table
         accuracies = {r.fraction: r.accuracy for r in results if r.scheme == scheme.key}
         assert row == f"| {scheme.title} | {100 * accuracies[0.25]:.1f} | {100 * accuracies[1.0]:.1f} |"
@@ -103,35 +101,35 @@ def _tagged_right_alone(model, batcher, index: int) -> np.ndarray:
 
 
 def test_a_word_to_tag_mapping_is_learned_and_scored_per_test_token(
-    benchmark, fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each word of this corpus has one tag: trained on all of the training split (which holds every test word),
     the baseline and ELMo tag the test split right. Each run's accuracies are the shares of test tokens (of all,
     and of those whose word the fraction's sentences lack) that its trained model tags right sentence by sentence."""
-    arguments = benchmark.parse_arguments(
+    arguments = pos_sample_efficiency.parse_arguments(
         ["--model", str(fixture_model_folder), "--cache_dir", str(tmp_path), "--min_steps", "40",
          "--batch_size", "8", "--task_hidden_size", "8", "--dropout", "0", "--learning_rate", "0.05"]
     )  # fmt: skip
-    corpus = benchmark.split_corpus(benchmark.parse_tagged_lines(_corpus_lines(60, 1)), 20, seed=0)
-    bilm = benchmark.ElmoModel.from_pretrained(fixture_model_folder, mix_layers=None).eval()
-    tokenizer = benchmark.ElmoTokenizer.from_pretrained(fixture_model_folder)
-    features = {False: benchmark.compute_features(corpus, bilm, tokenizer, arguments)[0]}
+    corpus = pos_corpus.split_corpus(pos_corpus.parse_tagged_lines(_corpus_lines(60, 1)), 20, seed=0)
+    bilm = ElmoModel.from_pretrained(fixture_model_folder, mix_layers=None).eval()
+    tokenizer = ElmoTokenizer.from_pretrained(fixture_model_folder)
+    features = {False: pos_features.compute_features(corpus, bilm, tokenizer, arguments)[0]}
     trained = []  # the model and batcher of each run, as the benchmark hands them to predict
-    predict = benchmark.predict
+    predict = pos_runs.predict
 
     def recording_predict(model, batcher, corpus):
         trained.append((model, batcher))
         return predict(model, batcher, corpus)
 
-    monkeypatch.setattr(benchmark, "predict", recording_predict)
+    monkeypatch.setattr(pos_runs, "predict", recording_predict)
 
-    for scheme in benchmark.schemes(bilm.config, [benchmark.BASELINE, "scalar_mix"], shuffled_control=False):
+    for scheme in pos_taggers.schemes(bilm.config, [pos_taggers.BASELINE, "scalar_mix"], shuffled_control=False):
         for fraction in (0.1, 1.0):
-            result = benchmark.run_one(scheme, fraction, 0, corpus, features, arguments)
+            result = pos_runs.run_one(scheme, fraction, 0, corpus, features, arguments)
             model, batcher = trained.pop()
             seen = {
                 word
-                for index in benchmark.training_sample(corpus, fraction, 0)
+                for index in pos_corpus.training_sample(corpus, fraction, 0)
                 for word in corpus.sentences[index].words
             }
             unseen = np.array([word not in seen for index in corpus.test for word in corpus.sentences[index].words])
@@ -144,14 +142,14 @@ def test_a_word_to_tag_mapping_is_learned_and_scored_per_test_token(
         assert result.accuracy >= 0.95, (scheme.key, result.accuracy)
 
 
-def test_word_embeddings_plus_elmo_feeds_both_to_the_task_encoder(benchmark, fixture_model_folder: Path) -> None:
-    corpus = benchmark.split_corpus(benchmark.parse_tagged_lines(_corpus_lines(12, 2)), 4, seed=0)
-    arguments = benchmark.parse_arguments(["--model", str(fixture_model_folder), "--task_hidden_size", "8"])
-    config = benchmark.ElmoConfig.from_pretrained(fixture_model_folder)
-    (scheme,) = benchmark.schemes(config, [benchmark.BASELINE_ELMO], shuffled_control=False)
-    head = benchmark.load_head(arguments.model, corpus, scheme, arguments)
-    vocabulary = benchmark.Vocabulary(corpus.sentences[: corpus.num_train])
-    model = benchmark.WordEmbeddingElmoTagger(head, len(vocabulary)).eval()
+def test_word_embeddings_plus_elmo_feeds_both_to_the_task_encoder(fixture_model_folder: Path) -> None:
+    corpus = pos_corpus.split_corpus(pos_corpus.parse_tagged_lines(_corpus_lines(12, 2)), 4, seed=0)
+    arguments = pos_sample_efficiency.parse_arguments(["--model", str(fixture_model_folder), "--task_hidden_size", "8"])
+    config = ElmoConfig.from_pretrained(fixture_model_folder)
+    (scheme,) = pos_taggers.schemes(config, [pos_taggers.BASELINE_ELMO], shuffled_control=False)
+    head = pos_taggers.load_head(arguments.model, corpus, scheme, arguments)
+    vocabulary = pos_taggers.Vocabulary(corpus.sentences[: corpus.num_train])
+    model = pos_taggers.WordEmbeddingElmoTagger(head, len(vocabulary)).eval()
     width = head.config.hidden_size
     assert head.task_encoder.input_size == 2 * width  # [word embedding; ELMo mix]
 

@@ -3,6 +3,8 @@ accuracy), save a reloadable model with its layer weights, and give the same res
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 import random
 from pathlib import Path
@@ -13,7 +15,9 @@ from transformers import AutoModelForSequenceClassification, AutoModelForTokenCl
 
 import modeling_elmo  # noqa: F401  (registers the Auto classes)
 from common.errors import DataFileError
+from modeling_elmo.configuration_elmo import TASK_HEAD_FIELDS, ElmoConfig
 from training import run_classification, run_token_classification
+from training.finetuning.arguments import ElmoModelArguments
 
 # A toy tagging task: each word's tag is its class; the fixture biLM tells the classes apart in a few epochs.
 WORD_TAGS = {
@@ -222,3 +226,24 @@ def test_bad_data_and_options_are_reported(
         run([good], cache_features=True, no_freeze_bilm=True)
     assert exit_info.value.code == 2
     assert "--cache_features needs a frozen biLM" in capsys.readouterr().err
+
+
+def test_every_task_head_field_is_an_option() -> None:
+    """The options set exactly the fields ElmoConfig declares the task head's; unset ones keep the model's."""
+    config_fields = inspect.signature(ElmoConfig).parameters
+    assert {option.name for option in dataclasses.fields(ElmoModelArguments)} & set(config_fields) == set(
+        TASK_HEAD_FIELDS
+    )
+    given = {name: f"value of {name}" for name in TASK_HEAD_FIELDS}
+    assert ElmoModelArguments(model_name_or_path="m", **given).config_overrides() == given
+    assert ElmoModelArguments(model_name_or_path="m").config_overrides() == {"freeze_bilm": True}
+
+
+def test_the_head_options_help_gives_elmo_configs_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    """The value an unset head option keeps comes from ElmoConfig itself, not from a copy in the help string."""
+    with pytest.raises(SystemExit):
+        run_token_classification.main(["--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    config = ElmoConfig()
+    for name, text in (("mix_dropout", "Dropout on the mix."), ("task_hidden_size", "Task BiLSTM width.")):
+        assert f"{text} Default: the model's own configuration ({getattr(config, name)})." in help_text

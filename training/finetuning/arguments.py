@@ -3,34 +3,27 @@ feature cache."""
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
-from modeling_elmo.configuration_elmo import MIX_MODES, TASK_ENCODERS
+from modeling_elmo.configuration_elmo import MIX_MODES, TASK_ENCODERS, TASK_HEAD_FIELDS, ElmoConfig
 
 from .feature_cache import STORAGE_DTYPES
 
 __all__ = ["DataFileArguments", "ElmoModelArguments"]
 
-# The ElmoConfig fields the options below set; None leaves the model's own value.
-HEAD_OPTIONS = (
-    "mix_mode",
-    "mix_layers",
-    "mix_layer_norm",
-    "mix_l2_coefficient",
-    "mix_dropout",
-    "mix_initial_weights",
-    "mix_trainable",
-    "num_output_representations",
-    "freeze_bilm",
-    "task_encoder",
-    "task_hidden_size",
-    "task_num_layers",
-    "classifier_dropout",
-)
-_KEEP = "Default: the model's own configuration"
+# A new ElmoConfig's value of each field: what a converted biLM's config.json holds.
+_CONFIG_DEFAULTS = {name: parameter.default for name, parameter in inspect.signature(ElmoConfig).parameters.items()}
 # An optional flag: absent keeps the model's value, `--flag` alone means True, `--flag false` False.
 _FLAG = {"nargs": "?", "const": True}
+
+
+def _head_help(text: str, name: str, unset: str | None = None) -> str:
+    """The help of a head option: `text`, then where the value comes from when the option is left out (`unset`:
+    what ElmoConfig's None means for the field)."""
+    default = _CONFIG_DEFAULTS[name]
+    return f"{text} Default: the model's own configuration ({unset if default is None else default})."
 
 
 @dataclass
@@ -38,42 +31,59 @@ class ElmoModelArguments:
     """The model to fine-tune and its task head (see `ElmoConfig`). Options left unset keep the value in the
     model's `config.json`; for a converted biLM that is the paper's setting: `scalar_mix` over all layers."""
 
-    model_name_or_path: str = field(metadata={"help": "A converted ELMo model folder (or a fine-tuned head)."})
+    model_name_or_path: str = field(
+        metadata={"help": "A converted ELMo model folder (or a fine-tuned head).", "aliases": ["--model"]}
+    )
     mix_mode: str | None = field(
-        default=None, metadata={"help": f"How the layers are mixed. {_KEEP} (scalar_mix).", "choices": MIX_MODES}
+        default=None, metadata={"help": _head_help("How the layers are mixed.", "mix_mode"), "choices": MIX_MODES}
     )
     mix_layers: list[int] | None = field(
-        default=None, metadata={"help": f"Layers to mix, 0 = token layer (e.g. 0 1). {_KEEP} (all)."}
+        default=None,
+        metadata={"help": _head_help("Layers to mix, 0 = token layer (e.g. 0 1).", "mix_layers", unset="all")},
     )
     mix_layer_norm: bool | None = field(
         default=None,
-        metadata={"help": f"Normalise each layer before a scalar_mix. {_KEEP} (False).", **_FLAG},
+        metadata={"help": _head_help("Normalise each layer before a scalar_mix.", "mix_layer_norm"), **_FLAG},
     )
     mix_l2_coefficient: float | None = field(
-        default=None, metadata={"help": f"L2 penalty lambda on the scalar_mix weights. {_KEEP} (0)."}
+        default=None,
+        metadata={"help": _head_help("L2 penalty lambda on the scalar_mix weights.", "mix_l2_coefficient")},
     )
-    mix_dropout: float | None = field(default=None, metadata={"help": f"Dropout on the mix. {_KEEP} (0.5)."})
+    mix_dropout: float | None = field(default=None, metadata={"help": _head_help("Dropout on the mix.", "mix_dropout")})
     mix_initial_weights: list[float] | None = field(
-        default=None, metadata={"help": f"Initial scalar_mix weights, one per mixed layer. {_KEEP} (uniform)."}
+        default=None,
+        metadata={
+            "help": _head_help(
+                "Initial scalar_mix weights, one per mixed layer.", "mix_initial_weights", unset="uniform"
+            )
+        },
     )
     mix_trainable: bool | None = field(
-        default=None, metadata={"help": f"Learn the mix weights and scale. {_KEEP} (True).", **_FLAG}
+        default=None, metadata={"help": _head_help("Learn the mix weights and scale.", "mix_trainable"), **_FLAG}
     )
     num_output_representations: int | None = field(
         default=None,
-        metadata={"help": f"Independent mixes: 2 adds one joined with the task encoder's output. {_KEEP} (1)."},
+        metadata={
+            "help": _head_help(
+                "Independent mixes: 2 adds one joined with the task encoder's output.", "num_output_representations"
+            )
+        },
     )
     freeze_bilm: bool = field(
         default=True,
         metadata={"help": "Keep the biLM's weights fixed (the paper's setting); --no_freeze_bilm trains them."},
     )
     task_encoder: str | None = field(
-        default=None, metadata={"help": f"Encoder over the mix. {_KEEP} (bilstm).", "choices": TASK_ENCODERS}
+        default=None, metadata={"help": _head_help("Encoder over the mix.", "task_encoder"), "choices": TASK_ENCODERS}
     )
-    task_hidden_size: int | None = field(default=None, metadata={"help": f"Task BiLSTM width. {_KEEP} (200)."})
-    task_num_layers: int | None = field(default=None, metadata={"help": f"Task BiLSTM layers. {_KEEP} (1)."})
+    task_hidden_size: int | None = field(
+        default=None, metadata={"help": _head_help("Task BiLSTM width.", "task_hidden_size")}
+    )
+    task_num_layers: int | None = field(
+        default=None, metadata={"help": _head_help("Task BiLSTM layers.", "task_num_layers")}
+    )
     classifier_dropout: float | None = field(
-        default=None, metadata={"help": f"Dropout before the classifier. {_KEEP} (0.1)."}
+        default=None, metadata={"help": _head_help("Dropout before the classifier.", "classifier_dropout")}
     )
     cache_features: bool = field(
         default=False,
@@ -95,8 +105,8 @@ class ElmoModelArguments:
     )
 
     def config_overrides(self) -> dict[str, Any]:
-        """The ElmoConfig fields these options set (those given, and freeze_bilm)."""
-        return {name: getattr(self, name) for name in HEAD_OPTIONS if getattr(self, name) is not None}
+        """The ElmoConfig fields these options set: the task head's fields given (and freeze_bilm, always)."""
+        return {name: getattr(self, name) for name in TASK_HEAD_FIELDS if getattr(self, name) is not None}
 
 
 @dataclass

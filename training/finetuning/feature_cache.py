@@ -12,10 +12,11 @@ rounding error of at most 2**-11, about 5e-4).
 
 The cache file is named by a key over everything that decides its content: the biLM's weights (a sha256 of
 every tensor of its state dict, so weights changed in memory count too), the biLM's configuration fields
-(not the mixing and task-head fields, so one cache serves every mixing scheme), the sentences' inputs
-(`input_ids`, plus `input_word_ids` and `attention_mask` where present) and the storage dtype. The number of
-stored layers is in the file name: a model that mixes fewer layers (`mix_layers=[0, 1]`) reuses a file with
-more, and otherwise gets a file of its own with only the layers it computes.
+(all but ElmoConfig's `TASK_HEAD_FIELDS`, the mixing and task-head fields, so one cache serves every mixing
+scheme), the sentences' inputs (`input_ids`, plus `input_word_ids` and `attention_mask` where present) and the
+storage dtype. The number of stored layers is in the file name: a model that mixes fewer layers
+(`mix_layers=[0, 1]`) reuses a file with more, and otherwise gets a file of its own with only the layers it
+computes.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import torch
 from datasets import Array3D, Dataset, Features, concatenate_datasets
 
 from modeling_elmo import ElmoConfig, ElmoModel
+from modeling_elmo.configuration_elmo import TASK_HEAD_FIELDS
 from modeling_elmo.modeling_elmo import ElmoTaskModel
 from modeling_elmo.tokenization_elmo import pad_sentences
 
@@ -43,15 +45,6 @@ FEATURES_COLUMN = "bilm_layers"
 STORAGE_DTYPES = {"float32": torch.float32, "float16": torch.float16}
 # The columns the biLM reads; `input_ids` is required.
 INPUT_COLUMNS = ("input_ids", "input_word_ids", "attention_mask")
-# ElmoConfig fields that only the task heads read: a change in them does not change the biLM's layers.
-HEAD_FIELDS = {
-    "num_output_representations",
-    "freeze_bilm",
-    "task_encoder",
-    "task_hidden_size",
-    "task_num_layers",
-    "classifier_dropout",
-}
 KEY_VERSION = 1
 _FILE_PATTERN = re.compile(r"bilm-(?P<key>[0-9a-f]{40})-(?P<layers>\d+)layers-(?P<dtype>float\d+)\.arrow")
 
@@ -119,9 +112,9 @@ def bilm_features_key(dataset: Dataset, elmo: ElmoModel, storage_dtype: str) -> 
 
 
 def _bilm_config_fields() -> list[str]:
-    """ElmoConfig's own fields that can change what the biLM computes: all but the mixing and head fields."""
-    names = [name for name in inspect.signature(ElmoConfig.__init__).parameters if name not in ("self", "kwargs")]
-    return [name for name in names if not name.startswith("mix_") and name not in HEAD_FIELDS]
+    """ElmoConfig's own fields that can change what the biLM computes: all but the task head's."""
+    names = inspect.signature(ElmoConfig.__init__).parameters
+    return [name for name in names if name not in ("self", "kwargs", *TASK_HEAD_FIELDS)]
 
 
 def _arrow_value_parts(array: pa.Array) -> list[bytes]:

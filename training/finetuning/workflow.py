@@ -3,6 +3,7 @@ evaluate, save, write the layer weights and print a summary."""
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +32,9 @@ def parse_arguments(
 ) -> tuple[ElmoModelArguments, DataArguments, TrainingArguments]:
     """Parse `args` (default: the command line) into the model, data and training options; --help exits."""
     parser = HfArgumentParser((ElmoModelArguments, data_class, TrainingArguments))
+    # TrainingArguments' --output_dir under the name every command here gives what it writes (a dataclass alias
+    # would need a copy of TrainingArguments); SUPPRESS: no default of its own to show in --help.
+    parser.add_argument("--output", dest="output_dir", default=argparse.SUPPRESS, help="The same as --output_dir.")
     model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=args)
     if not (training_args.do_train or training_args.do_eval):
         parser.error("nothing to do: pass --do_train (with --train_file) and/or --do_eval (with --validation_file)")

@@ -29,20 +29,26 @@ EXAMPLES = """examples (from the repository root; installed: elmo-evaluate-perpl
 """
 
 
-def main(argv: list[str] | None = None) -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--model_name_or_path", required=True, help="A language-model folder (with vocab.txt).")
+    parser.add_argument(
+        "--model_name_or_path", "--model", required=True, help="A language-model folder (with vocab.txt)."
+    )
     parser.add_argument("--files", required=True, nargs="+", help="Glob(s) of held-out text, one sentence per line.")
-    parser.add_argument("--vocab_file", help="Score on this vocabulary (default: the model's vocab.txt).")
+    parser.add_argument("--vocab_file", "--vocab", help="Score on this vocabulary (default: the model's vocab.txt).")
     parser.add_argument("--batch_size", type=int, default=32, help="Streams per window.")
     parser.add_argument("--unroll_steps", type=int, default=20)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--output", help="Also write the results to this JSON file.")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     folder = Path(args.model_name_or_path)
     with exit_on_error():

