@@ -54,10 +54,12 @@ def test_every_layer_matches_elmoformanylangs(word_dim: int, legacy_format: bool
     assert worst < 5e-6
 
 
-def test_tokenizer_reads_code_points_and_word_ids(tmp_path: Path) -> None:
+# --model is what every command calls the model it reads; --model-dir is this command's first spelling, kept.
+@pytest.mark.parametrize("model_flag", ["--model", "--model-dir"])
+def test_tokenizer_reads_code_points_and_word_ids(model_flag: str, tmp_path: Path) -> None:
     model_dir = write_small_model(tmp_path / "theirs")
     output = tmp_path / "ours"
-    assert main(["elmoformanylangs", "--model-dir", str(model_dir), "--output", str(output)]) == 0
+    assert main(["elmoformanylangs", model_flag, str(model_dir), "--output", str(output)]) == 0
     tokenizer = AutoTokenizer.from_pretrained(output)
     encoded = tokenizer([["café", "zzz", "😀"]], is_split_into_words=True, return_tensors="pt")
     assert set(encoded) == {"input_ids", "attention_mask", "input_word_ids"}
