@@ -69,6 +69,12 @@ def test_tokenizer_reads_code_points_and_word_ids(model_flag: str, tmp_path: Pat
     assert encoded["input_word_ids"][0, 1] == special["oov"] and encoded["input_word_ids"][0, 0] != special["oov"]
 
 
+def test_help_names_model_and_its_first_spelling(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit):
+        main(["elmoformanylangs", "--help"])
+    assert "--model MODEL, --model-dir MODEL" in capsys.readouterr().out  # not only argparse's prefix matching
+
+
 def test_unsafe_pickles_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     model_dir = write_small_model(tmp_path / "theirs")
     with open(model_dir / "encoder.pkl", "wb") as file:
