@@ -14,7 +14,7 @@ from common.options import config_from_options, options_from_config, read_option
 from modeling_elmo import ElmoConfig, ElmoModel
 
 from .allennlp_hdf5 import read_allennlp_weights, write_allennlp_weights
-from .command import ConverterCommand, add_model_page_arguments
+from .command import ConverterCommand, add_model_page_arguments, model_page_source
 from .model_card import SourceDescription
 from .saving import conversion_summary, save_converted_folder
 from .variants import VARIANTS
@@ -116,18 +116,15 @@ def _run_convert(args: argparse.Namespace) -> str:
     if args.variant:
         variant = VARIANTS[args.variant]
         options, options_source = variant.options, f"variant {args.variant}"
-        source = SourceDescription(
-            f"the AllenNLP release {variant.release}", (weights,), args.license, args.language, variant.training_data
-        )
+        source = model_page_source(args, f"the AllenNLP release {variant.release}", (weights,), variant.training_data)
     else:
         options, options_source = read_options(args.options), args.options
-        source = SourceDescription(
+        source = model_page_source(
+            args,
             f"the ELMo weights {weights.name}",
             (weights,),
-            args.license,
-            args.language,
             "the corpus its source was trained on (not recorded in the source files)",
-            options_file=Path(args.options),
+            options_file=args.options,
         )
     model, parity = convert_allennlp(
         options,

@@ -25,7 +25,7 @@ from common.options import config_from_options, read_options
 from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM
 
 from .allennlp_hdf5 import weight_mappings
-from .command import ConverterCommand, add_model_page_arguments
+from .command import ConverterCommand, add_model_page_arguments, model_page_source
 from .model_card import SourceDescription
 from .saving import conversion_summary, save_converted_folder
 from .tf_checkpoint import TfCheckpoint
@@ -223,13 +223,12 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace) -> str:
     files = checkpoint_files(args.checkpoint)
-    source = SourceDescription(
+    source = model_page_source(
+        args,
         f"the bilm-tf training checkpoint {files[0].with_suffix('').name}",
         files,
-        args.license,
-        args.language,
         "the corpus its checkpoint was trained on (not recorded in the checkpoint)",
-        options_file=Path(args.options),
+        options_file=args.options,
     )
     model, parity = convert_bilm_tf_checkpoint(
         args.checkpoint,

@@ -19,7 +19,7 @@ import torch
 from common.errors import ConversionError
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
 
-from .command import ConverterCommand, add_model_page_arguments
+from .command import ConverterCommand, add_model_page_arguments, model_page_source
 from .model_card import SourceDescription
 from .saving import conversion_summary, save_converted_folder
 from .weight_mapping import WeightMapping, character_embedding, same
@@ -289,11 +289,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace) -> str:
     model_dir = Path(args.model)
-    source = SourceDescription(
+    source = model_page_source(
+        args,
         f"the ELMoForManyLangs model {model_dir.resolve().name}",
         (model_dir / "token_embedder.pkl", model_dir / "encoder.pkl"),
-        args.license,
-        args.language,
         "the CoNLL 2018 shared task raw text of its language (20M words sampled from Wikipedia and Common Crawl)",
     )
     model, parity = convert_elmoformanylangs(
