@@ -12,7 +12,13 @@ from pathlib import Path
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from safetensors import SafetensorError, safe_open
 
-__all__ = ["is_repo_id", "model_folder_problem", "model_type_problem", "require_model_folder"]
+__all__ = [
+    "damaged_weights_problem",
+    "is_repo_id",
+    "model_folder_problem",
+    "model_type_problem",
+    "require_model_folder",
+]
 
 MODEL_TYPE = "elmo"  # ElmoConfig.model_type, without importing the model code for a check
 
@@ -68,8 +74,13 @@ def _unreadable_weights_problem(folder: Path) -> str | None:
             with safe_open(path, framework="pt"):
                 pass
         except SafetensorError as error:
-            return (
-                f"{path}: the weights cannot be read ({str(error).splitlines()[0]}): the file is damaged or"
-                " incomplete; copy or convert it again"
-            )
+            return damaged_weights_problem(path, error)
     return None
+
+
+def damaged_weights_problem(path: str | Path, error: Exception) -> str:
+    """The line for a weights file that safetensors cannot read."""
+    return (
+        f"{path}: the weights cannot be read ({str(error).splitlines()[0]}): the file is damaged or incomplete;"
+        " copy or convert it again"
+    )

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 from transformers import PreTrainedConfig
 
 import modeling_elmo
-from common.model_folder import model_type_problem, require_model_folder
+from common.model_folder import damaged_weights_problem, model_type_problem, require_model_folder
 from modeling_elmo import ElmoConfig, ElmoLayerMix, ElmoModel, ElmoTokenizer
 
 from .errors import EmbedError, first_line
@@ -151,6 +152,8 @@ def _load_model(model: str, dtype: torch.dtype, *, all_layers: bool) -> tuple[El
     except OSError as error:
         problem = "cannot load the model" if Path(model).exists() else "no such model folder, nor a Hub model"
         raise EmbedError(f"{model}: {problem}: {first_line(error)}") from None
+    except SafetensorError as error:  # a Hub model's download (a local folder's weights are checked above)
+        raise EmbedError(damaged_weights_problem(model, error)) from None
     if info["missing_keys"]:
         raise EmbedError(f"{model}: the weights lack {', '.join(sorted(info['missing_keys']))}")
     return loaded.eval(), sorted(info["unexpected_keys"])
