@@ -1,18 +1,66 @@
-"""bilm-tf/AllenNLP `options.json` -> `ElmoConfig`."""
+"""bilm-tf/AllenNLP `options.json` <-> `ElmoConfig`: one table (`OPTION_FIELDS`) read in both directions."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from common.errors import ConversionError
 from modeling_elmo import ElmoConfig
 
-__all__ = ["config_from_options", "options_from_config", "read_options"]
+__all__ = ["OPTION_FIELDS", "OptionField", "config_from_options", "options_from_config", "read_options"]
 
 # n_characters is 261 in options written for training (no padding id) and 262 in those written for use.
 _CHAR_VOCAB_SIZES = (261, 262)
+_REQUIRED = object()  # an `OptionField` default: the entry must be given
+
+
+def _char_vocab_size(n_characters: int) -> int:
+    """Either count describes the same 262-row embedding: id 0 of the model is the all-zero padding row."""
+    if n_characters not in _CHAR_VOCAB_SIZES:
+        raise ValueError(f"char_cnn.n_characters must be 261 or 262, got {n_characters}")
+    return 262
+
+
+@dataclass(frozen=True)
+class OptionField:
+    """One options.json entry and the `ElmoConfig` field it is."""
+
+    path: tuple[str, ...]  # where in options.json, e.g. ("char_cnn", "embedding", "dim")
+    field: str  # the ElmoConfig attribute
+    default: Any = _REQUIRED  # the value when options.json leaves the entry out
+    to_config: Callable[[Any], Any] | None = None  # how the entry becomes the field's value, where it is not as-is
+    written_when_none: bool = True  # False: a field of None is left out of a written options.json
+
+    @property
+    def name(self) -> str:
+        return ".".join(self.path)
+
+
+# The one mapping between options.json and ElmoConfig, in the order options.json is written. The sections (lstm,
+# char_cnn, char_cnn.embedding) are required; every other top-level entry is a training option, kept verbatim in
+# `ElmoConfig.training_options`.
+OPTION_FIELDS = (
+    OptionField(("lstm", "dim"), "cell_size"),
+    OptionField(("lstm", "projection_dim"), "projection_dim"),
+    OptionField(("lstm", "n_layers"), "num_hidden_layers"),
+    OptionField(("lstm", "cell_clip"), "cell_clip", default=None),
+    OptionField(("lstm", "proj_clip"), "proj_clip", default=None),
+    OptionField(("lstm", "use_skip_connections"), "use_skip_connections", default=False),
+    OptionField(("char_cnn", "activation"), "char_cnn_activation", default="relu"),
+    OptionField(("char_cnn", "embedding", "dim"), "char_embedding_dim"),
+    OptionField(("char_cnn", "filters"), "char_cnn_filters"),
+    OptionField(("char_cnn", "n_highway"), "num_highway_layers", default=0),
+    OptionField(("char_cnn", "n_characters"), "char_vocab_size", default=262, to_config=_char_vocab_size),
+    OptionField(("char_cnn", "max_characters_per_token"), "max_characters_per_token"),
+    OptionField(("dropout",), "dropout", default=0.1),
+    OptionField(("n_tokens_vocab",), "vocab_size", default=None, written_when_none=False),
+)
+_SECTIONS = tuple(dict.fromkeys(field.path[:depth] for field in OPTION_FIELDS for depth in range(1, len(field.path))))
+_TOP_LEVEL_ENTRIES = {field.path[0] for field in OPTION_FIELDS}
 
 
 def read_options(path: str | Path) -> dict[str, Any]:
@@ -30,64 +78,47 @@ def read_options(path: str | Path) -> dict[str, Any]:
 
 
 def config_from_options(options: dict[str, Any], *, source: str = "options.json") -> ElmoConfig:
-    """Build the `ElmoConfig` an options dict describes; `source` names it in error messages."""
-
-    def require(section: dict[str, Any], key: str, where: str) -> Any:
-        if key not in section:
-            raise ConversionError(f"{source}: missing required option {where}.{key}")
-        return section[key]
-
-    lstm = require(options, "lstm", "<top level>")
-    char_cnn = require(options, "char_cnn", "<top level>")
-    embedding = require(char_cnn, "embedding", "char_cnn")
-    n_characters = char_cnn.get("n_characters", 262)
-    if n_characters not in _CHAR_VOCAB_SIZES:
-        raise ConversionError(f"{source}: char_cnn.n_characters must be 261 or 262, got {n_characters}")
-    training_options = {key: value for key, value in options.items() if key not in ("lstm", "char_cnn")}
+    """Build the `ElmoConfig` an options dict describes (`OPTION_FIELDS`); `source` names it in error messages."""
+    for section in (*_SECTIONS, *(field.path for field in OPTION_FIELDS if field.default is _REQUIRED)):
+        _require(options, section, source)
+    fields = {}
     try:
-        return ElmoConfig(
-            char_vocab_size=262,
-            max_characters_per_token=require(char_cnn, "max_characters_per_token", "char_cnn"),
-            char_embedding_dim=require(embedding, "dim", "char_cnn.embedding"),
-            char_cnn_filters=require(char_cnn, "filters", "char_cnn"),
-            char_cnn_activation=char_cnn.get("activation", "relu"),
-            num_highway_layers=char_cnn.get("n_highway", 0),
-            projection_dim=require(lstm, "projection_dim", "lstm"),
-            cell_size=require(lstm, "dim", "lstm"),
-            num_hidden_layers=require(lstm, "n_layers", "lstm"),
-            cell_clip=lstm.get("cell_clip"),
-            proj_clip=lstm.get("proj_clip"),
-            use_skip_connections=lstm.get("use_skip_connections", False),
-            vocab_size=training_options.pop("n_tokens_vocab", None),
-            dropout=training_options.pop("dropout", 0.1),
-            training_options=training_options,
-        )
+        for field in OPTION_FIELDS:
+            value = _entry(options, field.path, field.default)
+            fields[field.field] = field.to_config(value) if field.to_config else value
+        training_options = {key: value for key, value in options.items() if key not in _TOP_LEVEL_ENTRIES}
+        return ElmoConfig(**fields, training_options=training_options)
     except (TypeError, ValueError) as error:
         raise ConversionError(f"{source}: {error}") from None
 
 
+def _require(options: dict[str, Any], path: tuple[str, ...], source: str) -> None:
+    section = options
+    for depth, key in enumerate(path):
+        if key not in section:
+            where = ".".join(path[:depth]) or "<top level>"
+            raise ConversionError(f"{source}: missing required option {where}.{key}")
+        section = section[key]
+
+
+def _entry(options: dict[str, Any], path: tuple[str, ...], default: Any) -> Any:
+    *sections, key = path
+    for name in sections:
+        options = options[name]
+    return options.get(key, default)
+
+
 def options_from_config(config: ElmoConfig) -> dict[str, Any]:
     """The options.json that AllenNLP and bilm-tf read for `config` (the inverse of `config_from_options`)."""
-    options: dict[str, Any] = {
-        "lstm": {
-            "dim": config.cell_size,
-            "projection_dim": config.projection_dim,
-            "n_layers": config.num_hidden_layers,
-            "cell_clip": config.cell_clip,
-            "proj_clip": config.proj_clip,
-            "use_skip_connections": config.use_skip_connections,
-        },
-        "char_cnn": {
-            "activation": config.char_cnn_activation,
-            "embedding": {"dim": config.char_embedding_dim},
-            "filters": config.char_cnn_filters,
-            "n_highway": config.num_highway_layers,
-            "n_characters": config.char_vocab_size,
-            "max_characters_per_token": config.max_characters_per_token,
-        },
-        "dropout": config.dropout,
-    }
-    if config.vocab_size is not None:
-        options["n_tokens_vocab"] = config.vocab_size
+    options: dict[str, Any] = {}
+    for field in OPTION_FIELDS:
+        value = getattr(config, field.field)
+        if value is None and not field.written_when_none:
+            continue
+        *sections, key = field.path
+        section = options
+        for name in sections:
+            section = section.setdefault(name, {})
+        section[key] = value
     options.update(config.training_options)
     return options

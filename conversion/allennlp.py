@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
 
 from common.atomic_output import atomic_output_folder
 from common.errors import ConversionError
-from common.options import config_from_options, options_from_config
-from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
+from common.model_folder import require_model_folder
+from common.options import config_from_options, options_from_config, read_options
+from modeling_elmo import ElmoConfig, ElmoModel
 
 from .allennlp_hdf5 import read_allennlp_weights, write_allennlp_weights
-from .model_card import SourceDescription, measure_parity, write_model_card
+from .command import ConverterCommand, add_model_page_arguments, model_page_source
+from .model_card import SourceDescription
+from .saving import conversion_summary, save_converted_folder
+from .variants import VARIANTS
 
-__all__ = ["convert_allennlp", "export_allennlp", "load_allennlp_model", "load_converted_model"]
+__all__ = [
+    "CONVERT_COMMAND",
+    "EXPORT_COMMAND",
+    "convert_allennlp",
+    "export_allennlp",
+    "load_allennlp_model",
+    "load_converted_model",
+]
 
 
 def load_allennlp_model(
@@ -32,12 +44,7 @@ def load_allennlp_model(
 
 def load_converted_model(folder: str | Path) -> ElmoModel:
     """The `ElmoModel` of a folder this package wrote, with a clear error for anything else."""
-    folder = Path(folder)
-    if not (folder / "config.json").is_file():
-        raise ConversionError(f"{folder}: not a model folder (no config.json)")
-    config = ElmoConfig.from_pretrained(folder)
-    if config.model_type != ElmoConfig.model_type:
-        raise ConversionError(f"{folder}: model_type is {config.model_type!r}, expected 'elmo'")
+    require_model_folder(folder, ConversionError)
     return ElmoModel.from_pretrained(folder).eval()
 
 
@@ -57,17 +64,13 @@ def convert_allennlp(
     float32 model and a float64 computation from the source file. `repo_id` (default: the folder name) is
     what the model page's snippets load.
     """
-    if Path(output).exists() and not overwrite:  # fail before the slow part
-        raise ConversionError(f"{output} already exists: pass --overwrite to replace it")
-    model = load_allennlp_model(options, weights_file, source=options_source)
-    with atomic_output_folder(output, overwrite=overwrite) as folder:
-        model.save_pretrained(folder)
-        tokenizer = ElmoTokenizer(max_characters_per_token=model.config.max_characters_per_token)
-        tokenizer.save_pretrained(folder)
-        saved = ElmoModel.from_pretrained(folder).eval()
-        parity = measure_parity(saved, model.double(), tokenizer)
-        write_model_card(folder, saved, source, parity=parity, repo_id=repo_id or Path(output).name)
-    return saved, parity
+    return save_converted_folder(
+        lambda: load_allennlp_model(options, weights_file, source=options_source),
+        output,
+        source=source,
+        repo_id=repo_id,
+        overwrite=overwrite,
+    )
 
 
 def _check_exportable(config: ElmoConfig, folder: str | Path) -> None:
@@ -95,3 +98,62 @@ def export_allennlp(model_folder: str | Path, output: str | Path, *, overwrite: 
         (folder / "options.json").write_text(json.dumps(options_from_config(model.config), indent=2) + "\n")
         write_allennlp_weights(folder / "weights.hdf5", model.state_dict(), model.config)
     return Path(output)
+
+
+def _add_convert_arguments(parser: argparse.ArgumentParser) -> None:
+    described_by = parser.add_mutually_exclusive_group(required=True)
+    described_by.add_argument("--options", help="the model's options.json")
+    described_by.add_argument(
+        "--variant", choices=sorted(VARIANTS), help="a released model's options, instead of --options"
+    )
+    parser.add_argument("--weights", required=True, help="the model's weights.hdf5")
+    parser.add_argument("--output", required=True, help="model folder to create")
+    add_model_page_arguments(parser)
+
+
+def _run_convert(args: argparse.Namespace) -> str:
+    weights = Path(args.weights)
+    if args.variant:
+        variant = VARIANTS[args.variant]
+        options, options_source = variant.options, f"variant {args.variant}"
+        source = model_page_source(args, f"the AllenNLP release {variant.release}", (weights,), variant.training_data)
+    else:
+        options, options_source = read_options(args.options), args.options
+        source = model_page_source(
+            args,
+            f"the ELMo weights {weights.name}",
+            (weights,),
+            "the corpus its source was trained on (not recorded in the source files)",
+            options_file=args.options,
+        )
+    model, parity = convert_allennlp(
+        options,
+        weights,
+        args.output,
+        source=source,
+        options_source=options_source,
+        repo_id=args.push_to_hub,
+        overwrite=args.overwrite,
+    )
+    return conversion_summary(weights, args.output, model, parity)
+
+
+def _add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="model folder written by this package")
+    parser.add_argument("--output", required=True, help="folder to create for options.json and weights.hdf5")
+
+
+def _run_export(args: argparse.Namespace) -> str:
+    output = export_allennlp(args.model, args.output, overwrite=args.overwrite)
+    return f"Exported {args.model} -> {output / 'options.json'}, {output / 'weights.hdf5'}"
+
+
+CONVERT_COMMAND = ConverterCommand(
+    "allennlp", "AllenNLP/bilm-tf options.json + weights.hdf5 -> model folder", _add_convert_arguments, _run_convert
+)
+EXPORT_COMMAND = ConverterCommand(
+    "to-allennlp",
+    "model folder -> options.json + weights.hdf5 in the original layout",
+    _add_export_arguments,
+    _run_export,
+)

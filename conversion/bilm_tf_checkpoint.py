@@ -12,26 +12,28 @@ variables, so both routes build the same tensors through the same `WeightMapping
 
 from __future__ import annotations
 
+import argparse
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from common.atomic_output import atomic_output_folder
 from common.errors import ConversionError
-from common.options import config_from_options
+from common.options import config_from_options, read_options
 from common.vocabulary import SPECIAL_WORDS
-from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM, ElmoTokenizer
+from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM
 
 from .allennlp_hdf5 import weight_mappings
-from .model_card import SourceDescription, measure_parity, write_model_card
+from .command import ConverterCommand, add_model_page_arguments, model_page_source
+from .model_card import SourceDescription
+from .saving import conversion_summary, save_converted_folder
 from .tf_checkpoint import TfCheckpoint
 from .token_embeddings import read_vocabulary
 
 __all__ = [
+    "COMMAND",
     "checkpoint_files",
     "checkpoint_name",
     "convert_bilm_tf_checkpoint",
@@ -169,14 +171,6 @@ def load_bilm_tf_checkpoint(
     return model.eval()
 
 
-def _check_saved(saved: ElmoForBidirectionalLM, model: ElmoForBidirectionalLM, folder: Path) -> None:
-    """The reloaded folder holds exactly the converted tensors (guards the save, not the user's input)."""
-    expected = model.state_dict()
-    for name, tensor in saved.state_dict().items():
-        if not torch.equal(tensor, expected[name]):
-            raise AssertionError(f"{folder}: {name} changed on save")
-
-
 def checkpoint_files(checkpoint_path: str | Path) -> tuple[Path, ...]:
     """The files of a checkpoint: its index and data shards (named with their checksums on the model page)."""
     checkpoint = TfCheckpoint(checkpoint_path)
@@ -202,16 +196,56 @@ def convert_bilm_tf_checkpoint(
     `ElmoForBidirectionalLM` (biLM and softmax, to go on training) and with `AutoModel` (the biLM alone).
     `repo_id` (default: the folder name) is what the model page's snippets load.
     """
-    if Path(output).exists() and not overwrite:  # fail before the slow part
-        raise ConversionError(f"{output} already exists: pass --overwrite to replace it")
-    model = load_bilm_tf_checkpoint(checkpoint_path, options, vocabulary_file, options_source=options_source)
-    with atomic_output_folder(output, overwrite=overwrite) as folder:
-        model.save_pretrained(folder)
-        tokenizer = ElmoTokenizer(max_characters_per_token=model.config.max_characters_per_token)
-        tokenizer.save_pretrained(folder)
-        shutil.copyfile(vocabulary_file, folder / "vocab.txt")
-        saved = ElmoForBidirectionalLM.from_pretrained(folder).eval()
-        _check_saved(saved, model, folder)
-        parity = measure_parity(saved.elmo, model.elmo.double(), tokenizer)
-        write_model_card(folder, saved.elmo, source, parity=parity, repo_id=repo_id or Path(output).name)
-    return saved, parity
+    return save_converted_folder(
+        lambda: load_bilm_tf_checkpoint(checkpoint_path, options, vocabulary_file, options_source=options_source),
+        output,
+        source=source,
+        repo_id=repo_id,
+        overwrite=overwrite,
+        copies={"vocab.txt": Path(vocabulary_file)},
+    )
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--checkpoint",
+        required=True,
+        help="checkpoint prefix (model.ckpt-N, the .index file's name without '.index'), or the training folder",
+    )
+    parser.add_argument("--options", required=True, help="the options.json bilm-tf wrote for the training run")
+    parser.add_argument(
+        "--vocab", required=True, help="the training vocabulary: one word per softmax row, <S>, </S>, <UNK> first"
+    )
+    parser.add_argument("--output", required=True, help="model folder to create")
+    add_model_page_arguments(parser)
+
+
+def _run(args: argparse.Namespace) -> str:
+    files = checkpoint_files(args.checkpoint)
+    source = model_page_source(
+        args,
+        f"the bilm-tf training checkpoint {files[0].with_suffix('').name}",
+        files,
+        "the corpus its checkpoint was trained on (not recorded in the checkpoint)",
+        options_file=args.options,
+    )
+    model, parity = convert_bilm_tf_checkpoint(
+        args.checkpoint,
+        read_options(args.options),
+        args.vocab,
+        args.output,
+        source=source,
+        options_source=args.options,
+        repo_id=args.push_to_hub,
+        overwrite=args.overwrite,
+    )
+    summary = conversion_summary(Path(args.checkpoint), args.output, model.elmo, parity)
+    return f"{summary}; with its softmax of {model.config.vocab_size:,} words and vocab.txt"
+
+
+COMMAND = ConverterCommand(
+    "bilm-tf-checkpoint",
+    "bilm-tf training checkpoint (biLM + softmax) -> language-model folder (ElmoForBidirectionalLM)",
+    _add_arguments,
+    _run,
+)

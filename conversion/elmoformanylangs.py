@@ -8,6 +8,7 @@ highway AllenNLP's (the gate weighs the input). All of it maps onto `ElmoModel` 
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -15,14 +16,21 @@ from typing import Any
 import numpy as np
 import torch
 
-from common.atomic_output import atomic_output_folder
 from common.errors import ConversionError
 from modeling_elmo import ORIGINAL_CHAR_CNN_FILTERS, ElmoConfig, ElmoModel, ElmoTokenizer
 
-from .model_card import SourceDescription, measure_parity, write_model_card
+from .command import ConverterCommand, add_model_page_arguments, model_page_source
+from .model_card import SourceDescription
+from .saving import conversion_summary, save_converted_folder
 from .weight_mapping import WeightMapping, character_embedding, same
 
-__all__ = ["RELEASED_NETWORK_CONFIG", "convert_elmoformanylangs", "load_elmoformanylangs_model", "weight_mappings"]
+__all__ = [
+    "COMMAND",
+    "RELEASED_NETWORK_CONFIG",
+    "convert_elmoformanylangs",
+    "load_elmoformanylangs_model",
+    "weight_mappings",
+]
 
 # The network config every released model names (their configs/cnn_50_100_512_4096_sample.json). Released
 # folders point at it with the authors' absolute path, so it is used when the folder does not hold it.
@@ -66,6 +74,12 @@ def _read_dictionary(path: Path) -> dict[str, int]:
         except ValueError:
             raise ConversionError(f"{path}, line {number}: expected 'token<TAB>id', got {line!r:.80}") from None
     return entries
+
+
+def _read_dictionaries(model_dir: Path) -> tuple[dict[str, int], dict[str, int] | None]:
+    """The folder's character dictionary, and its word dictionary where it has one."""
+    chars = _read_dictionary(model_dir / "char.dic")
+    return chars, _read_dictionary(model_dir / "word.dic") if (model_dir / "word.dic").is_file() else None
 
 
 def _network_config(model_dir: Path) -> dict[str, Any]:
@@ -220,8 +234,7 @@ def load_elmoformanylangs_model(model_dir: str | Path) -> tuple[ElmoModel, dict[
     """The `ElmoModel` of an ELMoForManyLangs folder, with its character and word dictionaries."""
     model_dir = Path(model_dir)
     network = _network_config(model_dir)
-    chars = _read_dictionary(model_dir / "char.dic")
-    words = _read_dictionary(model_dir / "word.dic") if (model_dir / "word.dic").is_file() else None
+    chars, words = _read_dictionaries(model_dir)
     config = _config(network, chars, words)
     tensors = _load_state_dict(model_dir / "token_embedder.pkl")
     tensors.update(_load_state_dict(model_dir / "encoder.pkl"))
@@ -255,14 +268,37 @@ def convert_elmoformanylangs(
     overwrite: bool = False,
 ) -> tuple[ElmoModel, float]:
     """Convert and save an ELMoForManyLangs folder (atomically); returns the saved model and its parity."""
-    if Path(output).exists() and not overwrite:
-        raise ConversionError(f"{output} already exists: pass --overwrite to replace it")
-    model, chars, words = load_elmoformanylangs_model(model_dir)
-    with atomic_output_folder(output, overwrite=overwrite) as folder:
-        model.save_pretrained(folder)
-        tokenizer = _tokenizer(model.config, chars, words, folder)
-        tokenizer.save_pretrained(folder)
-        saved = ElmoModel.from_pretrained(folder).eval()
-        parity = measure_parity(saved, model.double(), tokenizer)
-        write_model_card(folder, saved, source, parity=parity, repo_id=repo_id or Path(output).name)
-    return saved, parity
+    return save_converted_folder(
+        lambda: load_elmoformanylangs_model(model_dir)[0],
+        output,
+        source=source,
+        repo_id=repo_id,
+        overwrite=overwrite,
+        tokenizer=lambda model, folder: _tokenizer(model.config, *_read_dictionaries(Path(model_dir)), folder),
+    )
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    # --model names the folder a command reads, in every command; --model-dir is the spelling this one had first.
+    parser.add_argument(
+        "--model", "--model-dir", dest="model", required=True, help="folder with config.json, char.dic, *.pkl"
+    )
+    parser.add_argument("--output", required=True, help="model folder to create")
+    add_model_page_arguments(parser)
+
+
+def _run(args: argparse.Namespace) -> str:
+    model_dir = Path(args.model)
+    source = model_page_source(
+        args,
+        f"the ELMoForManyLangs model {model_dir.resolve().name}",
+        (model_dir / "token_embedder.pkl", model_dir / "encoder.pkl"),
+        "the CoNLL 2018 shared task raw text of its language (20M words sampled from Wikipedia and Common Crawl)",
+    )
+    model, parity = convert_elmoformanylangs(
+        model_dir, args.output, source=source, repo_id=args.push_to_hub, overwrite=args.overwrite
+    )
+    return conversion_summary(model_dir, args.output, model, parity)
+
+
+COMMAND = ConverterCommand("elmoformanylangs", "ELMoForManyLangs model folder -> model folder", _add_arguments, _run)

@@ -7,6 +7,7 @@ module (`modeling_elmo/sentence_elmo.py`, settings in `sentence_bert_config.json
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 from pathlib import Path
@@ -17,14 +18,17 @@ from huggingface_hub import ModelCard, ModelCardData
 from common.atomic_output import atomic_output_folder
 from common.errors import ConversionError
 from common.model_card import render_model_card
+from common.model_folder import require_model_folder
 from modeling_elmo import ElmoConfig
+
+from .command import ConverterCommand
 
 if TYPE_CHECKING:  # sentence-transformers is an optional dependency, imported when a conversion runs
     from sentence_transformers import SentenceTransformer
 
     from modeling_elmo.sentence_elmo import ElmoSentenceEncoder
 
-__all__ = ["SOURCE_CARD", "convert_to_sentence_transformers", "describe_layers"]
+__all__ = ["COMMAND", "SOURCE_CARD", "convert_to_sentence_transformers", "describe_layers"]
 
 TEMPLATE = Path(__file__).with_name("sentence_model_card.md")
 SOURCE_CARD = "elmo_model_card.md"  # the source folder's own README.md, kept beside the new page
@@ -101,19 +105,11 @@ def convert_to_sentence_transformers(
 
 def _elmo_config(model_dir: Path) -> ElmoConfig:
     """The configuration of the ELMo model in `model_dir`, checked."""
-    config_file = model_dir / "config.json"
-    if not config_file.is_file():
-        raise ConversionError(f"{model_dir}: no config.json; expected an ELMo model folder (written by elmo-convert)")
-    try:
-        model_type = json.loads(config_file.read_text(encoding="utf-8")).get("model_type")
-    except (json.JSONDecodeError, AttributeError) as error:
-        raise ConversionError(f"{config_file}: not a JSON object: {error}") from error
-    if model_type != "elmo":
-        raise ConversionError(f"{config_file}: model_type is {model_type!r}, expected 'elmo'")
+    require_model_folder(model_dir, ConversionError)
     try:
         return ElmoConfig.from_pretrained(model_dir)
     except ValueError as error:
-        raise ConversionError(f"{config_file}: {error}") from error
+        raise ConversionError(f"{model_dir / 'config.json'}: {error}") from error
 
 
 def _name_modules_by_their_file(modules_file: Path) -> None:
@@ -164,3 +160,43 @@ def _write_model_card(
 def _title(card: ModelCard) -> str | None:
     """The page's first top-level heading."""
     return next((line[2:].strip() for line in card.text.splitlines() if line.startswith("# ")), None)
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="ELMo model folder (any written by this package)")
+    parser.add_argument("--output", required=True, help="sentence-transformers folder to create")
+    parser.add_argument(
+        "--layers",
+        default="average",
+        help="each word's vector: average (mean of all layers; default), first-two (mean of the token layer and the "
+        "first biLSTM layer, the top layers are not run), concat (all layers side by side), or one layer's index "
+        "(0 = token layer, 1..L = biLSTM layers)",
+    )
+    parser.add_argument("--license", help="license for the model page (default: the source model page's)")
+    parser.add_argument("--language", help="language for the model page (default: the source model page's)")
+    parser.add_argument("--push-to-hub", metavar="REPO", help="upload the folder to this Hub model repo")
+
+
+def _run(args: argparse.Namespace) -> str:
+    model = convert_to_sentence_transformers(
+        args.model,
+        args.output,
+        layers=args.layers,
+        license=args.license,
+        language=args.language,
+        repo_id=args.push_to_hub,
+        overwrite=args.overwrite,
+    )
+    return (
+        f"Wrote {args.output}: {args.model} as a sentence-transformers model, --layers {model[0].layers} and the"
+        f" mean over words, {model.get_embedding_dimension()} dimensions; load it with"
+        f' SentenceTransformer("{args.output}", trust_remote_code=True)'
+    )
+
+
+COMMAND = ConverterCommand(
+    "sentence-transformers",
+    "model folder -> sentence-transformers folder: averaged ELMo sentence vectors (mixed layers, mean over words)",
+    _add_arguments,
+    _run,
+)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import h5py
@@ -15,8 +16,9 @@ from common.vocabulary import read_vocabulary_lines
 from modeling_elmo import ElmoTokenizer
 
 from .allennlp import load_converted_model
+from .command import ConverterCommand
 
-__all__ = ["read_vocabulary", "write_token_embeddings"]
+__all__ = ["COMMAND", "read_vocabulary", "write_token_embeddings"]
 
 
 def read_vocabulary(path: str | Path) -> list[str]:
@@ -51,3 +53,22 @@ def write_token_embeddings(
                     model.char_encoder(inputs["input_ids"][0], word_ids).float().numpy()
                 )
     return len(words)
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="model folder written by this package")
+    parser.add_argument("--vocab", required=True, help="vocabulary file, one word per line")
+    parser.add_argument("--output", required=True, help="hdf5 file to create (dataset 'embedding')")
+    parser.add_argument("--batch-size", type=int, default=1024, help="words per batch (default 1024)")
+
+
+def _run(args: argparse.Namespace) -> str:
+    count = write_token_embeddings(
+        args.model, args.vocab, args.output, batch_size=args.batch_size, overwrite=args.overwrite
+    )
+    return f"Wrote the token layer of {count:,} words -> {args.output}"
+
+
+COMMAND = ConverterCommand(
+    "token-embeddings", "token layer of a vocabulary -> bilm-tf's token embedding hdf5", _add_arguments, _run
+)

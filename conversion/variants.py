@@ -6,33 +6,17 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from modeling_elmo import ORIGINAL_CHAR_CNN_FILTERS
+from common.options import options_from_config
+from modeling_elmo import ElmoConfig
 
 __all__ = ["VARIANTS", "Variant"]
 
-_FILTERS = [list(width_and_count) for width_and_count in ORIGINAL_CHAR_CNN_FILTERS]
 _ONE_BILLION_WORD = "the 1 Billion Word Benchmark (about 800M tokens of news text)"
 
 
 def _options(*, cells: int, projection: int, highway: int) -> dict[str, Any]:
-    return {
-        "lstm": {
-            "dim": cells,
-            "projection_dim": projection,
-            "n_layers": 2,
-            "cell_clip": 3,
-            "proj_clip": 3,
-            "use_skip_connections": True,
-        },
-        "char_cnn": {
-            "activation": "relu",
-            "embedding": {"dim": 16},
-            "filters": _FILTERS,
-            "n_highway": highway,
-            "n_characters": 262,
-            "max_characters_per_token": 50,
-        },
-    }
+    """A released model's options.json: `ElmoConfig`'s defaults (the original model's) but for the sizes given."""
+    return options_from_config(ElmoConfig(cell_size=cells, projection_dim=projection, num_highway_layers=highway))
 
 
 @dataclass(frozen=True)

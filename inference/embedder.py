@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from huggingface_hub.utils import HFValidationError, validate_repo_id
-from safetensors import SafetensorError, safe_open
+from safetensors import SafetensorError
 from transformers import PreTrainedConfig
 
 import modeling_elmo
 from common.errors import EmbedError, first_line
+from common.model_folder import damaged_weights_problem, model_type_problem, require_model_folder
 from modeling_elmo import ElmoConfig, ElmoLayerMix, ElmoModel, ElmoTokenizer
 
 __all__ = ["DTYPES", "LAYER_CHOICES", "Embedder", "PendingVectors", "PreparedBatch", "default_device", "resolve_model"]
@@ -140,47 +140,22 @@ class PendingVectors:
 def _load_model(model: str, dtype: torch.dtype, *, all_layers: bool) -> tuple[ElmoModel, list[str]]:
     """The model of a folder (or Hub repository) written by elmo-convert, and the names of the weights in its
     files that the model does not use; a one-line error for anything else."""
-    if Path(model).exists() and not (Path(model) / "config.json").is_file():
-        raise EmbedError(f"{model}: not a model folder (no config.json)")
-    if not Path(model).exists() and not _is_repo_id(model):
-        raise EmbedError(f"{model}: no such model folder")
+    require_model_folder(model, EmbedError, hub=True)
     try:
         config, _ = PreTrainedConfig.get_config_dict(model)
-        if config.get("model_type") != "elmo":
-            raise EmbedError(f"{model}: model_type is {config.get('model_type')!r}, expected 'elmo'")
+        problem = model_type_problem(model, config.get("model_type"))  # a Hub model's, seen only now
+        if problem:
+            raise EmbedError(problem)
         overrides = {"mix_layers": None} if all_layers else {}
         loaded, info = ElmoModel.from_pretrained(model, dtype=dtype, output_loading_info=True, **overrides)
     except OSError as error:
         problem = "cannot load the model" if Path(model).exists() else "no such model folder, nor a Hub model"
         raise EmbedError(f"{model}: {problem}: {first_line(error)}") from None
-    except SafetensorError as error:
-        raise EmbedError(
-            f"{_unreadable_weights(model)}: the weights cannot be read ({first_line(error)}): the file is damaged or"
-            " incomplete; copy or convert it again"
-        ) from None
+    except SafetensorError as error:  # a Hub model's download (a local folder's weights are checked above)
+        raise EmbedError(damaged_weights_problem(model, error)) from None
     if info["missing_keys"]:
         raise EmbedError(f"{model}: the weights lack {', '.join(sorted(info['missing_keys']))}")
     return loaded.eval(), sorted(info["unexpected_keys"])
-
-
-def _is_repo_id(model: str) -> bool:
-    """Whether `model` can name a Hub repository ("name" or "namespace/name"), rather than only a local path."""
-    try:
-        validate_repo_id(model)
-    except HFValidationError:
-        return False
-    return True
-
-
-def _unreadable_weights(model: str) -> str:
-    """The first safetensors file of the folder `model` that does not open (`model` itself when none is found)."""
-    for path in sorted(Path(model).glob("*.safetensors")):
-        try:
-            with safe_open(path, framework="pt"):
-                pass
-        except SafetensorError:
-            return str(path)
-    return model
 
 
 def _load_mix(model: str, unused_weights: list[str], dtype: torch.dtype) -> ElmoLayerMix:

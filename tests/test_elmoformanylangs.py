@@ -54,10 +54,12 @@ def test_every_layer_matches_elmoformanylangs(word_dim: int, legacy_format: bool
     assert worst < 5e-6
 
 
-def test_tokenizer_reads_code_points_and_word_ids(tmp_path: Path) -> None:
+# --model is what every command calls the model it reads; --model-dir is this command's first spelling, kept.
+@pytest.mark.parametrize("model_flag", ["--model", "--model-dir"])
+def test_tokenizer_reads_code_points_and_word_ids(model_flag: str, tmp_path: Path) -> None:
     model_dir = write_small_model(tmp_path / "theirs")
     output = tmp_path / "ours"
-    assert main(["elmoformanylangs", "--model-dir", str(model_dir), "--output", str(output)]) == 0
+    assert main(["elmoformanylangs", model_flag, str(model_dir), "--output", str(output)]) == 0
     tokenizer = AutoTokenizer.from_pretrained(output)
     encoded = tokenizer([["café", "zzz", "😀"]], is_split_into_words=True, return_tensors="pt")
     assert set(encoded) == {"input_ids", "attention_mask", "input_word_ids"}
@@ -65,6 +67,12 @@ def test_tokenizer_reads_code_points_and_word_ids(tmp_path: Path) -> None:
     assert tokenizer.decode(encoded["input_ids"][0]) == "café zzz <oov>"
     special = tokenizer.special_word_ids
     assert encoded["input_word_ids"][0, 1] == special["oov"] and encoded["input_word_ids"][0, 0] != special["oov"]
+
+
+def test_help_names_model_and_its_first_spelling(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit):
+        main(["elmoformanylangs", "--help"])
+    assert "--model MODEL, --model-dir MODEL" in capsys.readouterr().out  # not only argparse's prefix matching
 
 
 def test_unsafe_pickles_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

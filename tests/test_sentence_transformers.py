@@ -227,7 +227,11 @@ def test_bad_configurations_get_one_line_errors(
         message = _conversion_error(capsys, *model, *output, "--layers", layers)
         assert "layers must be one of average, first-two, concat or a layer index in 0..2" in message, message
         assert repr(layers) in message
-    assert "no config.json" in _conversion_error(capsys, "--model", str(tmp_path / "missing"), *output)
+    assert "missing: no such model folder" in _conversion_error(capsys, "--model", str(tmp_path / "missing"), *output)
+    (tmp_path / "empty").mkdir()
+    assert "empty: not a model folder (no config.json)" in _conversion_error(
+        capsys, "--model", str(tmp_path / "empty"), *output
+    )
     (tmp_path / "bert").mkdir()
     (tmp_path / "bert" / "config.json").write_text('{"model_type": "bert"}')
     message = _conversion_error(capsys, "--model", str(tmp_path / "bert"), *output)

@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 from common.errors import DataFileError
+from common.model_folder import require_model_folder
 from common.options import config_from_options, read_options
 from common.vocabulary import UNK_WORD
 from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM, ElmoTokenizer
@@ -56,6 +57,7 @@ def load_starting_model(
         model = ElmoForBidirectionalLM(config)
         return StartingModel(model, ElmoTokenizer(), f"new biLM from {options_file}")
 
+    require_model_folder(model_name_or_path, DataFileError, hub=True)
     folder = Path(model_name_or_path)
     config = ElmoConfig.from_pretrained(folder)
     had_softmax = config.vocab_size is not None and (folder / VOCABULARY_FILE).is_file()

@@ -1,0 +1,87 @@
+"""Whether a path is a usable ELMo model folder, and if not, one line that names the problem.
+
+The converters, `elmo-embed` and pretraining all read model folders written by this package; they share this
+check so the same folder gets the same verdict, and each raises it as its own error type.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from huggingface_hub.utils import HFValidationError, validate_repo_id
+from safetensors import SafetensorError, safe_open
+
+from common.errors import first_line
+from modeling_elmo import ElmoConfig
+
+__all__ = [
+    "damaged_weights_problem",
+    "is_repo_id",
+    "model_folder_problem",
+    "model_type_problem",
+    "require_model_folder",
+]
+
+
+def is_repo_id(model: str) -> bool:
+    """Whether `model` can name a Hub repository ("name" or "namespace/name"), rather than only a local path."""
+    try:
+        validate_repo_id(model)
+    except HFValidationError:
+        return False
+    return True
+
+
+def model_type_problem(model: str | Path, model_type: object) -> str | None:
+    """The problem with a config's `model_type`, or None when it is ELMo's."""
+    if model_type != ElmoConfig.model_type:
+        return f"{model}: model_type is {model_type!r}, expected {ElmoConfig.model_type!r}"
+    return None
+
+
+def model_folder_problem(model: str | Path, *, hub: bool = False) -> str | None:
+    """One line naming why `model` is not a usable ELMo model folder, or None when it is.
+
+    The problems, in the order they are looked for: no such folder; no config.json; a config.json that is not a
+    JSON object; a model_type other than ELMo's; a safetensors weights file that does not open (truncated or
+    damaged). With `hub`, a path that does not exist but can name a Hub repository is not judged here: the caller
+    loads it and checks what comes back (`model_type_problem`).
+    """
+    folder = Path(model)
+    if not folder.exists():
+        return None if hub and is_repo_id(str(model)) else f"{model}: no such model folder"
+    config_file = folder / "config.json"
+    if not config_file.is_file():
+        return f"{model}: not a model folder (no config.json)"
+    try:
+        model_type = json.loads(config_file.read_text(encoding="utf-8")).get("model_type")
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as error:
+        return f"{config_file}: not a JSON object: {error}"
+    return model_type_problem(model, model_type) or _unreadable_weights_problem(folder)
+
+
+def require_model_folder(model: str | Path, error_type: type[Exception], *, hub: bool = False) -> None:
+    """Raise `error_type` with `model_folder_problem`'s line when `model` is not a usable ELMo model folder."""
+    problem = model_folder_problem(model, hub=hub)
+    if problem:
+        raise error_type(problem)
+
+
+def _unreadable_weights_problem(folder: Path) -> str | None:
+    """The first safetensors file of `folder` whose header does not open: an interrupted download or copy."""
+    for path in sorted(folder.glob("*.safetensors")):
+        try:
+            with safe_open(path, framework="pt"):
+                pass
+        except SafetensorError as error:
+            return damaged_weights_problem(path, error)
+    return None
+
+
+def damaged_weights_problem(path: str | Path, error: Exception) -> str:
+    """The line for a weights file that safetensors cannot read."""
+    return (
+        f"{path}: the weights cannot be read ({first_line(error)}): the file is damaged or incomplete;"
+        " copy or convert it again"
+    )

@@ -1,0 +1,68 @@
+"""`common.model_folder`: one verdict on "is this a usable ELMo model folder", the same line from every command."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from common.errors import DataFileError
+from common.model_folder import model_folder_problem, require_model_folder
+from training.pretraining.starting_model import load_starting_model
+from training.pretraining.vocabulary import LmVocabulary
+
+
+def _copy(folder: Path, destination: Path) -> Path:
+    return Path(shutil.copytree(folder, destination))
+
+
+def test_a_converted_folder_has_no_problem(fixture_model_folder: Path) -> None:
+    assert model_folder_problem(fixture_model_folder) is None
+    require_model_folder(fixture_model_folder, ValueError)
+
+
+def test_each_problem_is_named_in_one_line(fixture_model_folder: Path, tmp_path: Path) -> None:
+    missing = tmp_path / "absent"
+    assert model_folder_problem(missing) == f"{missing}: no such model folder"
+    assert model_folder_problem(tmp_path) == f"{tmp_path}: not a model folder (no config.json)"
+
+    not_json = _copy(fixture_model_folder, tmp_path / "not-json")
+    (not_json / "config.json").write_text("[1, 2]")  # JSON, but not an object
+    assert model_folder_problem(not_json).startswith(f"{not_json / 'config.json'}: not a JSON object: ")
+    (not_json / "config.json").write_text("{")
+    assert model_folder_problem(not_json).startswith(f"{not_json / 'config.json'}: not a JSON object: ")
+
+    bert = _copy(fixture_model_folder, tmp_path / "bert")
+    (bert / "config.json").write_text('{"model_type": "bert"}')
+    assert model_folder_problem(bert) == f"{bert}: model_type is 'bert', expected 'elmo'"
+
+    truncated = _copy(fixture_model_folder, tmp_path / "truncated")
+    weights = truncated / "model.safetensors"
+    os.truncate(weights, weights.stat().st_size // 2)
+    problem = model_folder_problem(truncated)
+    assert problem.startswith(f"{weights}: the weights cannot be read (")
+    assert problem.endswith("the file is damaged or incomplete; copy or convert it again")
+    for problem in (model_folder_problem(path) for path in (missing, tmp_path, not_json, bert, truncated)):
+        assert "\n" not in problem
+
+
+def test_hub_names_are_left_to_the_loader_only_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert model_folder_problem("allenai/elmo", hub=True) is None
+    assert model_folder_problem("allenai/elmo") == "allenai/elmo: no such model folder"
+    assert model_folder_problem("./absent", hub=True) == "./absent: no such model folder", "a path, not a repo id"
+
+
+def test_require_raises_the_callers_error_type(tmp_path: Path) -> None:
+    with pytest.raises(DataFileError, match=r"no config\.json"):
+        require_model_folder(tmp_path, DataFileError)
+
+
+def test_pretraining_from_a_folder_that_is_not_a_model(tmp_path: Path) -> None:
+    vocabulary_file = tmp_path / "vocab.txt"
+    vocabulary_file.write_text("<S>\n</S>\n<UNK>\nthe\n")
+    vocabulary = LmVocabulary.from_file(vocabulary_file)
+    with pytest.raises(DataFileError, match=r"not a model folder \(no config\.json\)"):
+        load_starting_model(vocabulary, model_name_or_path=str(tmp_path))
