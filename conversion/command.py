@@ -25,8 +25,12 @@ class ConverterCommand:
 
 def add_model_page_arguments(parser: argparse.ArgumentParser) -> None:
     """The model page's license and language, and the upload, of a converter that writes a new model folder."""
-    parser.add_argument("--license", default="apache-2.0", help="license of the weights, for the model page")
-    parser.add_argument("--language", default="en", help="language of the weights, for the model page")
+    parser.add_argument(
+        "--license", default="apache-2.0", help="license of the weights, for the model page (default %(default)s)"
+    )
+    parser.add_argument(
+        "--language", default="en", help="language of the weights, for the model page (default %(default)s)"
+    )
     parser.add_argument("--push-to-hub", metavar="REPO", help="upload the folder to this Hub model repo")
 
 

@@ -10,8 +10,7 @@ from typing import TypeVar
 
 import torch
 
-from common.atomic_output import atomic_output_folder
-from common.errors import ConversionError
+from common.atomic_output import atomic_output_folder, refuse_existing
 from modeling_elmo import ElmoModel, ElmoPreTrainedModel, ElmoTokenizer
 
 from .model_card import SourceDescription, measure_parity, write_model_card
@@ -44,8 +43,7 @@ def save_converted_folder(
     float32 model and a float64 computation with the source weights. `repo_id` (default: the folder name) is what
     the model page's snippets load.
     """
-    if Path(output).exists() and not overwrite:  # fail before the slow part
-        raise ConversionError(f"{output} already exists: pass --overwrite to replace it")
+    refuse_existing(Path(output), overwrite=overwrite)  # before the slow part
     model = convert()
     with atomic_output_folder(output, overwrite=overwrite) as folder:
         model.save_pretrained(folder)

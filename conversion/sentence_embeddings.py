@@ -168,9 +168,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--layers",
         default="average",
-        help="each word's vector: average (mean of all layers; default), first-two (mean of the token layer and the "
-        "first biLSTM layer, the top layers are not run), concat (all layers side by side), or one layer's index "
-        "(0 = token layer, 1..L = biLSTM layers)",
+        help="each word's vector (default %(default)s): average (mean of all layers), first-two (mean of the token "
+        "layer and the first biLSTM layer, the top layers are not run), concat (all layers side by side), or one "
+        "layer's index (0 = token layer, 1..L = biLSTM layers)",
     )
     parser.add_argument("--license", help="license for the model page (default: the source model page's)")
     parser.add_argument("--language", help="language for the model page (default: the source model page's)")

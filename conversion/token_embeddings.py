@@ -59,7 +59,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="model folder written by this package")
     parser.add_argument("--vocab", required=True, help="vocabulary file, one word per line")
     parser.add_argument("--output", required=True, help="hdf5 file to create (dataset 'embedding')")
-    parser.add_argument("--batch-size", type=int, default=1024, help="words per batch (default 1024)")
+    parser.add_argument("--batch-size", type=int, default=1024, help="words per batch (default %(default)s)")
 
 
 def _run(args: argparse.Namespace) -> str:
