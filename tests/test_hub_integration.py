@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import ast
 import json
-import os
-import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import torch
 from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification, AutoTokenizer, pipeline
+from without_the_package import run_without_the_package
 
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
 
@@ -60,17 +58,9 @@ def test_save_and_reload_gives_identical_outputs(fixture_model_folder: Path, tmp
         assert torch.equal(model(**inputs).last_hidden_state, reloaded(**inputs).last_hidden_state)
 
 
-_REMOTE_SCRIPT = textwrap.dedent(
-    """
-    import importlib.abc, json, sys
+_REMOTE_SCRIPT = """
+    import json, sys
 
-    class RefuseProject(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("modeling_elmo", "conversion"):
-                raise ImportError(f"{name} must not be importable in this test")
-            return None
-
-    sys.meta_path.insert(0, RefuseProject())
     import numpy as np, torch
     import transformers
 
@@ -84,16 +74,13 @@ _REMOTE_SCRIPT = textwrap.dedent(
     assert np.allclose(output, np.load(expected), rtol=0, atol=1e-6), np.abs(output - np.load(expected)).max()
     print("remote code OK", type(model).__name__, type(tokenizer).__name__)
     """
-)
 
 
 def _load_as_remote_code(folder: Path, auto_class: str, expected: torch.Tensor, work: Path) -> str:
     """Load `folder` with `auto_class` in a Python where this package cannot be imported; check its output."""
     np.save(work / "expected.npy", expected.numpy())
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(work / "modules"), PYTHONPATH="")
-    command = [sys.executable, "-c", _REMOTE_SCRIPT, str(folder), auto_class, json.dumps(SENTENCES)]
-    completed = subprocess.run(
-        [*command, str(work / "expected.npy")], capture_output=True, text=True, cwd=work, env=env
+    completed = run_without_the_package(
+        _REMOTE_SCRIPT, str(folder), auto_class, json.dumps(SENTENCES), str(work / "expected.npy"), work=work
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     return completed.stdout

@@ -7,10 +7,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +16,7 @@ from elmoformanylangs_files import write_small_model
 from huggingface_hub import ModelCard
 from sentence_transformers import SentenceTransformer
 from transformers import AutoModel, AutoTokenizer
+from without_the_package import run_without_the_package
 
 from conversion.cli import main
 from conversion.sentence_embeddings import SOURCE_CARD
@@ -172,17 +169,9 @@ def test_save_and_reload_give_the_same_vectors(fixture_model_folder: Path, tmp_p
 
 
 # Loads the folder with SentenceTransformer in a Python where this package cannot be imported; checks encode().
-_REMOTE_SCRIPT = textwrap.dedent(
-    """
-    import importlib.abc, json, sys
+_REMOTE_SCRIPT = """
+    import json, sys
 
-    class RefuseProject(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("modeling_elmo", "conversion"):
-                raise ImportError(f"{name} must not be importable in this test")
-            return None
-
-    sys.meta_path.insert(0, RefuseProject())
     import numpy as np
     from sentence_transformers import SentenceTransformer
 
@@ -193,17 +182,14 @@ _REMOTE_SCRIPT = textwrap.dedent(
     assert np.allclose(vectors, expected, rtol=0, atol=1e-6), np.abs(vectors - expected).max()
     print("remote code OK", type(model[0]).__name__, vectors.shape)
     """
-)
 
 
 def test_folder_loads_as_remote_code_where_the_package_is_not_installed(
     sentence_folder: Path, fixture_model_folder: Path, tmp_path: Path
 ) -> None:
     np.save(tmp_path / "expected.npy", manual_sentence_vectors(fixture_model_folder, AWKWARD).numpy())
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"), PYTHONPATH="")
-    command = [sys.executable, "-c", _REMOTE_SCRIPT, str(sentence_folder), json.dumps(AWKWARD)]
-    completed = subprocess.run(
-        [*command, str(tmp_path / "expected.npy")], capture_output=True, text=True, cwd=tmp_path, env=env
+    completed = run_without_the_package(
+        _REMOTE_SCRIPT, str(sentence_folder), json.dumps(AWKWARD), str(tmp_path / "expected.npy"), work=tmp_path
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert "remote code OK ElmoSentenceEncoder (6, 32)" in completed.stdout

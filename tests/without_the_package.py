@@ -1,0 +1,38 @@
+"""Run a script in a Python where this package cannot be imported, as a Hub user who loads a saved folder with
+`trust_remote_code=True` has it: the folder's own code files must be enough. The editable install would put the
+package on `sys.path`, so the script starts by refusing every top-level package the project installs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import tomllib
+from pathlib import Path
+
+__all__ = ["PROJECT_PACKAGES", "run_without_the_package"]
+
+with open(Path(__file__).resolve().parents[1] / "pyproject.toml", "rb") as _file:
+    PROJECT_PACKAGES = sorted({name.split(".")[0] for name in tomllib.load(_file)["tool"]["setuptools"]["packages"]})
+
+_REFUSE_THE_PACKAGE = textwrap.dedent(
+    f"""
+    import importlib.abc, sys
+
+    class RefuseProject(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in {tuple(PROJECT_PACKAGES)!r}:
+                raise ImportError(f"{{name}} must not be importable in this test")
+            return None
+
+    sys.meta_path.insert(0, RefuseProject())
+    """
+)
+
+
+def run_without_the_package(script: str, *arguments: str, work: Path) -> subprocess.CompletedProcess[str]:
+    """Run `script` (its `sys.argv[1:]` = `arguments`) offline in `work`, with its own modules cache there."""
+    environment = dict(os.environ, HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(work / "modules"), PYTHONPATH="")
+    command = [sys.executable, "-c", _REFUSE_THE_PACKAGE + textwrap.dedent(script), *arguments]
+    return subprocess.run(command, capture_output=True, text=True, cwd=work, env=environment)
