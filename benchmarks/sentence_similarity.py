@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,6 +44,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
+from pip_download import pip_download
 from scipy.stats import ConstantInputWarning, pearsonr, spearmanr
 
 from conversion.sentence_embeddings import convert_to_sentence_transformers, describe_layers
@@ -115,16 +115,7 @@ def fetch_data(download_dir: str | os.PathLike) -> Path:
     names = [Path(member).name for member in (DOCUMENTS_MEMBER, RATINGS_MEMBER)]
     if all((download_dir / name).is_file() for name in names):
         return download_dir
-    download_dir.mkdir(parents=True, exist_ok=True)
-    wheels = sorted(download_dir.glob("gensim-4.4.0-*.whl"))
-    if not wheels:
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", GENSIM, "-d", str(download_dir)]
-        print(f"fetching the data: {shlex.join(command)}")
-        completed = subprocess.run(command, capture_output=True, text=True)
-        wheels = sorted(download_dir.glob("gensim-4.4.0-*.whl"))
-        if completed.returncode != 0 or not wheels:
-            sys.exit(f"error: `{shlex.join(command)}` failed:\n{completed.stderr[-2000:]}")
-    with zipfile.ZipFile(wheels[0]) as wheel:
+    with zipfile.ZipFile(pip_download(GENSIM, "gensim-4.4.0-*.whl", download_dir, "the data")) as wheel:
         for member, name in zip((DOCUMENTS_MEMBER, RATINGS_MEMBER), names, strict=True):
             with tempfile.NamedTemporaryFile(dir=download_dir, delete=False) as partial:
                 partial.write(wheel.read(member))
