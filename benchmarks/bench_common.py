@@ -1,4 +1,6 @@
-"""Helpers shared by ``bench_inference.py`` and ``allennlp_worker.py`` (which run in different virtual environments).
+"""Helpers shared by the benchmarks that compare with AllenNLP 0.9.0 (``bench_inference.py``, ``bench_tokenizer.py``)
+and their workers (``allennlp_worker.py``, ``allennlp_tokenizer_worker.py``), which run in different virtual
+environments: timing a group of batches (``time_group``) and the worker protocol (``WorkerProcess``).
 
 Standard library only. Memory figures are the process's resident set size from ``/proc/self/status`` (Linux):
 ``VmRSS`` now and ``VmHWM``, its high-water mark. Writing ``5`` to ``/proc/self/clear_refs`` resets the
@@ -9,8 +11,11 @@ process. Elsewhere the peak falls back to ``resource.getrusage`` (never reset: t
 from __future__ import annotations
 
 import gc
+import json
 import re
 import resource
+import shlex
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -81,3 +86,36 @@ def time_group(
         "peak_reset": peak_reset,
     }
     return record, outputs
+
+
+class WorkerProcess:
+    """A worker script of this folder in the AllenNLP venv (made by ``allennlp_env.sh``), started with a JSON request
+    file: it writes one JSON line describing itself (``info``), then answers each group index written to its stdin
+    with one JSON line (``request``)."""
+
+    def __init__(
+        self, venv: str | Path, script: str, request: dict[str, Any], request_path: Path, what: str, **popen: Any
+    ) -> None:
+        here = Path(__file__).resolve().parent
+        subprocess.run(["bash", str(here / "allennlp_env.sh"), str(venv)], check=True)
+        request_path.write_text(json.dumps(request, ensure_ascii=False), encoding="utf-8")
+        command = [str(Path(venv) / "bin" / "python"), str(here / script), str(request_path)]
+        print(f"starting {what}: {shlex.join(command)}", flush=True)
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, **popen)
+        self.info = self._receive()
+
+    def _receive(self) -> dict[str, Any]:
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the AllenNLP worker stopped (exit code {self.process.wait()}); see its stderr above")
+        return json.loads(line)
+
+    def request(self, index: int) -> dict[str, Any]:
+        """Have the worker run group `index`; its record."""
+        self.process.stdin.write(f"{index}\n")
+        self.process.stdin.flush()
+        return self._receive()
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()

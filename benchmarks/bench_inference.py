@@ -65,7 +65,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))  # benchmark the working tree, whatever is installed
 sys.path.insert(1, str(HERE))
 
-from bench_common import time_group  # noqa: E402
+from bench_common import WorkerProcess, time_group  # noqa: E402
 
 from common.options import config_from_options  # noqa: E402
 from conversion.allennlp import load_allennlp_model  # noqa: E402
@@ -298,11 +298,10 @@ class Run:
             return [arrays[f"batch{i}"] for i in range(self.n_batches)]
 
 
-class AllenNLPWorker:
+class AllenNLPWorker(WorkerProcess):
     """``allennlp_worker.py`` in the AllenNLP venv, holding its model; ``run(index)`` times one group there."""
 
     def __init__(self, args, groups: list[Group], options_path: Path, weights_path: Path, flops: dict) -> None:
-        subprocess.run(["bash", str(HERE / "allennlp_env.sh"), args.allennlp_venv], check=True)
         request = {
             "options_file": str(options_path),
             "weight_file": str(weights_path),
@@ -312,33 +311,16 @@ class AllenNLPWorker:
             "groups": [{"batch_size": g.batch_size, "warmup": g.warmup, "batches": g.batches} for g in groups],
         }
         request_path = Path(args.work_dir) / "allennlp_request.json"
-        request_path.write_text(json.dumps(request, ensure_ascii=False))
-        python = str(Path(args.allennlp_venv) / "bin" / "python")
-        command = [python, str(HERE / "allennlp_worker.py"), str(request_path)]
-        print(f"starting AllenNLP 0.9.0 _ElmoBiLm: {shlex.join(command)}", flush=True)
         self.groups, self.flops = groups, flops
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.info = self._receive()
-
-    def _receive(self) -> dict:
-        line = self.process.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the AllenNLP worker stopped (exit code {self.process.wait()}); see its stderr above")
-        return json.loads(line)
+        super().__init__(args.allennlp_venv, "allennlp_worker.py", request, request_path, "AllenNLP 0.9.0 _ElmoBiLm")
 
     def run(self, index: int) -> Run:
-        self.process.stdin.write(f"{index}\n")
-        self.process.stdin.flush()
-        record = self._receive()
+        record = self.request(index)
         run = Run(ALLENNLP, "float32", self.groups[index], self.flops)
         run.seconds, run.outputs_path = record["seconds"], Path(record["outputs"])
         run.rss_before_mib, run.peak_rss_mib = record["rss_before_mib"], record["peak_rss_mib"]
         print(f"{ALLENNLP} float32: batch {run.group.batch_size}: {run.words_per_s:.1f} words/s", flush=True)
         return run
-
-    def close(self) -> None:
-        self.process.stdin.close()
-        self.process.wait()
 
 
 def run_ours(

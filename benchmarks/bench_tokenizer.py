@@ -36,16 +36,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -53,7 +50,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_common import time_group  # noqa: E402
+from bench_common import WorkerProcess, time_group  # noqa: E402
 from bench_inference import (  # noqa: E402  (it puts the repository first on sys.path: this working tree runs)
     DEFAULT_ALLENNLP_VENV,
     cpu_model,
@@ -129,39 +126,19 @@ def make_groups(spec: str, seed: int, min_words: int, max_words: int) -> list[Gr
     return groups
 
 
-class AllenNLPTokenizerWorker:
-    """``allennlp_tokenizer_worker.py`` in the AllenNLP venv; ``run(index)`` times one group there."""
+class AllenNLPTokenizerWorker(WorkerProcess):
+    """``allennlp_tokenizer_worker.py`` in the AllenNLP venv; ``request(index)`` times one group there."""
 
     def __init__(self, venv: str, groups: list[Group], work_dir: Path) -> None:
-        subprocess.run(["bash", str(HERE / "allennlp_env.sh"), venv], check=True)
         request = {
             "output_dir": str(work_dir),
             "groups": [{"name": g.name, "warmup": g.warmup, "batches": g.batches} for g in groups],
         }
-        request_path = work_dir / "allennlp_tokenizer_request.json"
-        request_path.write_text(json.dumps(request, ensure_ascii=False), encoding="utf-8")
-        command = [str(Path(venv) / "bin" / "python"), str(HERE / "allennlp_tokenizer_worker.py"), str(request_path)]
-        print(f"starting AllenNLP 0.9.0 batch_to_ids: {shlex.join(command)}", flush=True)
         environment = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        self.process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment
+        request_path = work_dir / "allennlp_tokenizer_request.json"
+        super().__init__(
+            venv, "allennlp_tokenizer_worker.py", request, request_path, "AllenNLP 0.9.0 batch_to_ids", env=environment
         )
-        self.info = self._receive()
-
-    def _receive(self) -> dict:
-        line = self.process.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the AllenNLP worker stopped (exit code {self.process.wait()}); see its stderr above")
-        return json.loads(line)
-
-    def run(self, index: int) -> dict[str, Any]:
-        self.process.stdin.write(f"{index}\n")
-        self.process.stdin.flush()
-        return self._receive()
-
-    def close(self) -> None:
-        self.process.stdin.close()
-        self.process.wait()
 
 
 def encode(tokenizer: ElmoTokenizer, batch: list[list[str]]) -> dict[str, torch.Tensor]:
@@ -205,7 +182,7 @@ def measure(groups: list[Group], worker: AllenNLPTokenizerWorker, rounds: int) -
     warm = ElmoTokenizer()
     for round_index in range(rounds):
         for index, group in enumerate(groups):
-            record = worker.run(index)
+            record = worker.request(index)
             timings.setdefault((group.name, ALLENNLP), Timing()).add(record["seconds"])
             for side in our_sides(group):
                 seconds, ids = time_ours(group, warm if side == WARM else None)
