@@ -260,6 +260,6 @@ def test_help_names_every_layers_choice(capsys) -> None:
     with pytest.raises(SystemExit):
         main(["sentence-transformers", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines to the terminal's width
-    for choice in ("average (mean of all layers; default)", "first-two", "concat", "0 = token layer"):
+    for choice in ("(default average): average (mean of all layers)", "first-two", "concat", "0 = token layer"):
         assert choice in help_text
     assert "elmo-convert sentence-transformers --model elmo-original" in help_text and "--overwrite" in help_text
