@@ -52,6 +52,7 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,16 +161,28 @@ def distinct_share(group: Group) -> float:
     return (group.distinct_positions(n_batches) - 2 * n_batches) / group.words(n_batches)
 
 
-def make_groups(spec: str, seed: int, min_words: int, max_words: int) -> list[Group]:
-    groups = []
+def sentence_batches(
+    spec: str,
+    seed: int,
+    min_words: int,
+    max_words: int,
+    edit: Callable[[list[list[str]]], list[list[str]]] = lambda sentences: sentences,
+) -> Iterator[tuple[int, list[list[list[str]]], list[list[str]]]]:
+    """For each ``SIZE:COUNT`` of ``spec`` (``32:20,128:5``): the batch size, COUNT batches of generated sentences
+    (all of them passed through ``edit`` first) and a warm-up batch of other sentences."""
     for item in spec.split(","):
         size, _, count = item.partition(":")
         batch_size, n_batches = int(size), int(count or 1)
-        sentences = make_sentences(seed, batch_size, batch_size * n_batches, min_words, max_words)
+        sentences = edit(make_sentences(seed, batch_size, batch_size * n_batches, min_words, max_words))
         batches = [sentences[i : i + batch_size] for i in range(0, len(sentences), batch_size)]
-        warmup = make_sentences(seed + 1, batch_size, min(batch_size, 8), min_words, max_words)
-        groups.append(Group(batch_size, batches, warmup))
-    return groups
+        yield batch_size, batches, make_sentences(seed + 1, batch_size, min(batch_size, 8), min_words, max_words)
+
+
+def make_groups(spec: str, seed: int, min_words: int, max_words: int) -> list[Group]:
+    return [
+        Group(batch_size, batches, warmup)
+        for batch_size, batches, warmup in sentence_batches(spec, seed, min_words, max_words)
+    ]
 
 
 # ----------------------------------------------------------------------------------------------------------------

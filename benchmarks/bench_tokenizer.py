@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import os
 import shlex
 import sys
@@ -55,7 +56,7 @@ from bench_inference import (  # noqa: E402  (it puts the repository first on sy
     DEFAULT_ALLENNLP_VENV,
     cpu_model,
     git_description,
-    make_sentences,
+    sentence_batches,
 )
 
 from modeling_elmo import ElmoTokenizer  # noqa: E402
@@ -113,13 +114,8 @@ def all_distinct(batches: list[list[list[str]]], first: int) -> list[list[list[s
 def make_groups(spec: str, seed: int, min_words: int, max_words: int) -> list[Group]:
     """A "zipf" and a "distinct" group for each ``SIZE:COUNT`` of ``spec``."""
     groups = []
-    for item in spec.split(","):
-        size, _, count = item.partition(":")
-        batch_size, n_batches = int(size), int(count or 1)
-        sentences = make_sentences(seed, batch_size, batch_size * n_batches, min_words, max_words)
-        sentences = with_extra_awkward_words(sentences, seed)
-        batches = [sentences[i : i + batch_size] for i in range(0, len(sentences), batch_size)]
-        warmup = make_sentences(seed + 1, batch_size, min(batch_size, 8), min_words, max_words)
+    awkward = functools.partial(with_extra_awkward_words, seed=seed)
+    for batch_size, batches, warmup in sentence_batches(spec, seed, min_words, max_words, awkward):
         groups.append(Group(f"b{batch_size}-zipf", batch_size, batches, warmup))
         first = 10**6 * len(groups)  # numbers no other group uses
         groups.append(Group(f"b{batch_size}-distinct", batch_size, all_distinct(batches, first), warmup))
