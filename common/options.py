@@ -10,19 +10,21 @@ from typing import Any
 
 from common.errors import ConversionError
 from modeling_elmo import ElmoConfig
+from modeling_elmo.configuration_elmo import BILM_TF_CHAR_VOCAB_SIZE
 
 __all__ = ["OPTION_FIELDS", "OptionField", "config_from_options", "options_from_config", "read_options"]
 
 # n_characters is 261 in options written for training (no padding id) and 262 in those written for use.
-_CHAR_VOCAB_SIZES = (261, 262)
+_CHAR_VOCAB_SIZES = (BILM_TF_CHAR_VOCAB_SIZE - 1, BILM_TF_CHAR_VOCAB_SIZE)
 _REQUIRED = object()  # an `OptionField` default: the entry must be given
 
 
 def _char_vocab_size(n_characters: int) -> int:
     """Either count describes the same 262-row embedding: id 0 of the model is the all-zero padding row."""
     if n_characters not in _CHAR_VOCAB_SIZES:
-        raise ValueError(f"char_cnn.n_characters must be 261 or 262, got {n_characters}")
-    return 262
+        allowed = " or ".join(map(str, _CHAR_VOCAB_SIZES))
+        raise ValueError(f"char_cnn.n_characters must be {allowed}, got {n_characters}")
+    return BILM_TF_CHAR_VOCAB_SIZE
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,9 @@ OPTION_FIELDS = (
     OptionField(("char_cnn", "embedding", "dim"), "char_embedding_dim"),
     OptionField(("char_cnn", "filters"), "char_cnn_filters"),
     OptionField(("char_cnn", "n_highway"), "num_highway_layers", default=0),
-    OptionField(("char_cnn", "n_characters"), "char_vocab_size", default=262, to_config=_char_vocab_size),
+    OptionField(
+        ("char_cnn", "n_characters"), "char_vocab_size", default=BILM_TF_CHAR_VOCAB_SIZE, to_config=_char_vocab_size
+    ),
     OptionField(("char_cnn", "max_characters_per_token"), "max_characters_per_token"),
     OptionField(("dropout",), "dropout", default=0.1),
     OptionField(("n_tokens_vocab",), "vocab_size", default=None, written_when_none=False),

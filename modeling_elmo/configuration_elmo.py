@@ -6,7 +6,14 @@ from collections.abc import Mapping, Sequence
 
 from transformers import PreTrainedConfig
 
-__all__ = ["BILM_TF_CHAR_IDS", "ORIGINAL_CHAR_CNN_FILTERS", "ElmoConfig", "framed_char_ids"]
+__all__ = [
+    "BILM_TF_CHAR_IDS",
+    "BILM_TF_CHAR_VOCAB_SIZE",
+    "ORIGINAL_CHAR_CNN_FILTERS",
+    "TASK_HEAD_FIELDS",
+    "ElmoConfig",
+    "framed_char_ids",
+]
 
 # Where each class lives when a saved folder is loaded as Hub remote code (trust_remote_code=True).
 # transformers only records the classes that were saved; listing them all lets any Auto class find its own.
@@ -27,7 +34,7 @@ ORIGINAL_CHAR_CNN_FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 
 # end-of-word character, then padding characters; the sentence markers <S> and </S> are one character each between
 # the same two. Ids are bilm-tf's plus one, which frees id 0 for "no character" (262 ids for its 261 characters).
 BILM_TF_CHAR_IDS = {"bos": 257, "eos": 258, "bow": 259, "eow": 260, "pad": 261}
-_BILM_TF_CHAR_VOCAB_SIZE = max(BILM_TF_CHAR_IDS.values()) + 1
+BILM_TF_CHAR_VOCAB_SIZE = max(BILM_TF_CHAR_IDS.values()) + 1
 
 
 def framed_char_ids(
@@ -117,7 +124,7 @@ class ElmoConfig(PreTrainedConfig):
     def __init__(
         self,
         *,
-        char_vocab_size: int = _BILM_TF_CHAR_VOCAB_SIZE,
+        char_vocab_size: int = BILM_TF_CHAR_VOCAB_SIZE,
         max_characters_per_token: int = 50,
         char_embedding_dim: int = 16,
         char_cnn_filters: Sequence[Sequence[int]] = ORIGINAL_CHAR_CNN_FILTERS,
