@@ -218,14 +218,7 @@ def _tokenizer(config: ElmoConfig, chars: dict[str, int], words: dict[str, int] 
         char_vocab_file=str(folder / "char_vocab.json"),
         word_vocab_file=None if word_vocab_file is None else str(word_vocab_file),
         max_characters_per_token=config.max_characters_per_token,
-        special_char_ids={
-            "bow": config.bow_char_id,
-            "eow": config.eow_char_id,
-            "bos": config.bos_char_id,
-            "eos": config.eos_char_id,
-            "pad": config.char_pad_id,
-            "oov": chars["<oov>"] + 1,
-        },
+        special_char_ids={**config.special_char_ids, "oov": chars["<oov>"] + 1},
         special_word_ids={name.strip("<>"): words[name] for name in _WORD_SPECIALS} if word_vocab_file else None,
     )
 
