@@ -6,6 +6,10 @@ and it imports nothing of theirs (only `modeling_elmo`).
 * `atomic_output`: outputs written to a staging path beside the target and renamed when complete: whole files
   and folders, and the steps that the checkpoints' multi-process staging folder and `elmo-embed`'s resumable
   `OUT.partial` share (`partial_path`, `publish_file`, `publish_folder`, `refuse_existing`);
+* `output_lock`: one writer per output: `TARGET.lock` beside it, held with `flock`, so that a second process
+  stops with one line naming the first, before it opens anything;
+* `disk_space`: a full disk in one line: the free-space check before a long write (`--no-space-check` skips it),
+  and `is_disk_full`, which recognises the disk-full errors of Python, h5py and safetensors;
 * `model_card`: the Hub model page of an ELMo folder: the template (`model_card.md`), its architecture fields, the
   metadata every page shares, file checksums;
 * `vocabulary`: bilm-tf's vocabulary file format and its special words `<S>`, `</S>`, `<UNK>`;

@@ -1,0 +1,110 @@
+"""One writer per output (common.output_lock): a second process is refused, naming the first; a lock dies with
+its holder; and the disk-full recognition and free-space check of common.disk_space."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from common.disk_space import check_free_space, format_bytes, is_disk_full
+from common.errors import EmbedError
+from common.output_lock import lock_path, output_lock
+
+# A process that holds the lock of its argument until it reads a line on stdin (or is killed).
+_HOLDER = textwrap.dedent(
+    """
+    import sys
+    from common.errors import EmbedError
+    from common.output_lock import output_lock
+    with output_lock(sys.argv[1], error=EmbedError):
+        print("locked", flush=True)
+        sys.stdin.readline()
+    """
+)
+
+
+def _start_holder(target):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(target)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout.readline().strip() == "locked"
+    return holder
+
+
+def test_a_second_writer_is_refused_naming_the_first(tmp_path):
+    target = tmp_path / "out.hdf5"
+    holder = _start_holder(target)
+    try:
+        with pytest.raises(EmbedError, match=rf"out.hdf5 is being written by process {holder.pid} \(-c "):
+            with output_lock(target, error=EmbedError):
+                pytest.fail("the lock was taken twice")
+        assert not target.exists()
+    finally:
+        holder.communicate("\n")
+    assert holder.returncode == 0
+    assert not lock_path(target).exists()  # released and removed
+    with output_lock(target, error=EmbedError):
+        assert lock_path(target).read_text().startswith(f"{os.getpid()}\n")
+
+
+def test_a_killed_holder_leaves_no_lock_behind(tmp_path):
+    target = tmp_path / "model"
+    holder = _start_holder(target)
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    assert lock_path(target).exists()  # its file stays, but the kernel dropped the lock
+    with output_lock(target, error=EmbedError):
+        pass
+
+
+def test_a_lock_file_replaced_while_waiting_is_not_held(tmp_path, monkeypatch):
+    """A holder that finishes unlinks the file: a process that had opened it before must lock the new one."""
+    target = tmp_path / "out"
+    real_flock = fcntl.flock
+    calls = []
+
+    def flock_after_the_file_was_replaced(descriptor, operation):
+        if not calls:  # the first holder finished between our open and our flock
+            lock_path(target).unlink()
+            lock_path(target).write_text("")
+        calls.append(descriptor)
+        return real_flock(descriptor, operation)
+
+    monkeypatch.setattr("common.output_lock.fcntl.flock", flock_after_the_file_was_replaced)
+    with output_lock(target, error=EmbedError):
+        assert len(calls) == 2
+        assert os.path.samestat(os.stat(lock_path(target)), os.fstat(calls[1]))
+
+
+def test_disk_full_is_recognised_through_causes_and_library_messages():
+    assert is_disk_full(OSError(errno.ENOSPC, "No space left on device"))
+    try:
+        try:
+            raise OSError(errno.EDQUOT, "quota")
+        except OSError as cause:
+            raise RuntimeError("Can't write data") from cause
+    except RuntimeError as error:
+        assert is_disk_full(error)
+    assert is_disk_full(Exception("Error while serializing: IoError(Os { code: 28, kind: StorageFull, ... os error 28"))
+    assert is_disk_full(OSError("Can't write data (file write failed: ... error message = 'No space left on device')"))
+    assert not is_disk_full(OSError(errno.EACCES, "Permission denied"))
+    assert not is_disk_full(RuntimeError("out of memory"))
+
+
+def test_the_free_space_check_names_the_output_and_the_flag(tmp_path):
+    output = tmp_path / "not" / "yet" / "out.hdf5"
+    check_free_space(output, 1, what="the vectors", error=EmbedError)
+    with pytest.raises(EmbedError) as refused:
+        check_free_space(output, 10**18, what="the vectors of 3 words", error=EmbedError)
+    message = str(refused.value)
+    assert message.startswith(f"{output}: the vectors of 3 words need about 1,000,000.0 TB, but {tmp_path} has ")
+    assert message.endswith("pass --no-space-check to try anyway") and "\n" not in message
+    assert format_bytes(999) == "999 bytes" and format_bytes(1_500_000) == "1.5 MB"
+
