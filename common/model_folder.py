@@ -44,9 +44,10 @@ def model_folder_problem(model: str | Path, *, hub: bool = False) -> str | None:
     """One line naming why `model` is not a usable ELMo model folder, or None when it is.
 
     The problems, in the order they are looked for: no such folder; no config.json; a config.json that is not a
-    JSON object; a model_type other than ELMo's; a safetensors weights file that does not open (truncated or
-    damaged). With `hub`, a path that does not exist but can name a Hub repository is not judged here: the caller
-    loads it and checks what comes back (`model_type_problem`).
+    JSON object; a model_type other than ELMo's; a config field of the wrong type or out of range (`ElmoConfig`'s
+    check, named with config.json); a safetensors weights file that does not open (truncated or damaged). With
+    `hub`, a path that does not exist but can name a Hub repository is not judged here: the caller loads it and
+    checks what comes back (`model_type_problem`).
     """
     folder = Path(model)
     if not folder.exists():
@@ -55,10 +56,25 @@ def model_folder_problem(model: str | Path, *, hub: bool = False) -> str | None:
     if not config_file.is_file():
         return f"{model}: not a model folder (no config.json)"
     try:
-        model_type = json.loads(config_file.read_text(encoding="utf-8")).get("model_type")
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+        model_type = config.get("model_type")
     except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as error:
         return f"{config_file}: not a JSON object: {error}"
-    return model_type_problem(model, model_type) or _unreadable_weights_problem(folder)
+    return (
+        model_type_problem(model, model_type)
+        or _config_problem(config_file, config)
+        or _unreadable_weights_problem(folder)
+    )
+
+
+def _config_problem(config_file: Path, config: dict) -> str | None:
+    """`ElmoConfig`'s refusal of a config.json's fields, named with the file; the load itself would raise it
+    from deep inside from_pretrained."""
+    try:
+        ElmoConfig.from_dict(config)
+    except ValueError as error:
+        return f"{config_file}: {error}"
+    return None
 
 
 def require_model_folder(model: str | Path, error_type: type[Exception], *, hub: bool = False) -> None:

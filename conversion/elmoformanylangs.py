@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from common.errors import ConversionError
+from common.safe_load import load_tensors
 from modeling_elmo import ORIGINAL_CHAR_CNN_FILTERS, ElmoConfig, ElmoModel, ElmoTokenizer
 
 from .command import ConverterCommand, add_model_page_arguments, model_page_source
@@ -97,12 +98,7 @@ def _network_config(model_dir: Path) -> dict[str, Any]:
 
 
 def _load_state_dict(path: Path) -> dict[str, np.ndarray]:
-    if not path.is_file():
-        raise ConversionError(f"{path}: no such file")
-    try:
-        state_dict = torch.load(path, map_location="cpu", weights_only=True)  # never unpickle code from outside
-    except Exception as error:  # torch raises several kinds for files that are not safe state dicts
-        raise ConversionError(f"{path}: not a PyTorch state dict that loads with weights_only=True ({error})") from None
+    state_dict = load_tensors(path, ConversionError)  # never unpickle code from outside
     if not isinstance(state_dict, dict):
         raise ConversionError(f"{path}: expected a state dict, got {type(state_dict).__name__}")
     return {name: tensor.numpy() for name, tensor in state_dict.items()}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ from transformers import PreTrainedConfig
 import modeling_elmo
 from common.errors import EmbedError, first_line
 from common.model_folder import damaged_weights_problem, model_type_problem, require_model_folder
+from common.safe_load import holds_code
 from modeling_elmo import ElmoConfig, ElmoLayerMix, ElmoModel, ElmoTokenizer
 
 __all__ = ["DTYPES", "LAYER_CHOICES", "Embedder", "PendingVectors", "PreparedBatch", "default_device", "resolve_model"]
@@ -153,6 +155,8 @@ def _load_model(model: str, dtype: torch.dtype, *, all_layers: bool) -> tuple[El
         raise EmbedError(f"{model}: {problem}: {first_line(error)}") from None
     except SafetensorError as error:  # a Hub model's download (a local folder's weights are checked above)
         raise EmbedError(damaged_weights_problem(model, error)) from None
+    except pickle.UnpicklingError:  # transformers reads pytorch_model.bin with weights_only=True
+        raise EmbedError(holds_code(f"{model} (its pytorch_model.bin)")) from None
     if info["missing_keys"]:
         raise EmbedError(f"{model}: the weights lack {', '.join(sorted(info['missing_keys']))}")
     return loaded.eval(), sorted(info["unexpected_keys"])

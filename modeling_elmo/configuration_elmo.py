@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from transformers import PreTrainedConfig
 
@@ -50,6 +52,112 @@ def framed_char_ids(
 CHAR_CNN_ACTIVATIONS = ("relu", "tanh")
 MIX_MODES = ("scalar_mix", "average", "layer", "concat", "per_token")
 TASK_ENCODERS = ("bilstm", "none")
+
+
+# Field checks: each takes one field's value and raises ValueError("must be EXPECTED, got VALUE") when it does not
+# fit; `FIELD_CHECKS` names each field's. One-value checks are what huggingface_hub's strict dataclasses call field
+# validators, so an `@strict` ElmoConfig can take them over as `validated_field(FIELD_CHECKS[name])`.
+def _value_check(expected: str, fits: Callable[[Any], bool], *, optional: bool = False) -> Callable[[Any], None]:
+    expected += " or null" if optional else ""
+
+    def check(value: Any) -> None:
+        if not ((optional and value is None) or fits(value)):
+            raise ValueError(f"must be {expected}, got {value!r}")
+
+    return check
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # JSON true is no count
+
+
+def _is_number(value: Any) -> bool:
+    return (_is_int(value) or isinstance(value, float)) and math.isfinite(value)
+
+
+def _int_check(minimum: int, *, optional: bool = False) -> Callable[[Any], None]:
+    expected = "a positive int" if minimum == 1 else f"an int >= {minimum}"
+    return _value_check(expected, lambda value: _is_int(value) and value >= minimum, optional=optional)
+
+
+def _choice_check(choices: tuple[str, ...]) -> Callable[[Any], None]:
+    return _value_check(f"one of {choices}", lambda value: value in choices)
+
+
+def _list_check(expected: str, fits_item: Callable[[Any], bool]) -> Callable[[Any], None]:
+    return _value_check(
+        expected, lambda value: isinstance(value, list | tuple) and all(map(fits_item, value)), optional=True
+    )
+
+
+_POSITIVE_INT = _int_check(1)
+_COUNT = _int_check(0)
+_BOOL = _value_check("true or false", lambda value: isinstance(value, bool))
+_NUMBER = _value_check("a number", _is_number)
+_NON_NEGATIVE = _value_check("a number >= 0", lambda value: _is_number(value) and value >= 0)
+_PROBABILITY = _value_check("a number in [0, 1]", lambda value: _is_number(value) and 0 <= value <= 1)
+_CLIP = _value_check("a positive number", lambda value: _is_number(value) and value > 0, optional=True)
+
+
+def _is_filter_list(value: Any) -> bool:
+    pairs = isinstance(value, list | tuple) and all(isinstance(pair, list | tuple) and len(pair) == 2 for pair in value)
+    return pairs and len(value) > 0 and all(_is_int(n) and n > 0 for pair in value for n in pair)
+
+
+# (a filter's width is checked against max_characters_per_token once every field fits)
+_FILTERS = _value_check("a non-empty list of [width, count] pairs of positive ints", _is_filter_list)
+FIELD_CHECKS: dict[str, Callable[[Any], None]] = {
+    "char_vocab_size": _POSITIVE_INT,
+    # bow, eow and a character: the shortest word, and each sentence marker
+    "max_characters_per_token": _int_check(3),
+    "char_embedding_dim": _POSITIVE_INT,
+    "char_cnn_filters": _FILTERS,
+    "char_cnn_activation": _choice_check(CHAR_CNN_ACTIVATIONS),
+    "num_highway_layers": _COUNT,
+    "projection_dim": _POSITIVE_INT,
+    "cell_size": _POSITIVE_INT,
+    "num_hidden_layers": _POSITIVE_INT,
+    "cell_clip": _CLIP,
+    "proj_clip": _CLIP,
+    "use_skip_connections": _BOOL,
+    "lstm_forget_bias": _NUMBER,
+    # (the character and word ids' upper bounds depend on the vocabulary sizes: checked once every field fits)
+    **dict.fromkeys(("bow_char_id", "eow_char_id", "bos_char_id", "eos_char_id", "char_pad_id"), _POSITIVE_INT),
+    "word_vocab_size": _COUNT,
+    "word_embedding_dim": _COUNT,
+    "bos_word_id": _int_check(0, optional=True),
+    "eos_word_id": _int_check(0, optional=True),
+    "vocab_size": _int_check(1, optional=True),
+    "dropout": _PROBABILITY,
+    "training_options": _value_check("a dict (JSON object)", lambda value: isinstance(value, dict), optional=True),
+    "initializer_range": _NON_NEGATIVE,
+    "mix_mode": _choice_check(MIX_MODES),
+    "mix_layers": _list_check("a list of layer indices", _is_int),
+    "mix_layer_norm": _BOOL,
+    "mix_l2_coefficient": _NON_NEGATIVE,
+    "mix_dropout": _PROBABILITY,
+    "mix_initial_weights": _list_check("a list of numbers", _is_number),
+    "mix_trainable": _BOOL,
+    "num_output_representations": _POSITIVE_INT,
+    "freeze_bilm": _BOOL,
+    "task_encoder": _choice_check(TASK_ENCODERS),
+    "task_hidden_size": _POSITIVE_INT,
+    "task_num_layers": _POSITIVE_INT,
+    "classifier_dropout": _PROBABILITY,
+}
+
+
+def check_fields(values: Mapping[str, Any]) -> None:
+    """Raise one ValueError, "ElmoConfig: FIELD must be EXPECTED, got VALUE", for the first of `values` (field
+    name to value; other names are passed over) that does not fit its entry of `FIELD_CHECKS`."""
+    for name, check in FIELD_CHECKS.items():
+        if name in values:
+            try:
+                check(values[name])
+            except ValueError as error:
+                raise ValueError(f"ElmoConfig: {name} {error}") from None
+
+
 # The fields that only the task heads read (how they mix the layers, and the head itself); every other field
 # shapes the biLM, so changing one of these leaves the biLM's layers as they were.
 TASK_HEAD_FIELDS = (
@@ -165,22 +273,25 @@ class ElmoConfig(PreTrainedConfig):
         classifier_dropout: float = 0.1,
         **kwargs,
     ) -> None:
-        if char_cnn_activation not in CHAR_CNN_ACTIVATIONS:
-            raise ValueError(f"char_cnn_activation must be one of {CHAR_CNN_ACTIVATIONS}, got {char_cnn_activation!r}")
-        if num_hidden_layers < 1:
-            raise ValueError(f"num_hidden_layers must be at least 1, got {num_hidden_layers}")
-        filters = [[int(width), int(count)] for width, count in char_cnn_filters]
-        if not filters or any(w < 1 or w > max_characters_per_token or n < 1 for w, n in filters):
+        # Every parameter as given, before the conversions below (int clips to float, tuples to lists) could fail on it.
+        check_fields(locals())
+        widest = max(width for width, _ in char_cnn_filters)
+        if widest > max_characters_per_token:
             raise ValueError(
-                f"char_cnn_filters must be a non-empty list of [width, count] with 1 <= width <= "
-                f"{max_characters_per_token} and count >= 1, got {char_cnn_filters!r}"
+                f"ElmoConfig: char_cnn_filters must be no wider than max_characters_per_token "
+                f"({max_characters_per_token}), got a filter of width {widest}"
             )
         if word_embedding_dim and (not word_vocab_size or bos_word_id is None or eos_word_id is None):
-            raise ValueError("a word embedding needs word_vocab_size, bos_word_id and eos_word_id")
+            raise ValueError("ElmoConfig: a word embedding needs word_vocab_size, bos_word_id and eos_word_id")
+        if word_embedding_dim and max(bos_word_id, eos_word_id) >= word_vocab_size:
+            raise ValueError(
+                f"ElmoConfig: bos_word_id and eos_word_id must lie in 0..{word_vocab_size - 1} (word_vocab_size "
+                f"{word_vocab_size}), got {bos_word_id} and {eos_word_id}"
+            )
         self.char_vocab_size = char_vocab_size
         self.max_characters_per_token = max_characters_per_token
         self.char_embedding_dim = char_embedding_dim
-        self.char_cnn_filters = filters
+        self.char_cnn_filters = [list(pair) for pair in char_cnn_filters]
         self.char_cnn_activation = char_cnn_activation
         self.num_highway_layers = num_highway_layers
         self.projection_dim = projection_dim
@@ -204,7 +315,7 @@ class ElmoConfig(PreTrainedConfig):
         self.training_options = dict(training_options or {})
         self.initializer_range = initializer_range
         self.mix_mode = mix_mode
-        self.mix_layers = None if mix_layers is None else [int(layer) for layer in mix_layers]
+        self.mix_layers = None if mix_layers is None else list(mix_layers)
         self.mix_layer_norm = mix_layer_norm
         self.mix_l2_coefficient = mix_l2_coefficient
         self.mix_dropout = mix_dropout
@@ -217,29 +328,29 @@ class ElmoConfig(PreTrainedConfig):
         self.task_num_layers = task_num_layers
         self.classifier_dropout = classifier_dropout
         if not all(0 < char_id < char_vocab_size for char_id in self.special_char_ids.values()):
-            raise ValueError(f"special character ids {self.special_char_ids} must lie in 1..{char_vocab_size - 1}")
+            raise ValueError(
+                f"ElmoConfig: special character ids {self.special_char_ids} must lie in 1..{char_vocab_size - 1}"
+            )
         self._check_mixing()
         kwargs.setdefault("auto_map", dict(ELMO_AUTO_MAP))
         super().__init__(**kwargs)
 
     def _check_mixing(self) -> None:
-        if self.mix_mode not in MIX_MODES:
-            raise ValueError(f"mix_mode must be one of {MIX_MODES}, got {self.mix_mode!r}")
-        if self.task_encoder not in TASK_ENCODERS:
-            raise ValueError(f"task_encoder must be one of {TASK_ENCODERS}, got {self.task_encoder!r}")
         layers = self.mixed_layers
         if not layers or len(set(layers)) != len(layers) or not all(0 <= x <= self.num_hidden_layers for x in layers):
             raise ValueError(
-                f"mix_layers must name distinct layers in 0..{self.num_hidden_layers}, got {self.mix_layers}"
+                f"ElmoConfig: mix_layers must name distinct layers in 0..{self.num_hidden_layers}, "
+                f"got {self.mix_layers}"
             )
         if self.mix_mode == "layer" and len(layers) != 1:
-            raise ValueError(f"mix_mode='layer' takes exactly one layer in mix_layers, got {self.mix_layers}")
+            raise ValueError(
+                f"ElmoConfig: mix_mode='layer' takes exactly one layer in mix_layers, got {self.mix_layers}"
+            )
         if self.mix_initial_weights is not None and len(self.mix_initial_weights) != len(layers):
             raise ValueError(
-                f"mix_initial_weights has {len(self.mix_initial_weights)} values for {len(layers)} mixed layers"
+                f"ElmoConfig: mix_initial_weights has {len(self.mix_initial_weights)} values for {len(layers)} "
+                "mixed layers"
             )
-        if self.num_output_representations < 1:
-            raise ValueError(f"num_output_representations must be at least 1, got {self.num_output_representations}")
 
     @property
     def mixed_layers(self) -> list[int]:

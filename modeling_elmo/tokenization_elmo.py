@@ -424,6 +424,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
         )
         sentences = [self._words_of(sentence, is_split_into_words) for sentence in (text if is_batched else [text])]
         self._check_padding_side(padding_side)
+        _check_max_length(max_length)
         if truncation_strategy != TruncationStrategy.DO_NOT_TRUNCATE and max_length is not None:
             sentences = [self._truncated(words, max_length) for words in sentences]
         lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
@@ -498,6 +499,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
         if "input_ids" not in examples[0]:
             raise ValueError(f"pad() needs 'input_ids' in every example, got keys {sorted(examples[0])}")
         self._check_padding_side(padding_side)
+        _check_max_length(max_length)
         ids = [_as_word_rows(example["input_ids"]) for example in examples]
         lengths = [len(rows) for rows in ids]
         target = _padded_length(padding, lengths, max_length, pad_to_multiple_of)
@@ -593,6 +595,12 @@ def _as_word_rows(input_ids: Any) -> list[list[int]]:
     if isinstance(input_ids, torch.Tensor | np.ndarray):
         return input_ids.tolist()
     return [list(row) for row in input_ids]
+
+
+def _check_max_length(max_length: int | None) -> None:
+    # A negative count would slice words off the end (words[:-1]) instead of keeping that many.
+    if max_length is not None and (not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 0):
+        raise ValueError(f"max_length must be a number of words (an int >= 0) or None, got {max_length!r}")
 
 
 def _padded_length(

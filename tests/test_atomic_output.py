@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from common.atomic_output import atomic_output_folder, partial_path, publish_file, publish_folder
+from common.atomic_output import atomic_output_file, atomic_output_folder, partial_path, publish_file, publish_folder
 from common.errors import ConversionError
 
 
@@ -47,3 +47,18 @@ def test_a_failed_folder_leaves_the_old_output(tmp_path):
         (staging / "half").write_bytes(b"")
         raise RuntimeError("killed")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["model"] and not any((tmp_path / "model").iterdir())
+
+
+def test_a_failed_file_leaves_the_old_output(tmp_path):
+    target = tmp_path / "model_card.md"
+    target.write_bytes(b"old")
+    with pytest.raises(ConversionError, match="already exists: pass --overwrite"):
+        with atomic_output_file(target):
+            pass
+    with pytest.raises(RuntimeError), atomic_output_file(target, overwrite=True) as staging:
+        staging.write_bytes(b"half")
+        raise RuntimeError("killed")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["model_card.md"] and target.read_bytes() == b"old"
+    with atomic_output_file(target, overwrite=True) as staging:
+        staging.write_bytes(b"new")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["model_card.md"] and target.read_bytes() == b"new"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
 from pathlib import Path
 
 import h5py
@@ -73,15 +72,6 @@ def test_help_names_model_and_its_first_spelling(capsys: pytest.CaptureFixture) 
     with pytest.raises(SystemExit):
         main(["elmoformanylangs", "--help"])
     assert "--model MODEL, --model-dir MODEL" in capsys.readouterr().out  # not only argparse's prefix matching
-
-
-def test_unsafe_pickles_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    model_dir = write_small_model(tmp_path / "theirs")
-    with open(model_dir / "encoder.pkl", "wb") as file:
-        pickle.dump({"payload": Path("/etc/passwd")}, file)  # any object beyond tensors must not be unpickled
-    assert main(["elmoformanylangs", "--model-dir", str(model_dir), "--output", str(tmp_path / "ours")]) == 2
-    assert "not a PyTorch state dict that loads with weights_only=True" in capsys.readouterr().err
-    assert not (tmp_path / "ours").exists()
 
 
 def test_dictionary_that_does_not_match_the_weights(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

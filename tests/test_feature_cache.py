@@ -106,6 +106,15 @@ def test_the_key_follows_the_weights_the_inputs_and_the_stored_layers(
     assert bilm_features_key(dataset, model.elmo, "float16") != key
     changed_input = _dataset(tokenizer, [*SENTENCES[:-1], ["Hello", "?"]])
     assert bilm_features_key(changed_input, model.elmo, "float32") != key
+    # Each input column alone: the same characters with the last word masked out, or other word ids.
+    masks = [row["attention_mask"] for row in dataset]
+    masked = dataset.remove_columns("attention_mask").add_column("attention_mask", [*masks[:-1], [1, 0]])
+    assert bilm_features_key(masked, model.elmo, "float32") != key
+    with_word_ids = dataset.add_column("input_word_ids", [[7] * len(words) for words in SENTENCES])
+    other_word_ids = dataset.add_column("input_word_ids", [[7] * len(words) for words in SENTENCES[:-1]] + [[7, 8]])
+    assert bilm_features_key(with_word_ids, model.elmo, "float32") != bilm_features_key(
+        other_word_ids, model.elmo, "float32"
+    )
     # The key reads the inputs themselves, however they are chunked or indexed.
     rechunked = concatenate_datasets([dataset.select(range(2)), Dataset.from_list(list(dataset)[2:])])
     assert bilm_features_key(rechunked, model.elmo, "float32") == key

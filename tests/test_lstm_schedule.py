@@ -5,11 +5,15 @@ layers; float32 convolutions stay IEEE float32 on CUDA without changing the user
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import pytest
 import torch
 from ragged_batches import run_batches
 from torch.autograd.profiler import record_function
 
+import modeling_elmo.modeling_elmo
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
 from modeling_elmo.modeling_elmo import (
     ElmoLstmLayer,
@@ -270,14 +274,28 @@ def _token_layer_model() -> ElmoModel:
     return ElmoModel(ElmoConfig(cell_size=16, num_hidden_layers=1)).eval()
 
 
-def test_a_forward_leaves_the_users_tf32_setting_alone() -> None:
+def test_a_forward_leaves_the_users_tf32_setting_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guard turns TF32 off for the forward's convolutions and gives the user's setting back. Without a GPU
+    the forward runs the guard as on CUDA (the flags exist on every build), so it is checked on CPU too."""
+    cudnn = torch.backends.cudnn
+    inside = []
+    if not torch.cuda.is_available():
+
+        @contextlib.contextmanager
+        def as_on_cuda(device: torch.device, dtype: torch.dtype) -> Iterator[None]:
+            with _exact_float32_convolutions(torch.device("cuda"), dtype):
+                inside.append(cudnn.conv.fp32_precision)
+                yield
+
+        monkeypatch.setattr(modeling_elmo.modeling_elmo, "_exact_float32_convolutions", as_on_cuda)
     model = _token_layer_model()
     inputs = ElmoTokenizer()([["naïve", "café"], ["x"]], is_split_into_words=True, padding=True, return_tensors="pt")
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    before = (torch.backends.cudnn.allow_tf32, torch.backends.cudnn.conv.fp32_precision)
+    before = (cudnn.allow_tf32, cudnn.conv.fp32_precision)
     with torch.no_grad():
         model.to(device)(**inputs.to(device))
-    assert (torch.backends.cudnn.allow_tf32, torch.backends.cudnn.conv.fp32_precision) == before
+    assert (cudnn.allow_tf32, cudnn.conv.fp32_precision) == before
+    assert inside in ([], ["ieee"]) and bool(inside) != torch.cuda.is_available(), "IEEE float32 in the forward"
 
 
 @requires_cuda

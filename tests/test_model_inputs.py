@@ -41,9 +41,23 @@ def test_mask_defaults_to_non_zero_rows(model: ElmoModel, inputs: dict[str, torc
     assert torch.equal(with_mask, without)
 
 
+def _equal(left: object, right: object) -> bool:
+    """Tensors equal bit for bit, in tuples of the same layout."""
+    if isinstance(left, torch.Tensor) and isinstance(right, torch.Tensor):
+        return torch.equal(left, right)
+    if isinstance(left, tuple) and isinstance(right, tuple):
+        return len(left) == len(right) and all(map(_equal, left, right))
+    return False
+
+
 def test_tuple_output(model: ElmoModel, inputs: dict[str, torch.Tensor]) -> None:
-    output = model(**inputs, return_dict=False)
-    assert isinstance(output, tuple) and output[0].shape == (2, 3, 16)
+    """The tuple holds the dict's fields in ElmoModelOutput's order, leaving out those that are None."""
+    with torch.no_grad():
+        output = model(**inputs, output_hidden_states=True, use_cache=True)
+        full = model(**inputs, output_hidden_states=True, use_cache=True, return_dict=False)
+        plain = model(**inputs, return_dict=False)
+    assert _equal(full, (output.last_hidden_state, output.hidden_states, output.state, output.word_mask))
+    assert _equal(plain, (output.last_hidden_state, output.word_mask))
 
 
 def test_state_continues_each_row(model: ElmoModel, inputs: dict[str, torch.Tensor]) -> None:

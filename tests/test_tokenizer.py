@@ -84,6 +84,16 @@ def test_truncation_and_max_length_padding_count_words(tokenizer: ElmoTokenizer)
     assert multiple["input_ids"].shape == (1, 4, 50)
 
 
+@pytest.mark.parametrize("max_length", [-1, "2"])
+def test_a_max_length_that_is_no_word_count_is_refused(tokenizer: ElmoTokenizer, max_length: object) -> None:
+    """-1 would cut the last word (words[:-1]) instead of keeping a number of words."""
+    refusal = rf"max_length must be a number of words \(an int >= 0\) or None, got {max_length!r}"
+    with pytest.raises(ValueError, match=refusal):
+        tokenizer("one two three", truncation=True, max_length=max_length)
+    with pytest.raises(ValueError, match=refusal):
+        tokenizer.pad([tokenizer("one two")], padding="max_length", max_length=max_length)
+
+
 def test_unpadded_ragged_batch_cannot_become_a_tensor(tokenizer: ElmoTokenizer) -> None:
     with pytest.raises(ValueError, match="padding=True"):
         tokenizer(["a b", "c"], return_tensors="pt")

@@ -4,6 +4,7 @@ whatever its word cache holds (nothing, the batch's words, or past its bound), a
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import pickle
 import random
@@ -11,6 +12,7 @@ import sys
 import threading
 from pathlib import Path
 
+import elmoformanylangs.elmo
 import pytest
 import torch
 from datasets.fingerprint import Hasher
@@ -108,17 +110,20 @@ def test_ids_stay_right_past_the_cache_bound() -> None:
     assert len(tokenizer._word_cache) == 3  # started over with the words of the call that found it full
 
 
-def _many_langs_tokenizer(folder: Path, word_cache_size: int) -> ElmoTokenizer:
+def _many_langs_tokenizer(
+    folder: Path, word_cache_size: int, max_characters_per_token: int = 10, extra_words: tuple[str, ...] = ()
+) -> ElmoTokenizer:
     """A code-point tokenizer (ELMoForManyLangs) with a word vocabulary, as `elmo-convert elmoformanylangs`
-    writes one: 10 characters a word, so its words are cut after 8 code points."""
+    writes one: by default 10 characters a word, so its words are cut after 8 code points."""
     chars = {char: index + 7 for index, char in enumerate("abcdeé日😀 <>S/")}
     (folder / "char_vocab.json").write_text(json.dumps(chars, ensure_ascii=False), encoding="utf-8")
     words = {"<bos>": 1, "<eos>": 2, "<oov>": 3, "abc": 4, "ééééééé": 5, "abcdeabc": 6, "": 7, " ": 8}
+    words.update((word, len(words) + 1) for word in extra_words)
     (folder / "word_vocab.json").write_text(json.dumps(words, ensure_ascii=False), encoding="utf-8")
     return ElmoTokenizer(
         char_vocab_file=str(folder / "char_vocab.json"),
         word_vocab_file=str(folder / "word_vocab.json"),
-        max_characters_per_token=10,
+        max_characters_per_token=max_characters_per_token,
         special_char_ids={"bow": 1, "eow": 2, "bos": 3, "eos": 4, "pad": 5, "oov": 6},
         special_word_ids={"bos": 1, "eos": 2, "oov": 3},
         word_cache_size=word_cache_size,
@@ -138,6 +143,27 @@ def test_code_points_and_word_ids_cold_warm_and_past_the_bound(tmp_path: Path, w
         assert encoded["input_word_ids"].tolist() == expected
     assert tokenizer.word_char_ids("abcdeabcXYZ") == [1, 7, 8, 9, 10, 11, 7, 8, 9, 2]  # cut after 8 code points
     assert tokenizer.word_id("abcdeabcXYZ") == 6
+
+
+def test_code_point_words_sharing_48_bytes_or_48_code_points(tmp_path: Path) -> None:
+    """With 50 characters a word, ELMoForManyLangs cuts a word after 48 code points, not bytes (their
+    `read_list`), and looks its word id up as cut. Words that share their first 48 bytes but not 48 code points
+    keep ids of their own, cold and warm; words that share 48 code points get the same ids."""
+    tokenizer = _many_langs_tokenizer(tmp_path, 1000, max_characters_per_token=50, extra_words=("a" * 48,))
+    words = ["é" * 24 + "abc", "é" * 24 + "abd", "日" * 16 + "a", "日" * 16 + "b", "a" * 48 + "b", "a" * 48 + "c"]
+    (cut,), _ = elmoformanylangs.elmo.read_list([words], max_chars=50)
+    cut = cut[1:-1]  # without their <bos> and <eos>
+    vocabulary, special = tokenizer.char_vocab, tokenizer.special_char_ids
+    expected_chars = [
+        [special["bow"], *(vocabulary[char] for char in word), special["eow"]] + [special["pad"]] * (48 - len(word))
+        for word in cut
+    ]
+    expected_word_ids = [tokenizer.word_vocab.get(word, tokenizer.special_word_ids["oov"]) for word in cut]
+    assert expected_word_ids[4:] == [tokenizer.word_vocab["a" * 48]] * 2
+    for batch in ([words], [words], [[word] for word in words]):  # cold, warm, one word a sentence
+        encoded = tokenizer(batch, is_split_into_words=True)
+        assert list(itertools.chain(*encoded["input_ids"])) == expected_chars
+        assert list(itertools.chain(*encoded["input_word_ids"])) == expected_word_ids
 
 
 def test_threads_sharing_a_tokenizer_get_their_own_ids() -> None:

@@ -1,0 +1,66 @@
+"""`ElmoConfig` refuses a field of the wrong type or out of range in one line that names the field, what it must be
+and what it is, where a model folder is loaded: `from_pretrained` and `elmo-embed --model`."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from modeling_elmo import ElmoConfig, ElmoModel
+from modeling_elmo.configuration_elmo import FIELD_CHECKS
+
+
+def _folder_with(fixture_model_folder: Path, destination: Path, **fields: Any) -> Path:
+    """A copy of the fixture model whose config.json has `fields` changed, as a hand edit would leave it."""
+    folder = Path(shutil.copytree(fixture_model_folder, destination))
+    config_file = folder / "config.json"
+    config_file.write_text(json.dumps({**json.loads(config_file.read_text()), **fields}))
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("projection_dim", -1, "projection_dim must be a positive int, got -1"),
+        ("cell_size", "512", "cell_size must be a positive int, got '512'"),
+        ("num_highway_layers", 1.5, "num_highway_layers must be an int >= 0, got 1.5"),
+        ("use_skip_connections", "yes", "use_skip_connections must be true or false, got 'yes'"),
+        ("cell_clip", -3, "cell_clip must be a positive number or null, got -3"),
+        ("dropout", 1.5, "dropout must be a number in [0, 1], got 1.5"),
+        ("char_cnn_filters", [[1, "4"]], "char_cnn_filters must be a non-empty list of [width, count] pairs"),
+        ("mix_layers", "0,1", "mix_layers must be a list of layer indices or null, got '0,1'"),
+        ("task_encoder", "gru", "task_encoder must be one of ('bilstm', 'none'), got 'gru'"),
+    ],
+)
+def test_from_pretrained_names_the_bad_field(
+    field: str, value: Any, message: str, fixture_model_folder: Path, tmp_path: Path
+) -> None:
+    folder = _folder_with(fixture_model_folder, tmp_path / "model", **{field: value})
+    with pytest.raises(ValueError) as refusal:
+        ElmoModel.from_pretrained(folder)
+    assert str(refusal.value).startswith(f"ElmoConfig: {message}")
+    assert "\n" not in str(refusal.value)
+
+
+def test_every_field_is_checked() -> None:
+    """A new field without an entry in FIELD_CHECKS would be taken unchecked."""
+    parameters = set(inspect.signature(ElmoConfig.__init__).parameters) - {"self", "kwargs"}
+    assert parameters == set(FIELD_CHECKS)
+
+
+def test_elmo_embed_names_config_json_and_the_field(fixture_model_folder: Path, tmp_path: Path) -> None:
+    folder = _folder_with(fixture_model_folder, tmp_path / "model", cell_size="512")
+    (tmp_path / "in.txt").write_text("a sentence\n")
+    command = [sys.executable, "-m", "inference.embed", tmp_path / "in.txt", tmp_path / "out.hdf5", "--model", folder]
+    completed = subprocess.run(list(map(str, command)), capture_output=True, text=True)
+    assert completed.returncode == 2
+    assert completed.stderr == (
+        f"elmo-embed: error: {folder / 'config.json'}: ElmoConfig: cell_size must be a positive int, got '512'\n"
+    )

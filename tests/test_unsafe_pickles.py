@@ -1,0 +1,68 @@
+"""PyTorch pickles from outside (ELMoForManyLangs' `*.pkl`, a model folder's `pytorch_model.bin`) are read with
+`weights_only=True`; one that holds code, or is damaged, is refused in one line naming the file."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from elmoformanylangs_files import write_small_model
+
+from conversion.cli import main
+
+
+class _RunsAShellCommand:
+    """A pickled object whose unpickling would run `touch PATH`: what a malicious pickle holds."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple:
+        return os.system, (f"touch {self.path}",)
+
+
+def _convert(model_dir: Path, output: Path) -> int:
+    return main(["elmoformanylangs", "--model-dir", str(model_dir), "--output", str(output)])
+
+
+def test_elmoformanylangs_pickle_that_holds_code(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    model_dir = write_small_model(tmp_path / "theirs")
+    ran = tmp_path / "the-code-ran"
+    torch.save({"weight": _RunsAShellCommand(ran)}, model_dir / "encoder.pkl")
+    assert _convert(model_dir, tmp_path / "ours") == 2
+    assert capsys.readouterr().err == (
+        f"elmo-convert: error: {model_dir / 'encoder.pkl'}: the file holds code (Python objects other than tensors),"
+        " which is not loaded\n"
+    )
+    assert not ran.exists() and not (tmp_path / "ours").exists()
+
+
+def test_damaged_elmoformanylangs_pickle(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    model_dir = write_small_model(tmp_path / "theirs")
+    weights = model_dir / "encoder.pkl"
+    weights.write_bytes(weights.read_bytes()[:100])
+    assert _convert(model_dir, tmp_path / "ours") == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"elmo-convert: error: {weights}: not a PyTorch file, or a damaged one (")
+    assert error.count("\n") == 1
+
+
+def test_elmo_embed_model_whose_pytorch_model_bin_holds_code(fixture_model_folder: Path, tmp_path: Path) -> None:
+    folder = Path(shutil.copytree(fixture_model_folder, tmp_path / "model"))
+    (folder / "model.safetensors").unlink()
+    ran = tmp_path / "the-code-ran"
+    torch.save({"weight": _RunsAShellCommand(ran)}, folder / "pytorch_model.bin")
+    (tmp_path / "in.txt").write_text("a sentence\n")
+    command = [sys.executable, "-m", "inference.embed", tmp_path / "in.txt", tmp_path / "out.hdf5", "--model", folder]
+    completed = subprocess.run(list(map(str, command)), capture_output=True, text=True)
+    assert completed.returncode == 2
+    assert completed.stderr == (
+        f"elmo-embed: error: {folder} (its pytorch_model.bin): the file holds code (Python objects other than"
+        " tensors), which is not loaded\n"
+    )
+    assert not ran.exists()
