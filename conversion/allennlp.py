@@ -14,18 +14,17 @@ from common.options import config_from_options, options_from_config, read_option
 from modeling_elmo import ElmoConfig, ElmoModel
 
 from .allennlp_hdf5 import read_allennlp_weights, write_allennlp_weights
-from .command import ConverterCommand, add_model_page_arguments, model_page_source
-from .model_card import SourceDescription
+from .model_card import SourceDescription, model_page_source
 from .saving import conversion_summary, save_converted_folder
 from .variants import VARIANTS
 
 __all__ = [
-    "CONVERT_COMMAND",
-    "EXPORT_COMMAND",
     "convert_allennlp",
     "export_allennlp",
     "load_allennlp_model",
     "load_converted_model",
+    "run_convert",
+    "run_export",
 ]
 
 
@@ -100,18 +99,7 @@ def export_allennlp(model_folder: str | Path, output: str | Path, *, overwrite: 
     return Path(output)
 
 
-def _add_convert_arguments(parser: argparse.ArgumentParser) -> None:
-    described_by = parser.add_mutually_exclusive_group(required=True)
-    described_by.add_argument("--options", help="the model's options.json")
-    described_by.add_argument(
-        "--variant", choices=sorted(VARIANTS), help="a released model's options, instead of --options"
-    )
-    parser.add_argument("--weights", required=True, help="the model's weights.hdf5")
-    parser.add_argument("--output", required=True, help="model folder to create")
-    add_model_page_arguments(parser)
-
-
-def _run_convert(args: argparse.Namespace) -> str:
+def run_convert(args: argparse.Namespace) -> str:
     weights = Path(args.weights)
     if args.variant:
         variant = VARIANTS[args.variant]
@@ -138,22 +126,6 @@ def _run_convert(args: argparse.Namespace) -> str:
     return conversion_summary(weights, args.output, model, parity)
 
 
-def _add_export_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="model folder written by this package")
-    parser.add_argument("--output", required=True, help="folder to create for options.json and weights.hdf5")
-
-
-def _run_export(args: argparse.Namespace) -> str:
+def run_export(args: argparse.Namespace) -> str:
     output = export_allennlp(args.model, args.output, overwrite=args.overwrite)
     return f"Exported {args.model} -> {output / 'options.json'}, {output / 'weights.hdf5'}"
-
-
-CONVERT_COMMAND = ConverterCommand(
-    "allennlp", "AllenNLP/bilm-tf options.json + weights.hdf5 -> model folder", _add_convert_arguments, _run_convert
-)
-EXPORT_COMMAND = ConverterCommand(
-    "to-allennlp",
-    "model folder -> options.json + weights.hdf5 in the original layout",
-    _add_export_arguments,
-    _run_export,
-)

@@ -26,19 +26,18 @@ from common.vocabulary import SPECIAL_WORDS
 from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM
 
 from .allennlp_hdf5 import weight_mappings
-from .command import ConverterCommand, add_model_page_arguments, model_page_source
-from .model_card import SourceDescription
+from .model_card import SourceDescription, model_page_source
 from .saving import conversion_summary, save_converted_folder
 from .tf_checkpoint import TfCheckpoint
 from .token_embeddings import read_vocabulary
 
 __all__ = [
-    "COMMAND",
     "checkpoint_files",
     "checkpoint_name",
     "convert_bilm_tf_checkpoint",
     "load_bilm_tf_checkpoint",
     "read_bilm_tf_vocabulary",
+    "run",
 ]
 
 SOFTMAX_WEIGHT, SOFTMAX_BIAS = "lm/softmax/W", "lm/softmax/b"
@@ -206,21 +205,7 @@ def convert_bilm_tf_checkpoint(
     )
 
 
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--checkpoint",
-        required=True,
-        help="checkpoint prefix (model.ckpt-N, the .index file's name without '.index'), or the training folder",
-    )
-    parser.add_argument("--options", required=True, help="the options.json bilm-tf wrote for the training run")
-    parser.add_argument(
-        "--vocab", required=True, help="the training vocabulary: one word per softmax row, <S>, </S>, <UNK> first"
-    )
-    parser.add_argument("--output", required=True, help="model folder to create")
-    add_model_page_arguments(parser)
-
-
-def _run(args: argparse.Namespace) -> str:
+def run(args: argparse.Namespace) -> str:
     files = checkpoint_files(args.checkpoint)
     source = model_page_source(
         args,
@@ -241,11 +226,3 @@ def _run(args: argparse.Namespace) -> str:
     )
     summary = conversion_summary(Path(args.checkpoint), args.output, model.elmo, parity)
     return f"{summary}; with its softmax of {model.config.vocab_size:,} words and vocab.txt"
-
-
-COMMAND = ConverterCommand(
-    "bilm-tf-checkpoint",
-    "bilm-tf training checkpoint (biLM + softmax) -> language-model folder (ElmoForBidirectionalLM)",
-    _add_arguments,
-    _run,
-)

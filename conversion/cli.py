@@ -1,4 +1,5 @@
-"""The `elmo-convert` command."""
+"""The `elmo-convert` command. Parsing its arguments imports no torch (`conversion.command`): `--help` and an
+argument error come at once; the converter a subcommand needs is imported when it runs."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Sequence
 
 from common.errors import ElmoError, report_error
 
-from .command import ConverterCommand
+from .command import COMMANDS, ConverterCommand
 
 __all__ = ["main"]
 
@@ -31,20 +32,6 @@ A language-model folder (bilm-tf-checkpoint) also holds the softmax and vocab.tx
 A sentence-transformers folder (averaged ELMo sentence vectors; needs sentence-transformers>=6) loads with
   SentenceTransformer("elmo-original-st", trust_remote_code=True)
 """
-
-
-def _commands() -> tuple[ConverterCommand, ...]:
-    """Every subcommand, in the order `--help` lists them (imported here: they bring torch)."""
-    from . import allennlp, bilm_tf_checkpoint, elmoformanylangs, sentence_embeddings, token_embeddings
-
-    return (
-        allennlp.CONVERT_COMMAND,
-        elmoformanylangs.COMMAND,
-        allennlp.EXPORT_COMMAND,
-        token_embeddings.COMMAND,
-        bilm_tf_checkpoint.COMMAND,
-        sentence_embeddings.COMMAND,
-    )
 
 
 def _build_parser(commands: Sequence[ConverterCommand]) -> argparse.ArgumentParser:
@@ -79,9 +66,8 @@ def _run(command: ConverterCommand, args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    commands = _commands()
-    args = _build_parser(commands).parse_args(argv)
-    command = next(command for command in commands if command.name == args.command)
+    args = _build_parser(COMMANDS).parse_args(argv)
+    command = next(command for command in COMMANDS if command.name == args.command)
     try:
         print(_run(command, args))
     except ElmoError as error:

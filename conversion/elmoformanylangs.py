@@ -19,16 +19,15 @@ import torch
 from common.errors import ConversionError
 from modeling_elmo import ORIGINAL_CHAR_CNN_FILTERS, ElmoConfig, ElmoModel, ElmoTokenizer
 
-from .command import ConverterCommand, add_model_page_arguments, model_page_source
-from .model_card import SourceDescription
+from .model_card import SourceDescription, model_page_source
 from .saving import conversion_summary, save_converted_folder
 from .weight_mapping import WeightMapping, character_embedding, same
 
 __all__ = [
-    "COMMAND",
     "RELEASED_NETWORK_CONFIG",
     "convert_elmoformanylangs",
     "load_elmoformanylangs_model",
+    "run",
     "weight_mappings",
 ]
 
@@ -271,16 +270,7 @@ def convert_elmoformanylangs(
     )
 
 
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    # --model names the folder a command reads, in every command; --model-dir is the spelling this one had first.
-    parser.add_argument(
-        "--model", "--model-dir", dest="model", required=True, help="folder with config.json, char.dic, *.pkl"
-    )
-    parser.add_argument("--output", required=True, help="model folder to create")
-    add_model_page_arguments(parser)
-
-
-def _run(args: argparse.Namespace) -> str:
+def run(args: argparse.Namespace) -> str:
     model_dir = Path(args.model)
     source = model_page_source(
         args,
@@ -292,6 +282,3 @@ def _run(args: argparse.Namespace) -> str:
         model_dir, args.output, source=source, repo_id=args.push_to_hub, overwrite=args.overwrite
     )
     return conversion_summary(model_dir, args.output, model, parity)
-
-
-COMMAND = ConverterCommand("elmoformanylangs", "ELMoForManyLangs model folder -> model folder", _add_arguments, _run)

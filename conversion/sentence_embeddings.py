@@ -21,14 +21,12 @@ from common.model_card import render_model_card
 from common.model_folder import require_model_folder
 from modeling_elmo import ElmoConfig
 
-from .command import ConverterCommand
-
 if TYPE_CHECKING:  # sentence-transformers is an optional dependency, imported when a conversion runs
     from sentence_transformers import SentenceTransformer
 
     from modeling_elmo.sentence_elmo import ElmoSentenceEncoder
 
-__all__ = ["COMMAND", "SOURCE_CARD", "convert_to_sentence_transformers", "describe_layers"]
+__all__ = ["SOURCE_CARD", "convert_to_sentence_transformers", "describe_layers", "run"]
 
 TEMPLATE = Path(__file__).with_name("sentence_model_card.md")
 SOURCE_CARD = "elmo_model_card.md"  # the source folder's own README.md, kept beside the new page
@@ -162,22 +160,7 @@ def _title(card: ModelCard) -> str | None:
     return next((line[2:].strip() for line in card.text.splitlines() if line.startswith("# ")), None)
 
 
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="ELMo model folder (any written by this package)")
-    parser.add_argument("--output", required=True, help="sentence-transformers folder to create")
-    parser.add_argument(
-        "--layers",
-        default="average",
-        help="each word's vector (default %(default)s): average (mean of all layers), first-two (mean of the token "
-        "layer and the first biLSTM layer, the top layers are not run), concat (all layers side by side), or one "
-        "layer's index (0 = token layer, 1..L = biLSTM layers)",
-    )
-    parser.add_argument("--license", help="license for the model page (default: the source model page's)")
-    parser.add_argument("--language", help="language for the model page (default: the source model page's)")
-    parser.add_argument("--push-to-hub", metavar="REPO", help="upload the folder to this Hub model repo")
-
-
-def _run(args: argparse.Namespace) -> str:
+def run(args: argparse.Namespace) -> str:
     model = convert_to_sentence_transformers(
         args.model,
         args.output,
@@ -192,11 +175,3 @@ def _run(args: argparse.Namespace) -> str:
         f" mean over words, {model.get_embedding_dimension()} dimensions; load it with"
         f' SentenceTransformer("{args.output}", trust_remote_code=True)'
     )
-
-
-COMMAND = ConverterCommand(
-    "sentence-transformers",
-    "model folder -> sentence-transformers folder: averaged ELMo sentence vectors (mixed layers, mean over words)",
-    _add_arguments,
-    _run,
-)

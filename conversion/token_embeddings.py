@@ -16,9 +16,8 @@ from common.vocabulary import read_vocabulary_lines
 from modeling_elmo import ElmoTokenizer
 
 from .allennlp import load_converted_model
-from .command import ConverterCommand
 
-__all__ = ["COMMAND", "read_vocabulary", "write_token_embeddings"]
+__all__ = ["read_vocabulary", "run", "write_token_embeddings"]
 
 
 def read_vocabulary(path: str | Path) -> list[str]:
@@ -55,20 +54,8 @@ def write_token_embeddings(
     return len(words)
 
 
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="model folder written by this package")
-    parser.add_argument("--vocab", required=True, help="vocabulary file, one word per line")
-    parser.add_argument("--output", required=True, help="hdf5 file to create (dataset 'embedding')")
-    parser.add_argument("--batch-size", type=int, default=1024, help="words per batch (default %(default)s)")
-
-
-def _run(args: argparse.Namespace) -> str:
+def run(args: argparse.Namespace) -> str:
     count = write_token_embeddings(
         args.model, args.vocab, args.output, batch_size=args.batch_size, overwrite=args.overwrite
     )
     return f"Wrote the token layer of {count:,} words -> {args.output}"
-
-
-COMMAND = ConverterCommand(
-    "token-embeddings", "token layer of a vocabulary -> bilm-tf's token embedding hdf5", _add_arguments, _run
-)
