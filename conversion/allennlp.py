@@ -93,7 +93,7 @@ def export_allennlp(model_folder: str | Path, output: str | Path, *, overwrite: 
     """Write `options.json` + `weights.hdf5` in the original layout to the folder `output`."""
     model = load_converted_model(model_folder)
     _check_exportable(model.config, model_folder)
-    with atomic_output_folder(output, overwrite=overwrite) as folder:
+    with atomic_output_folder(output, overwrite=overwrite, inputs=(model_folder,)) as folder:
         (folder / "options.json").write_text(json.dumps(options_from_config(model.config), indent=2) + "\n")
         write_allennlp_weights(folder / "weights.hdf5", model.state_dict(), model.config)
     return Path(output)

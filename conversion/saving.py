@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import torch
 
-from common.atomic_output import atomic_output_folder, refuse_existing
+from common.atomic_output import atomic_output_folder
 from modeling_elmo import ElmoModel, ElmoPreTrainedModel, ElmoTokenizer
 
 from .model_card import SourceDescription, measure_parity, write_model_card
@@ -35,17 +35,19 @@ def save_converted_folder(
     tokenizer: Callable[[Model, Path], ElmoTokenizer] = _bytes_tokenizer,
     copies: Mapping[str, Path] | None = None,
 ) -> tuple[Model, float]:
-    """Run `convert` (the slow part, only once `output` is known to be free) and save its model to the folder
-    `output`, atomically: weights, config and code, the tokenizer `tokenizer(model, folder)` builds (it may write
+    """Run `convert` (the slow part, only once `output` is locked and known to be free) and save its model to the
+    folder `output`, atomically: weights, config and code, the tokenizer `tokenizer(model, folder)` builds (it may write
     vocabulary files into the folder), the files `copies` (name in the folder -> source file) and the model page.
 
     Returns the saved model, reloaded, and its parity: the largest difference at any biLM layer between the saved
     float32 model and a float64 computation with the source weights. `repo_id` (default: the folder name) is what
     the model page's snippets load.
     """
-    refuse_existing(Path(output), overwrite=overwrite)  # before the slow part
-    model = convert()
-    with atomic_output_folder(output, overwrite=overwrite) as folder:
+    inputs = (*source.source_files, *(copies or {}).values())
+    if source.options_file is not None:
+        inputs += (source.options_file,)
+    with atomic_output_folder(output, overwrite=overwrite, inputs=inputs) as folder:
+        model = convert()
         model.save_pretrained(folder)
         folder_tokenizer = tokenizer(model, folder)
         folder_tokenizer.save_pretrained(folder)

@@ -94,7 +94,7 @@ def convert_to_sentence_transformers(
         raise ConversionError(f"{model_dir}: cannot load the ELMo model: {str(error).splitlines()[0]}") from error
     pooling = Pooling(encoder.get_embedding_dimension(), pooling_mode="mean")
     model = SentenceTransformer(modules=[encoder, pooling], device="cpu", similarity_fn_name="cosine")
-    with atomic_output_folder(output, overwrite=overwrite) as staging:
+    with atomic_output_folder(output, overwrite=overwrite, inputs=(model_dir,)) as staging:
         model.save(str(staging), create_model_card=False)
         _name_modules_by_their_file(staging / "modules.json")
         _write_model_card(staging, encoder, model_dir, license, language, repo_id or output.name)
