@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from common.disk_space import is_disk_full
 from common.errors import ConversionError, ElmoError
 from common.output_lock import output_lock
 
@@ -92,13 +93,30 @@ def _refuse_folders_in_use(output: Path, inputs: Iterable[str | Path]) -> None:
 
 
 @contextmanager
+def _full_disk_in_one_line(output: Path) -> Iterator[None]:
+    """A full disk while `output` is written (its staging path already removed) ends in one line that says so,
+    instead of each library's own error (h5py's, safetensors')."""
+    existed = output.exists()
+    try:
+        yield
+    except Exception as error:
+        if not is_disk_full(error):
+            raise
+        kept = f", {output} is as it was" if existed else ""
+        raise ConversionError(
+            f"{output}: the disk is full: nothing was written{kept}; free some space or write elsewhere"
+        ) from error
+
+
+@contextmanager
 def atomic_output_file(output: str | Path, *, overwrite: bool = False) -> Iterator[Path]:
     """Yield a temporary path beside `output`; on success it replaces `output`, on failure it is removed. The
-    output's lock is held throughout, taken before the checks: a second writer stops, naming this one."""
+    output's lock is held throughout, taken before the checks: a second writer stops, naming this one. A full disk
+    ends in one line."""
     output = Path(output)
     if output.is_dir():
         raise ConversionError(f"{output} is a folder, expected a file path")
-    with output_lock(output, error=ConversionError):
+    with _full_disk_in_one_line(output), output_lock(output, error=ConversionError):
         refuse_existing(output, overwrite=overwrite)
         output.parent.mkdir(parents=True, exist_ok=True)
         handle, name = tempfile.mkstemp(prefix=f".{output.name}.", suffix=_PARTIAL, dir=output.parent)
@@ -121,11 +139,12 @@ def atomic_output_folder(
     The output's lock is held throughout, taken before the checks: a second writer stops, naming this one. An
     existing `output` is refused unless `overwrite`, and so is one that cannot be replaced (the current directory,
     a folder holding one of the files or folders `inputs` the new one is made from); it is replaced only once the
-    new folder is complete, so a failed conversion never leaves a half-written or missing model.
+    new folder is complete, so a failed conversion never leaves a half-written or missing model. A full disk ends
+    in one line.
     """
     output = Path(output)
     _refuse_folders_in_use(output, inputs)
-    with output_lock(output, error=ConversionError):
+    with _full_disk_in_one_line(output), output_lock(output, error=ConversionError):
         refuse_existing(output, overwrite=overwrite)
         if output.exists() and not output.is_dir():
             raise ConversionError(f"{output} exists and is not a folder")

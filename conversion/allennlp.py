@@ -15,7 +15,7 @@ from modeling_elmo import ElmoConfig, ElmoModel
 
 from .allennlp_hdf5 import read_allennlp_weights, write_allennlp_weights
 from .model_card import SourceDescription, model_page_source
-from .saving import conversion_summary, save_converted_folder
+from .saving import conversion_summary, require_room, save_converted_folder, weight_bytes
 from .variants import VARIANTS
 
 __all__ = [
@@ -56,6 +56,7 @@ def convert_allennlp(
     options_source: str = "options.json",
     repo_id: str | None = None,
     overwrite: bool = False,
+    space_check: bool = True,
 ) -> tuple[ElmoModel, float]:
     """Convert and save model, tokenizer, code and model page to `output` (atomically).
 
@@ -69,6 +70,7 @@ def convert_allennlp(
         source=source,
         repo_id=repo_id,
         overwrite=overwrite,
+        space_check=space_check,
     )
 
 
@@ -89,11 +91,15 @@ def _check_exportable(config: ElmoConfig, folder: str | Path) -> None:
         )
 
 
-def export_allennlp(model_folder: str | Path, output: str | Path, *, overwrite: bool = False) -> Path:
-    """Write `options.json` + `weights.hdf5` in the original layout to the folder `output`."""
+def export_allennlp(
+    model_folder: str | Path, output: str | Path, *, overwrite: bool = False, space_check: bool = True
+) -> Path:
+    """Write `options.json` + `weights.hdf5` in the original layout to the folder `output` (refused, unless
+    `space_check` is off, where the disk has too little room for the weights)."""
     model = load_converted_model(model_folder)
     _check_exportable(model.config, model_folder)
     with atomic_output_folder(output, overwrite=overwrite, inputs=(model_folder,)) as folder:
+        require_room(output, weight_bytes(model), "the weights.hdf5", space_check=space_check)
         (folder / "options.json").write_text(json.dumps(options_from_config(model.config), indent=2) + "\n")
         write_allennlp_weights(folder / "weights.hdf5", model.state_dict(), model.config)
     return Path(output)
@@ -122,10 +128,11 @@ def run_convert(args: argparse.Namespace) -> str:
         options_source=options_source,
         repo_id=args.push_to_hub,
         overwrite=args.overwrite,
+        space_check=not args.no_space_check,
     )
     return conversion_summary(weights, args.output, model, parity)
 
 
 def run_export(args: argparse.Namespace) -> str:
-    output = export_allennlp(args.model, args.output, overwrite=args.overwrite)
+    output = export_allennlp(args.model, args.output, overwrite=args.overwrite, space_check=not args.no_space_check)
     return f"Exported {args.model} -> {output / 'options.json'}, {output / 'weights.hdf5'}"

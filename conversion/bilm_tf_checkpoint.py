@@ -186,6 +186,7 @@ def convert_bilm_tf_checkpoint(
     options_source: str = "options.json",
     repo_id: str | None = None,
     overwrite: bool = False,
+    space_check: bool = True,
 ) -> tuple[ElmoForBidirectionalLM, float]:
     """Convert and save model, tokenizer, code, the vocabulary (as `vocab.txt`) and model page to `output`
     (atomically).
@@ -201,6 +202,7 @@ def convert_bilm_tf_checkpoint(
         source=source,
         repo_id=repo_id,
         overwrite=overwrite,
+        space_check=space_check,
         copies={"vocab.txt": Path(vocabulary_file)},
     )
 
@@ -223,6 +225,7 @@ def run(args: argparse.Namespace) -> str:
         options_source=args.options,
         repo_id=args.push_to_hub,
         overwrite=args.overwrite,
+        space_check=not args.no_space_check,
     )
     summary = conversion_summary(Path(args.checkpoint), args.output, model.elmo, parity)
     return f"{summary}; with its softmax of {model.config.vocab_size:,} words and vocab.txt"

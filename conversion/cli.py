@@ -7,6 +7,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from common.disk_space import NO_SPACE_CHECK
 from common.errors import ElmoError, report_error
 
 from .command import COMMANDS, ConverterCommand
@@ -52,6 +53,11 @@ def _build_parser(commands: Sequence[ConverterCommand]) -> argparse.ArgumentPars
         )
         command.add_arguments(subparser)
         subparser.add_argument("--overwrite", action="store_true", help="replace an existing output")
+        subparser.add_argument(
+            NO_SPACE_CHECK,
+            action="store_true",
+            help="write even where the output's disk has less free space than the output is estimated to take",
+        )
     return parser
 
 

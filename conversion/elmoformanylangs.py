@@ -258,6 +258,7 @@ def convert_elmoformanylangs(
     source: SourceDescription,
     repo_id: str | None = None,
     overwrite: bool = False,
+    space_check: bool = True,
 ) -> tuple[ElmoModel, float]:
     """Convert and save an ELMoForManyLangs folder (atomically); returns the saved model and its parity."""
     return save_converted_folder(
@@ -266,6 +267,7 @@ def convert_elmoformanylangs(
         source=source,
         repo_id=repo_id,
         overwrite=overwrite,
+        space_check=space_check,
         tokenizer=lambda model, folder: _tokenizer(model.config, *_read_dictionaries(Path(model_dir)), folder),
     )
 
@@ -279,6 +281,11 @@ def run(args: argparse.Namespace) -> str:
         "the CoNLL 2018 shared task raw text of its language (20M words sampled from Wikipedia and Common Crawl)",
     )
     model, parity = convert_elmoformanylangs(
-        model_dir, args.output, source=source, repo_id=args.push_to_hub, overwrite=args.overwrite
+        model_dir,
+        args.output,
+        source=source,
+        repo_id=args.push_to_hub,
+        overwrite=args.overwrite,
+        space_check=not args.no_space_check,
     )
     return conversion_summary(model_dir, args.output, model, parity)

@@ -21,6 +21,8 @@ from common.model_card import render_model_card
 from common.model_folder import require_model_folder
 from modeling_elmo import ElmoConfig
 
+from .saving import require_room, weight_bytes
+
 if TYPE_CHECKING:  # sentence-transformers is an optional dependency, imported when a conversion runs
     from sentence_transformers import SentenceTransformer
 
@@ -68,11 +70,13 @@ def convert_to_sentence_transformers(
     language: str | None = None,
     repo_id: str | None = None,
     overwrite: bool = False,
+    space_check: bool = True,
 ) -> SentenceTransformer:
     """Write `output`, a sentence-transformers folder of the ELMo model in `model_dir` whose word vectors are
     mixed by `layers` (see `modeling_elmo.sentence_elmo.LAYER_SCHEMES`) and averaged. `license` and `language`
     default to the source model page's; `repo_id` is what the page's snippets load (default: the folder's name).
-    Returns the `SentenceTransformer` model."""
+    Returns the `SentenceTransformer` model. Unless `space_check` is off, a disk too small for the weights is
+    refused before they are written."""
     try:
         from sentence_transformers import SentenceTransformer
         from sentence_transformers.sentence_transformer.modules import Pooling
@@ -95,6 +99,7 @@ def convert_to_sentence_transformers(
     pooling = Pooling(encoder.get_embedding_dimension(), pooling_mode="mean")
     model = SentenceTransformer(modules=[encoder, pooling], device="cpu", similarity_fn_name="cosine")
     with atomic_output_folder(output, overwrite=overwrite, inputs=(model_dir,)) as staging:
+        require_room(output, weight_bytes(model), "the weights", space_check=space_check)
         model.save(str(staging), create_model_card=False)
         _name_modules_by_their_file(staging / "modules.json")
         _write_model_card(staging, encoder, model_dir, license, language, repo_id or output.name)
@@ -169,6 +174,7 @@ def run(args: argparse.Namespace) -> str:
         language=args.language,
         repo_id=args.push_to_hub,
         overwrite=args.overwrite,
+        space_check=not args.no_space_check,
     )
     return (
         f"Wrote {args.output}: {args.model} as a sentence-transformers model, --layers {model[0].layers} and the"

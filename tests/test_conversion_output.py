@@ -1,12 +1,18 @@
 """What `elmo-convert` does around its output: one writer at a time (a second is refused in one line naming the
-first, touching nothing), and no output that would replace the current directory or the inputs."""
+first, touching nothing), no output that would replace the current directory or the inputs, and a disk too small
+refused before the weights are written, or a disk that fills told in one line (the old output kept)."""
 
 from __future__ import annotations
 
+import errno
+import os
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -117,3 +123,97 @@ def test_the_current_directory_and_a_folder_of_the_inputs_are_refused(
             " name another folder"
         ]
     assert ElmoModel.from_pretrained(converted).config.cell_size == 32
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Callable[[str], Path | None]]:
+    """`mount(size)`: a folder on a tmpfs of `size` (e.g. "2m"), or None where no tmpfs can be mounted (not root):
+    the test then injects what a full disk does."""
+    mounted: list[Path] = []
+
+    def mount(size: str) -> Path | None:
+        folder = tmp_path / f"disk-{size}"
+        folder.mkdir()
+        command = ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)]
+        if shutil.which("mount") is None or subprocess.run(command, capture_output=True).returncode != 0:
+            print(f"no tmpfs of {size}: a full disk is injected")
+            return None
+        print(f"a tmpfs of {size}")
+        mounted.append(folder)
+        return folder
+
+    yield mount
+    for folder in mounted:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def _last_error(capsys: pytest.CaptureFixture) -> str:
+    """The line the command ended with (after any progress bars)."""
+    return capsys.readouterr().err.splitlines()[-1]
+
+
+def test_a_full_disk_is_told_in_one_line_and_leaves_the_old_model(
+    tmp_path: Path, small_disk, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A model of 4.8 MB on a disk of 2 MB that holds an old model of 0.2 MB: the free-space check refuses it;
+    with --no-space-check the disk fills while the weights are written. Either way the old model stays, and
+    nothing else is left. On a disk of 8 MB it converts."""
+    tiny = write_original_model(tmp_path / "tiny", small_options(), seed=11)
+    big = write_original_model(tmp_path / "big", small_options(dim=512, projection_dim=64), seed=11)
+    disk = small_disk("2m")
+    if disk is None:
+        disk = tmp_path / "disk"
+        monkeypatch.setattr("common.disk_space.shutil.disk_usage", lambda _: shutil._ntuple_diskusage(2e6, 0, 2e6))
+    output = disk / "model"
+    assert main(_allennlp(*tiny, output)) == 0
+    old = _tree(disk)
+
+    assert main(_allennlp(*big, output, "--overwrite")) == 2
+    assert re.fullmatch(
+        rf"elmo-convert: error: {output}: the 1,194,292 weights need about 4\.8 MB, but {output} has \d\.\d MB free:"
+        " free some space, write elsewhere, or pass --no-space-check to try anyway",
+        _last_error(capsys),
+    )
+    assert _tree(disk) == old
+
+    if not os.path.ismount(disk):
+
+        def full_disk(model, folder, **kwargs):
+            (Path(folder) / "model.safetensors").write_bytes(b"half")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        monkeypatch.setattr(ElmoModel, "save_pretrained", full_disk)
+    assert main(_allennlp(*big, output, "--overwrite", "--no-space-check")) == 2
+    assert _last_error(capsys) == (
+        f"elmo-convert: error: {output}: the disk is full: nothing was written, {output} is as it was;"
+        " free some space or write elsewhere"
+    )
+    assert _tree(disk) == old, "the old model whole, the staging folder and the lock removed"
+    monkeypatch.undo()
+
+    roomy = small_disk("8m") or tmp_path / "roomy"
+    assert main(_allennlp(*big, roomy / "model")) == 0
+    assert ElmoModel.from_pretrained(roomy / "model").config.cell_size == 512
+
+
+def test_too_little_room_for_token_embeddings_is_refused(
+    original, tmp_path: Path, small_disk, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """The token layer of 100,000 words (3.2 MB) for a disk of 2 MB is refused before it is computed."""
+    model = tmp_path / "model"
+    assert main(_allennlp(*original, model)) == 0
+    vocabulary = tmp_path / "vocab.txt"
+    vocabulary.write_text("".join(f"w{index}\n" for index in range(100_000)))
+    disk = small_disk("2m")
+    if disk is None:
+        disk = tmp_path / "disk"
+        monkeypatch.setattr("common.disk_space.shutil.disk_usage", lambda _: shutil._ntuple_diskusage(2e6, 0, 2e6))
+    output = disk / "embeddings.hdf5"
+    command = ["token-embeddings", "--model", str(model), "--vocab", str(vocabulary), "--output", str(output)]
+    assert main(command) == 2
+    assert re.fullmatch(
+        rf"elmo-convert: error: {output}: the token layer of 100,000 words need about 3\.2 MB, but {disk} has"
+        r" \d\.\d MB free: free some space, write elsewhere, or pass --no-space-check to try anyway",
+        _last_error(capsys),
+    )
+    assert not any(disk.iterdir()), "nothing written, the lock removed"
