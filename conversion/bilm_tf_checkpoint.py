@@ -30,6 +30,7 @@ from .model_card import SourceDescription, model_page_source
 from .saving import conversion_summary, save_converted_folder
 from .tf_checkpoint import TfCheckpoint
 from .token_embeddings import read_vocabulary
+from .weight_mapping import check_finite
 
 __all__ = [
     "checkpoint_files",
@@ -155,13 +156,18 @@ def load_bilm_tf_checkpoint(
     _check_variables(checkpoint, expected, config)
     read_bilm_tf_vocabulary(vocabulary_file, config.vocab_size)
 
+    def read(name: str) -> np.ndarray:
+        array = checkpoint.read(name)
+        check_finite(array, f"{checkpoint.index_path}: tensor {name}")
+        return array
+
     state_dict = {}
     for mapping in weight_mappings(config):
-        array = checkpoint.read(checkpoint_name(mapping.dataset, config.num_hidden_layers))
+        array = read(checkpoint_name(mapping.dataset, config.num_hidden_layers))
         for name, parameter in zip(mapping.parameters, mapping.to_model(array), strict=True):
             state_dict[f"elmo.{name}"] = torch.from_numpy(np.ascontiguousarray(parameter))
-    state_dict["softmax.weight"] = torch.from_numpy(checkpoint.read(SOFTMAX_WEIGHT))
-    state_dict["softmax.bias"] = torch.from_numpy(checkpoint.read(SOFTMAX_BIAS))
+    state_dict["softmax.weight"] = torch.from_numpy(read(SOFTMAX_WEIGHT))
+    state_dict["softmax.bias"] = torch.from_numpy(read(SOFTMAX_BIAS))
 
     model = ElmoForBidirectionalLM(config)
     result = model.load_state_dict(state_dict, strict=False)

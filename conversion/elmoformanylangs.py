@@ -21,7 +21,7 @@ from modeling_elmo import ORIGINAL_CHAR_CNN_FILTERS, ElmoConfig, ElmoModel, Elmo
 
 from .model_card import SourceDescription, model_page_source
 from .saving import conversion_summary, save_converted_folder
-from .weight_mapping import WeightMapping, character_embedding, same
+from .weight_mapping import WeightMapping, character_embedding, check_finite, same
 
 __all__ = [
     "RELEASED_NETWORK_CONFIG",
@@ -244,6 +244,7 @@ def load_elmoformanylangs_model(model_dir: str | Path) -> tuple[ElmoModel, dict[
                 f"{model_dir}: tensor {mapping.dataset} has shape {array.shape}, the config and dictionaries imply"
                 f" {mapping.shape}"
             )
+        check_finite(array, f"{model_dir}: tensor {mapping.dataset}")
         for name, converted in zip(mapping.parameters, mapping.to_model(array), strict=True):
             state_dict[name] = torch.from_numpy(np.ascontiguousarray(converted, dtype=np.float32))
     model = ElmoModel(config)
