@@ -2,8 +2,9 @@
 
 Three writers share the steps here (the staging path beside the target, the permissions of a shared output, the
 rename that publishes it): the one-process `atomic_output_file` / `atomic_output_folder` of the converters and
-the model pages; the checkpoints of `training.pretraining.checkpoint`, a fixed hidden staging folder that every
-process writes into before the main process publishes it; and `elmo-embed`'s resumable `OUT.partial`
+the model pages, which hold the output's lock (`common.output_lock`) from before their first check until the
+rename; the checkpoints of `training.pretraining.checkpoint`, a fixed hidden staging folder that every process
+writes into before the main process publishes it; and `elmo-embed`'s resumable `OUT.partial`
 (`inference.hdf5_output`), a fixed name that a later run finds and continues.
 """
 
@@ -12,11 +13,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from common.disk_space import is_disk_full
 from common.errors import ConversionError, ElmoError
+from common.output_lock import output_lock
 
 __all__ = [
     "atomic_output_file",
@@ -72,41 +75,84 @@ def refuse_existing(output: Path, *, overwrite: bool, error: type[ElmoError] = C
         raise error(f"{output} already exists: pass --overwrite to replace it")
 
 
+def _refuse_folders_in_use(output: Path, inputs: Iterable[str | Path]) -> None:
+    """Replacing the folder `output` renames it aside and deletes it: refuse the current directory and the folders
+    above it (the rename fails, "Device or resource busy"), and any folder that holds one of `inputs` (it would
+    delete what the new folder is made from)."""
+    resolved = output.resolve()
+    if resolved == Path.cwd() or resolved in Path.cwd().parents:
+        raise ConversionError(
+            f"{output} is the current directory or holds it: it cannot be replaced; name a new folder"
+        )
+    for source in inputs:
+        source_path = Path(source).resolve()
+        if resolved == source_path or resolved in source_path.parents:
+            raise ConversionError(
+                f"{output} holds the input {source}: replacing it would delete the input; name another folder"
+            )
+
+
+@contextmanager
+def _full_disk_in_one_line(output: Path) -> Iterator[None]:
+    """A full disk while `output` is written (its staging path already removed) ends in one line that says so,
+    instead of each library's own error (h5py's, safetensors')."""
+    existed = output.exists()
+    try:
+        yield
+    except Exception as error:
+        if not is_disk_full(error):
+            raise
+        kept = f", {output} is as it was" if existed else ""
+        raise ConversionError(
+            f"{output}: the disk is full: nothing was written{kept}; free some space or write elsewhere"
+        ) from error
+
+
 @contextmanager
 def atomic_output_file(output: str | Path, *, overwrite: bool = False) -> Iterator[Path]:
-    """Yield a temporary path beside `output`; on success it replaces `output`, on failure it is removed."""
+    """Yield a temporary path beside `output`; on success it replaces `output`, on failure it is removed. The
+    output's lock is held throughout, taken before the checks: a second writer stops, naming this one. A full disk
+    ends in one line."""
     output = Path(output)
-    refuse_existing(output, overwrite=overwrite)
     if output.is_dir():
         raise ConversionError(f"{output} is a folder, expected a file path")
-    output.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=f".{output.name}.", suffix=_PARTIAL, dir=output.parent)
-    os.close(handle)
-    staging = Path(name)
-    try:
-        yield staging
-        publish_file(staging, output)
-    except BaseException:
-        staging.unlink(missing_ok=True)
-        raise
+    with _full_disk_in_one_line(output), output_lock(output, error=ConversionError):
+        refuse_existing(output, overwrite=overwrite)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(prefix=f".{output.name}.", suffix=_PARTIAL, dir=output.parent)
+        os.close(handle)
+        staging = Path(name)
+        try:
+            yield staging
+            publish_file(staging, output)
+        except BaseException:
+            staging.unlink(missing_ok=True)
+            raise
 
 
 @contextmanager
-def atomic_output_folder(output: str | Path, *, overwrite: bool = False) -> Iterator[Path]:
+def atomic_output_folder(
+    output: str | Path, *, overwrite: bool = False, inputs: Iterable[str | Path] = ()
+) -> Iterator[Path]:
     """Yield a temporary folder; on success it becomes `output`, on failure it is removed.
 
-    An existing `output` is refused unless `overwrite`; it is replaced only once the new folder is
-    complete, so a failed conversion never leaves a half-written or missing model.
+    The output's lock is held throughout, taken before the checks: a second writer stops, naming this one. An
+    existing `output` is refused unless `overwrite`, and so is one that cannot be replaced (the current directory,
+    a folder holding one of the files or folders `inputs` the new one is made from); it is replaced only once the
+    new folder is complete, so a failed conversion never leaves a half-written or missing model. A full disk ends
+    in one line.
     """
     output = Path(output)
-    refuse_existing(output, overwrite=overwrite)
-    if output.exists() and not output.is_dir():
-        raise ConversionError(f"{output} exists and is not a folder")
-    output.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=_PARTIAL, dir=output.parent))
-    try:
-        yield staging
-        publish_folder(staging, output)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    _refuse_folders_in_use(output, inputs)
+    with _full_disk_in_one_line(output), output_lock(output, error=ConversionError):
+        refuse_existing(output, overwrite=overwrite)
+        if output.exists() and not output.is_dir():
+            raise ConversionError(f"{output} exists and is not a folder")
+        output.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=_PARTIAL, dir=output.parent))
+        try:
+            yield staging
+            publish_folder(staging, output)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise

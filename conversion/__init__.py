@@ -1,8 +1,10 @@
 """Conversions between the original ELMo formats and transformers folders (`elmo-convert`).
 
-Each converter module (`allennlp`, `elmoformanylangs`, `bilm_tf_checkpoint`, `token_embeddings`,
-`sentence_embeddings`) defines its subcommand (`command.ConverterCommand`), which `cli` lists; the three that
-write a model folder finish with `saving.save_converted_folder` (atomic write, reload, float64 parity, model page).
+`command` lists the subcommands (`command.COMMANDS`: names, arguments, and the converter function each runs),
+light to import so that `cli` parses arguments without torch; each converter module (`allennlp`,
+`elmoformanylangs`, `bilm_tf_checkpoint`, `token_embeddings`, `sentence_embeddings`) is imported when its
+subcommand runs. The three that write a model folder finish with `saving.save_converted_folder` (atomic write,
+reload, float64 parity, model page).
 """
 
 from common.errors import ConversionError

@@ -14,18 +14,17 @@ from common.options import config_from_options, options_from_config, read_option
 from modeling_elmo import ElmoConfig, ElmoModel
 
 from .allennlp_hdf5 import read_allennlp_weights, write_allennlp_weights
-from .command import ConverterCommand, add_model_page_arguments, model_page_source
-from .model_card import SourceDescription
-from .saving import conversion_summary, save_converted_folder
+from .model_card import SourceDescription, model_page_source
+from .saving import conversion_summary, require_room, save_converted_folder, weight_bytes
 from .variants import VARIANTS
 
 __all__ = [
-    "CONVERT_COMMAND",
-    "EXPORT_COMMAND",
     "convert_allennlp",
     "export_allennlp",
     "load_allennlp_model",
     "load_converted_model",
+    "run_convert",
+    "run_export",
 ]
 
 
@@ -57,6 +56,7 @@ def convert_allennlp(
     options_source: str = "options.json",
     repo_id: str | None = None,
     overwrite: bool = False,
+    space_check: bool = True,
 ) -> tuple[ElmoModel, float]:
     """Convert and save model, tokenizer, code and model page to `output` (atomically).
 
@@ -70,6 +70,7 @@ def convert_allennlp(
         source=source,
         repo_id=repo_id,
         overwrite=overwrite,
+        space_check=space_check,
     )
 
 
@@ -90,28 +91,21 @@ def _check_exportable(config: ElmoConfig, folder: str | Path) -> None:
         )
 
 
-def export_allennlp(model_folder: str | Path, output: str | Path, *, overwrite: bool = False) -> Path:
-    """Write `options.json` + `weights.hdf5` in the original layout to the folder `output`."""
+def export_allennlp(
+    model_folder: str | Path, output: str | Path, *, overwrite: bool = False, space_check: bool = True
+) -> Path:
+    """Write `options.json` + `weights.hdf5` in the original layout to the folder `output` (refused, unless
+    `space_check` is off, where the disk has too little room for the weights)."""
     model = load_converted_model(model_folder)
     _check_exportable(model.config, model_folder)
-    with atomic_output_folder(output, overwrite=overwrite) as folder:
+    with atomic_output_folder(output, overwrite=overwrite, inputs=(model_folder,)) as folder:
+        require_room(output, weight_bytes(model), "the weights.hdf5", space_check=space_check)
         (folder / "options.json").write_text(json.dumps(options_from_config(model.config), indent=2) + "\n")
         write_allennlp_weights(folder / "weights.hdf5", model.state_dict(), model.config)
     return Path(output)
 
 
-def _add_convert_arguments(parser: argparse.ArgumentParser) -> None:
-    described_by = parser.add_mutually_exclusive_group(required=True)
-    described_by.add_argument("--options", help="the model's options.json")
-    described_by.add_argument(
-        "--variant", choices=sorted(VARIANTS), help="a released model's options, instead of --options"
-    )
-    parser.add_argument("--weights", required=True, help="the model's weights.hdf5")
-    parser.add_argument("--output", required=True, help="model folder to create")
-    add_model_page_arguments(parser)
-
-
-def _run_convert(args: argparse.Namespace) -> str:
+def run_convert(args: argparse.Namespace) -> str:
     weights = Path(args.weights)
     if args.variant:
         variant = VARIANTS[args.variant]
@@ -134,26 +128,11 @@ def _run_convert(args: argparse.Namespace) -> str:
         options_source=options_source,
         repo_id=args.push_to_hub,
         overwrite=args.overwrite,
+        space_check=not args.no_space_check,
     )
     return conversion_summary(weights, args.output, model, parity)
 
 
-def _add_export_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="model folder written by this package")
-    parser.add_argument("--output", required=True, help="folder to create for options.json and weights.hdf5")
-
-
-def _run_export(args: argparse.Namespace) -> str:
-    output = export_allennlp(args.model, args.output, overwrite=args.overwrite)
+def run_export(args: argparse.Namespace) -> str:
+    output = export_allennlp(args.model, args.output, overwrite=args.overwrite, space_check=not args.no_space_check)
     return f"Exported {args.model} -> {output / 'options.json'}, {output / 'weights.hdf5'}"
-
-
-CONVERT_COMMAND = ConverterCommand(
-    "allennlp", "AllenNLP/bilm-tf options.json + weights.hdf5 -> model folder", _add_convert_arguments, _run_convert
-)
-EXPORT_COMMAND = ConverterCommand(
-    "to-allennlp",
-    "model folder -> options.json + weights.hdf5 in the original layout",
-    _add_export_arguments,
-    _run_export,
-)

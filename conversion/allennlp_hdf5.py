@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from common.errors import ConversionError
 from modeling_elmo import ElmoConfig
 
-from .weight_mapping import WeightMapping, character_embedding, same, transposed
+from .weight_mapping import WeightMapping, character_embedding, check_finite, same, transposed
 
 __all__ = ["read_allennlp_weights", "weight_mappings", "write_allennlp_weights"]
 
@@ -112,7 +112,9 @@ def read_allennlp_weights(path: str | Path, config: ElmoConfig, *, progress: boo
                 )
             if dataset.dtype != np.float32:
                 raise ConversionError(f"{path}: dataset {mapping.dataset} has dtype {dataset.dtype}, expected float32")
-            for name, array in zip(mapping.parameters, mapping.to_model(dataset[...]), strict=True):
+            original = dataset[...]
+            check_finite(original, f"{path}: dataset {mapping.dataset}")
+            for name, array in zip(mapping.parameters, mapping.to_model(original), strict=True):
                 state_dict[name] = torch.from_numpy(np.ascontiguousarray(array))
     return state_dict
 

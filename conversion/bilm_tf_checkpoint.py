@@ -26,19 +26,19 @@ from common.vocabulary import SPECIAL_WORDS
 from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM
 
 from .allennlp_hdf5 import weight_mappings
-from .command import ConverterCommand, add_model_page_arguments, model_page_source
-from .model_card import SourceDescription
+from .model_card import SourceDescription, model_page_source
 from .saving import conversion_summary, save_converted_folder
 from .tf_checkpoint import TfCheckpoint
 from .token_embeddings import read_vocabulary
+from .weight_mapping import check_finite
 
 __all__ = [
-    "COMMAND",
     "checkpoint_files",
     "checkpoint_name",
     "convert_bilm_tf_checkpoint",
     "load_bilm_tf_checkpoint",
     "read_bilm_tf_vocabulary",
+    "run",
 ]
 
 SOFTMAX_WEIGHT, SOFTMAX_BIAS = "lm/softmax/W", "lm/softmax/b"
@@ -156,13 +156,18 @@ def load_bilm_tf_checkpoint(
     _check_variables(checkpoint, expected, config)
     read_bilm_tf_vocabulary(vocabulary_file, config.vocab_size)
 
+    def read(name: str) -> np.ndarray:
+        array = checkpoint.read(name)
+        check_finite(array, f"{checkpoint.index_path}: tensor {name}")
+        return array
+
     state_dict = {}
     for mapping in weight_mappings(config):
-        array = checkpoint.read(checkpoint_name(mapping.dataset, config.num_hidden_layers))
+        array = read(checkpoint_name(mapping.dataset, config.num_hidden_layers))
         for name, parameter in zip(mapping.parameters, mapping.to_model(array), strict=True):
             state_dict[f"elmo.{name}"] = torch.from_numpy(np.ascontiguousarray(parameter))
-    state_dict["softmax.weight"] = torch.from_numpy(checkpoint.read(SOFTMAX_WEIGHT))
-    state_dict["softmax.bias"] = torch.from_numpy(checkpoint.read(SOFTMAX_BIAS))
+    state_dict["softmax.weight"] = torch.from_numpy(read(SOFTMAX_WEIGHT))
+    state_dict["softmax.bias"] = torch.from_numpy(read(SOFTMAX_BIAS))
 
     model = ElmoForBidirectionalLM(config)
     result = model.load_state_dict(state_dict, strict=False)
@@ -187,6 +192,7 @@ def convert_bilm_tf_checkpoint(
     options_source: str = "options.json",
     repo_id: str | None = None,
     overwrite: bool = False,
+    space_check: bool = True,
 ) -> tuple[ElmoForBidirectionalLM, float]:
     """Convert and save model, tokenizer, code, the vocabulary (as `vocab.txt`) and model page to `output`
     (atomically).
@@ -202,25 +208,12 @@ def convert_bilm_tf_checkpoint(
         source=source,
         repo_id=repo_id,
         overwrite=overwrite,
+        space_check=space_check,
         copies={"vocab.txt": Path(vocabulary_file)},
     )
 
 
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--checkpoint",
-        required=True,
-        help="checkpoint prefix (model.ckpt-N, the .index file's name without '.index'), or the training folder",
-    )
-    parser.add_argument("--options", required=True, help="the options.json bilm-tf wrote for the training run")
-    parser.add_argument(
-        "--vocab", required=True, help="the training vocabulary: one word per softmax row, <S>, </S>, <UNK> first"
-    )
-    parser.add_argument("--output", required=True, help="model folder to create")
-    add_model_page_arguments(parser)
-
-
-def _run(args: argparse.Namespace) -> str:
+def run(args: argparse.Namespace) -> str:
     files = checkpoint_files(args.checkpoint)
     source = model_page_source(
         args,
@@ -238,14 +231,7 @@ def _run(args: argparse.Namespace) -> str:
         options_source=args.options,
         repo_id=args.push_to_hub,
         overwrite=args.overwrite,
+        space_check=not args.no_space_check,
     )
     summary = conversion_summary(Path(args.checkpoint), args.output, model.elmo, parity)
     return f"{summary}; with its softmax of {model.config.vocab_size:,} words and vocab.txt"
-
-
-COMMAND = ConverterCommand(
-    "bilm-tf-checkpoint",
-    "bilm-tf training checkpoint (biLM + softmax) -> language-model folder (ElmoForBidirectionalLM)",
-    _add_arguments,
-    _run,
-)

@@ -1,4 +1,5 @@
-"""The `elmo-convert` command."""
+"""The `elmo-convert` command. Parsing its arguments imports no torch (`conversion.command`): `--help` and an
+argument error come at once; the converter a subcommand needs is imported when it runs."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from common.disk_space import NO_SPACE_CHECK
 from common.errors import ElmoError, report_error
 
-from .command import ConverterCommand
+from .command import COMMANDS, ConverterCommand
 
 __all__ = ["main"]
 
@@ -33,20 +35,6 @@ A sentence-transformers folder (averaged ELMo sentence vectors; needs sentence-t
 """
 
 
-def _commands() -> tuple[ConverterCommand, ...]:
-    """Every subcommand, in the order `--help` lists them (imported here: they bring torch)."""
-    from . import allennlp, bilm_tf_checkpoint, elmoformanylangs, sentence_embeddings, token_embeddings
-
-    return (
-        allennlp.CONVERT_COMMAND,
-        elmoformanylangs.COMMAND,
-        allennlp.EXPORT_COMMAND,
-        token_embeddings.COMMAND,
-        bilm_tf_checkpoint.COMMAND,
-        sentence_embeddings.COMMAND,
-    )
-
-
 def _build_parser(commands: Sequence[ConverterCommand]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="elmo-convert",
@@ -65,6 +53,11 @@ def _build_parser(commands: Sequence[ConverterCommand]) -> argparse.ArgumentPars
         )
         command.add_arguments(subparser)
         subparser.add_argument("--overwrite", action="store_true", help="replace an existing output")
+        subparser.add_argument(
+            NO_SPACE_CHECK,
+            action="store_true",
+            help="write even where the output's disk has less free space than the output is estimated to take",
+        )
     return parser
 
 
@@ -79,9 +72,8 @@ def _run(command: ConverterCommand, args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    commands = _commands()
-    args = _build_parser(commands).parse_args(argv)
-    command = next(command for command in commands if command.name == args.command)
+    args = _build_parser(COMMANDS).parse_args(argv)
+    command = next(command for command in COMMANDS if command.name == args.command)
     try:
         print(_run(command, args))
     except ElmoError as error:

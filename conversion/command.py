@@ -1,16 +1,20 @@
-"""What an `elmo-convert` subcommand is: each converter module defines its own `COMMAND` (name, summary, the
-function that adds its arguments, the function that runs it), and `conversion.cli` lists them."""
+"""The `elmo-convert` subcommands: each one's name, summary and arguments, and the converter function that carries
+it out, named by module and function and imported only when the command runs.
+
+Argument parsing (`--help`, a mistyped option) needs none of torch, transformers or h5py, which take seconds to
+import: this module and what it imports stay light, and each converter module is imported by `ConverterCommand.run`.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
-from .model_card import SourceDescription
+from .variants import VARIANTS
 
-__all__ = ["ConverterCommand", "add_model_page_arguments", "model_page_source"]
+__all__ = ["COMMANDS", "ConverterCommand", "add_model_page_arguments"]
 
 
 @dataclass(frozen=True)
@@ -20,7 +24,11 @@ class ConverterCommand:
     name: str
     summary: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], str]
+    runner: str  # "module:function" in this package: the function taking the parsed arguments
+
+    def run(self, args: argparse.Namespace) -> str:
+        module, function = self.runner.split(":")
+        return getattr(importlib.import_module(f".{module}", __package__), function)(args)
 
 
 def add_model_page_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,20 +42,103 @@ def add_model_page_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--push-to-hub", metavar="REPO", help="upload the folder to this Hub model repo")
 
 
-def model_page_source(
-    args: argparse.Namespace,
-    description: str,
-    files: tuple[Path, ...],
-    training_data: str,
-    options_file: str | None = None,
-) -> SourceDescription:
-    """What the model page says of the source: `description`, `files` (named with their checksums), the
-    `training_data`, the options file where one was read, and the license and language the arguments give."""
-    return SourceDescription(
-        description,
-        files,
-        args.license,
-        args.language,
-        training_data,
-        options_file=None if options_file is None else Path(options_file),
+def _allennlp_arguments(parser: argparse.ArgumentParser) -> None:
+    described_by = parser.add_mutually_exclusive_group(required=True)
+    described_by.add_argument("--options", help="the model's options.json")
+    described_by.add_argument(
+        "--variant", choices=sorted(VARIANTS), help="a released model's options, instead of --options"
     )
+    parser.add_argument("--weights", required=True, help="the model's weights.hdf5")
+    parser.add_argument("--output", required=True, help="model folder to create")
+    add_model_page_arguments(parser)
+
+
+def _elmoformanylangs_arguments(parser: argparse.ArgumentParser) -> None:
+    # --model names the folder a command reads, in every command; --model-dir is the spelling this one had first.
+    parser.add_argument(
+        "--model", "--model-dir", dest="model", required=True, help="folder with config.json, char.dic, *.pkl"
+    )
+    parser.add_argument("--output", required=True, help="model folder to create")
+    add_model_page_arguments(parser)
+
+
+def _to_allennlp_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="model folder written by this package")
+    parser.add_argument("--output", required=True, help="folder to create for options.json and weights.hdf5")
+
+
+def _token_embeddings_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="model folder written by this package")
+    parser.add_argument("--vocab", required=True, help="vocabulary file, one word per line")
+    parser.add_argument("--output", required=True, help="hdf5 file to create (dataset 'embedding')")
+    parser.add_argument("--batch-size", type=int, default=1024, help="words per batch (default %(default)s)")
+
+
+def _bilm_tf_checkpoint_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--checkpoint",
+        required=True,
+        help="checkpoint prefix (model.ckpt-N, the .index file's name without '.index'), or the training folder",
+    )
+    parser.add_argument("--options", required=True, help="the options.json bilm-tf wrote for the training run")
+    parser.add_argument(
+        "--vocab", required=True, help="the training vocabulary: one word per softmax row, <S>, </S>, <UNK> first"
+    )
+    parser.add_argument("--output", required=True, help="model folder to create")
+    add_model_page_arguments(parser)
+
+
+def _sentence_transformers_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="ELMo model folder (any written by this package)")
+    parser.add_argument("--output", required=True, help="sentence-transformers folder to create")
+    parser.add_argument(
+        "--layers",
+        default="average",
+        help="each word's vector (default %(default)s): average (mean of all layers), first-two (mean of the token "
+        "layer and the first biLSTM layer, the top layers are not run), concat (all layers side by side), or one "
+        "layer's index (0 = token layer, 1..L = biLSTM layers)",
+    )
+    parser.add_argument("--license", help="license for the model page (default: the source model page's)")
+    parser.add_argument("--language", help="language for the model page (default: the source model page's)")
+    parser.add_argument("--push-to-hub", metavar="REPO", help="upload the folder to this Hub model repo")
+
+
+# Every subcommand, in the order `--help` lists them.
+COMMANDS = (
+    ConverterCommand(
+        "allennlp",
+        "AllenNLP/bilm-tf options.json + weights.hdf5 -> model folder",
+        _allennlp_arguments,
+        "allennlp:run_convert",
+    ),
+    ConverterCommand(
+        "elmoformanylangs",
+        "ELMoForManyLangs model folder -> model folder",
+        _elmoformanylangs_arguments,
+        "elmoformanylangs:run",
+    ),
+    ConverterCommand(
+        "to-allennlp",
+        "model folder -> options.json + weights.hdf5 in the original layout",
+        _to_allennlp_arguments,
+        "allennlp:run_export",
+    ),
+    ConverterCommand(
+        "token-embeddings",
+        "token layer of a vocabulary -> bilm-tf's token embedding hdf5",
+        _token_embeddings_arguments,
+        "token_embeddings:run",
+    ),
+    ConverterCommand(
+        "bilm-tf-checkpoint",
+        "bilm-tf training checkpoint (biLM + softmax) -> language-model folder (ElmoForBidirectionalLM)",
+        _bilm_tf_checkpoint_arguments,
+        "bilm_tf_checkpoint:run",
+    ),
+    ConverterCommand(
+        "sentence-transformers",
+        "model folder -> sentence-transformers folder: averaged ELMo sentence vectors (mixed layers, mean over words)",
+        _sentence_transformers_arguments,
+        "sentence_embeddings:run",
+    ),
+)

@@ -20,16 +20,15 @@ from common.errors import ConversionError
 from common.safe_load import load_tensors
 from modeling_elmo import ORIGINAL_CHAR_CNN_FILTERS, ElmoConfig, ElmoModel, ElmoTokenizer
 
-from .command import ConverterCommand, add_model_page_arguments, model_page_source
-from .model_card import SourceDescription
+from .model_card import SourceDescription, model_page_source
 from .saving import conversion_summary, save_converted_folder
-from .weight_mapping import WeightMapping, character_embedding, same
+from .weight_mapping import WeightMapping, character_embedding, check_finite, same
 
 __all__ = [
-    "COMMAND",
     "RELEASED_NETWORK_CONFIG",
     "convert_elmoformanylangs",
     "load_elmoformanylangs_model",
+    "run",
     "weight_mappings",
 ]
 
@@ -241,6 +240,7 @@ def load_elmoformanylangs_model(model_dir: str | Path) -> tuple[ElmoModel, dict[
                 f"{model_dir}: tensor {mapping.dataset} has shape {array.shape}, the config and dictionaries imply"
                 f" {mapping.shape}"
             )
+        check_finite(array, f"{model_dir}: tensor {mapping.dataset}")
         for name, converted in zip(mapping.parameters, mapping.to_model(array), strict=True):
             state_dict[name] = torch.from_numpy(np.ascontiguousarray(converted, dtype=np.float32))
     model = ElmoModel(config)
@@ -255,6 +255,7 @@ def convert_elmoformanylangs(
     source: SourceDescription,
     repo_id: str | None = None,
     overwrite: bool = False,
+    space_check: bool = True,
 ) -> tuple[ElmoModel, float]:
     """Convert and save an ELMoForManyLangs folder (atomically); returns the saved model and its parity."""
     return save_converted_folder(
@@ -263,20 +264,12 @@ def convert_elmoformanylangs(
         source=source,
         repo_id=repo_id,
         overwrite=overwrite,
+        space_check=space_check,
         tokenizer=lambda model, folder: _tokenizer(model.config, *_read_dictionaries(Path(model_dir)), folder),
     )
 
 
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    # --model names the folder a command reads, in every command; --model-dir is the spelling this one had first.
-    parser.add_argument(
-        "--model", "--model-dir", dest="model", required=True, help="folder with config.json, char.dic, *.pkl"
-    )
-    parser.add_argument("--output", required=True, help="model folder to create")
-    add_model_page_arguments(parser)
-
-
-def _run(args: argparse.Namespace) -> str:
+def run(args: argparse.Namespace) -> str:
     model_dir = Path(args.model)
     source = model_page_source(
         args,
@@ -285,9 +278,11 @@ def _run(args: argparse.Namespace) -> str:
         "the CoNLL 2018 shared task raw text of its language (20M words sampled from Wikipedia and Common Crawl)",
     )
     model, parity = convert_elmoformanylangs(
-        model_dir, args.output, source=source, repo_id=args.push_to_hub, overwrite=args.overwrite
+        model_dir,
+        args.output,
+        source=source,
+        repo_id=args.push_to_hub,
+        overwrite=args.overwrite,
+        space_check=not args.no_space_check,
     )
     return conversion_summary(model_dir, args.output, model, parity)
-
-
-COMMAND = ConverterCommand("elmoformanylangs", "ELMoForManyLangs model folder -> model folder", _add_arguments, _run)

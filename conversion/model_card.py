@@ -4,6 +4,7 @@ the source weights."""
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from huggingface_hub import ModelCard
 from common.model_card import elmo_card_data, file_sha256, render_model_card
 from modeling_elmo import ElmoModel, ElmoTokenizer
 
-__all__ = ["PARITY_SENTENCES", "SourceDescription", "measure_parity", "write_model_card"]
+__all__ = ["PARITY_SENTENCES", "SourceDescription", "measure_parity", "model_page_source", "write_model_card"]
 
 # Awkward on purpose: non-ASCII, a word over 48 bytes, an empty sentence, an empty-string word, mixed lengths.
 PARITY_SENTENCES = [
@@ -34,6 +35,25 @@ class SourceDescription:
     language: str = "en"
     training_data: str = "the 1 Billion Word Benchmark (about 800M tokens of news text)"
     options_file: Path | None = None  # the options.json the weights were read with, where one was given
+
+
+def model_page_source(
+    args: argparse.Namespace,
+    description: str,
+    files: tuple[Path, ...],
+    training_data: str,
+    options_file: str | None = None,
+) -> SourceDescription:
+    """What the model page says of the source: `description`, `files` (named with their checksums), the
+    `training_data`, the options file where one was read, and the license and language the arguments give."""
+    return SourceDescription(
+        description,
+        files,
+        args.license,
+        args.language,
+        training_data,
+        options_file=None if options_file is None else Path(options_file),
+    )
 
 
 def _file_record(path: Path) -> dict[str, str]:

@@ -10,12 +10,14 @@ from typing import TypeVar
 
 import torch
 
-from common.atomic_output import atomic_output_folder, refuse_existing
+from common.atomic_output import atomic_output_folder
+from common.disk_space import check_free_space
+from common.errors import ConversionError
 from modeling_elmo import ElmoModel, ElmoPreTrainedModel, ElmoTokenizer
 
 from .model_card import SourceDescription, measure_parity, write_model_card
 
-__all__ = ["conversion_summary", "save_converted_folder"]
+__all__ = ["conversion_summary", "require_room", "save_converted_folder", "weight_bytes"]
 
 Model = TypeVar("Model", bound=ElmoPreTrainedModel)
 
@@ -25,6 +27,18 @@ def _bytes_tokenizer(model: ElmoPreTrainedModel, folder: Path) -> ElmoTokenizer:
     return ElmoTokenizer(max_characters_per_token=model.config.max_characters_per_token)
 
 
+def weight_bytes(model: torch.nn.Module) -> int:
+    """The bytes of the model's tensors as saved (model.safetensors, or a weights.hdf5 of the same float32 values)."""
+    return sum(tensor.numel() * tensor.element_size() for tensor in model.state_dict().values())
+
+
+def require_room(output: str | Path, needed: int, what: str, *, space_check: bool) -> None:
+    """Refuse, before anything large is written, an `output` whose disk has less than the `needed` bytes free
+    (`common.disk_space.check_free_space`), unless `space_check` is off (`--no-space-check`)."""
+    if space_check:
+        check_free_space(output, needed, what=what, error=ConversionError)
+
+
 def save_converted_folder(
     convert: Callable[[], Model],
     output: str | Path,
@@ -32,20 +46,33 @@ def save_converted_folder(
     source: SourceDescription,
     repo_id: str | None = None,
     overwrite: bool = False,
+    space_check: bool = True,
     tokenizer: Callable[[Model, Path], ElmoTokenizer] = _bytes_tokenizer,
     copies: Mapping[str, Path] | None = None,
 ) -> tuple[Model, float]:
-    """Run `convert` (the slow part, only once `output` is known to be free) and save its model to the folder
-    `output`, atomically: weights, config and code, the tokenizer `tokenizer(model, folder)` builds (it may write
-    vocabulary files into the folder), the files `copies` (name in the folder -> source file) and the model page.
+    """Run `convert` (the slow part, only once `output` is locked and known to be free) and save its model to the
+    folder `output`, atomically: weights, config and code, the tokenizer `tokenizer(model, folder)` builds (it may
+    write vocabulary files into the folder), the files `copies` (name in the folder -> source file) and the model
+    page. Unless `space_check` is off, a disk too small for the weights and copies is refused before they are
+    written.
 
     Returns the saved model, reloaded, and its parity: the largest difference at any biLM layer between the saved
     float32 model and a float64 computation with the source weights. `repo_id` (default: the folder name) is what
     the model page's snippets load.
     """
-    refuse_existing(Path(output), overwrite=overwrite)  # before the slow part
-    model = convert()
-    with atomic_output_folder(output, overwrite=overwrite) as folder:
+    inputs = (*source.source_files, *(copies or {}).values())
+    if source.options_file is not None:
+        inputs += (source.options_file,)
+    with atomic_output_folder(output, overwrite=overwrite, inputs=inputs) as folder:
+        model = convert()
+        copied = (copies or {}).values()
+        require_room(
+            output,
+            weight_bytes(model) + sum(path.stat().st_size for path in copied),
+            f"the {sum(parameter.numel() for parameter in model.parameters()):,} weights"
+            + "".join(f" and {path.name}" for path in copied),
+            space_check=space_check,
+        )
         model.save_pretrained(folder)
         folder_tokenizer = tokenizer(model, folder)
         folder_tokenizer.save_pretrained(folder)

@@ -21,14 +21,14 @@ from common.model_card import render_model_card
 from common.model_folder import require_model_folder
 from modeling_elmo import ElmoConfig
 
-from .command import ConverterCommand
+from .saving import require_room, weight_bytes
 
 if TYPE_CHECKING:  # sentence-transformers is an optional dependency, imported when a conversion runs
     from sentence_transformers import SentenceTransformer
 
     from modeling_elmo.sentence_elmo import ElmoSentenceEncoder
 
-__all__ = ["COMMAND", "SOURCE_CARD", "convert_to_sentence_transformers", "describe_layers"]
+__all__ = ["SOURCE_CARD", "convert_to_sentence_transformers", "describe_layers", "run"]
 
 TEMPLATE = Path(__file__).with_name("sentence_model_card.md")
 SOURCE_CARD = "elmo_model_card.md"  # the source folder's own README.md, kept beside the new page
@@ -70,11 +70,13 @@ def convert_to_sentence_transformers(
     language: str | None = None,
     repo_id: str | None = None,
     overwrite: bool = False,
+    space_check: bool = True,
 ) -> SentenceTransformer:
     """Write `output`, a sentence-transformers folder of the ELMo model in `model_dir` whose word vectors are
     mixed by `layers` (see `modeling_elmo.sentence_elmo.LAYER_SCHEMES`) and averaged. `license` and `language`
     default to the source model page's; `repo_id` is what the page's snippets load (default: the folder's name).
-    Returns the `SentenceTransformer` model."""
+    Returns the `SentenceTransformer` model. Unless `space_check` is off, a disk too small for the weights is
+    refused before they are written."""
     try:
         from sentence_transformers import SentenceTransformer
         from sentence_transformers.sentence_transformer.modules import Pooling
@@ -96,7 +98,8 @@ def convert_to_sentence_transformers(
         raise ConversionError(f"{model_dir}: cannot load the ELMo model: {str(error).splitlines()[0]}") from error
     pooling = Pooling(encoder.get_embedding_dimension(), pooling_mode="mean")
     model = SentenceTransformer(modules=[encoder, pooling], device="cpu", similarity_fn_name="cosine")
-    with atomic_output_folder(output, overwrite=overwrite) as staging:
+    with atomic_output_folder(output, overwrite=overwrite, inputs=(model_dir,)) as staging:
+        require_room(output, weight_bytes(model), "the weights", space_check=space_check)
         model.save(str(staging), create_model_card=False)
         _name_modules_by_their_file(staging / "modules.json")
         _write_model_card(staging, encoder, model_dir, license, language, repo_id or output.name)
@@ -162,22 +165,7 @@ def _title(card: ModelCard) -> str | None:
     return next((line[2:].strip() for line in card.text.splitlines() if line.startswith("# ")), None)
 
 
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="ELMo model folder (any written by this package)")
-    parser.add_argument("--output", required=True, help="sentence-transformers folder to create")
-    parser.add_argument(
-        "--layers",
-        default="average",
-        help="each word's vector (default %(default)s): average (mean of all layers), first-two (mean of the token "
-        "layer and the first biLSTM layer, the top layers are not run), concat (all layers side by side), or one "
-        "layer's index (0 = token layer, 1..L = biLSTM layers)",
-    )
-    parser.add_argument("--license", help="license for the model page (default: the source model page's)")
-    parser.add_argument("--language", help="language for the model page (default: the source model page's)")
-    parser.add_argument("--push-to-hub", metavar="REPO", help="upload the folder to this Hub model repo")
-
-
-def _run(args: argparse.Namespace) -> str:
+def run(args: argparse.Namespace) -> str:
     model = convert_to_sentence_transformers(
         args.model,
         args.output,
@@ -186,17 +174,10 @@ def _run(args: argparse.Namespace) -> str:
         language=args.language,
         repo_id=args.push_to_hub,
         overwrite=args.overwrite,
+        space_check=not args.no_space_check,
     )
     return (
         f"Wrote {args.output}: {args.model} as a sentence-transformers model, --layers {model[0].layers} and the"
         f" mean over words, {model.get_embedding_dimension()} dimensions; load it with"
         f' SentenceTransformer("{args.output}", trust_remote_code=True)'
     )
-
-
-COMMAND = ConverterCommand(
-    "sentence-transformers",
-    "model folder -> sentence-transformers folder: averaged ELMo sentence vectors (mixed layers, mean over words)",
-    _add_arguments,
-    _run,
-)

@@ -16,9 +16,9 @@ from common.vocabulary import read_vocabulary_lines
 from modeling_elmo import ElmoTokenizer
 
 from .allennlp import load_converted_model
-from .command import ConverterCommand
+from .saving import require_room
 
-__all__ = ["COMMAND", "read_vocabulary", "write_token_embeddings"]
+__all__ = ["read_vocabulary", "run", "write_token_embeddings"]
 
 
 def read_vocabulary(path: str | Path) -> list[str]:
@@ -37,38 +37,42 @@ def write_token_embeddings(
     *,
     batch_size: int = 1024,
     overwrite: bool = False,
+    space_check: bool = True,
 ) -> int:
-    """Compute and write the token layer of every vocabulary word; returns the number of words."""
+    """Compute and write the token layer of every vocabulary word; returns the number of words. Unless
+    `space_check` is off, a disk too small for the vectors is refused before they are computed."""
     words = read_vocabulary(vocabulary_file)
     model = load_converted_model(model_folder)
     tokenizer = ElmoTokenizer.from_pretrained(model_folder)
-    with atomic_output_file(output, overwrite=overwrite) as staging, h5py.File(staging, "w") as embeddings:
-        dataset = embeddings.create_dataset("embedding", (len(words), model.config.projection_dim), dtype="float32")
-        for start in tqdm(range(0, len(words), batch_size), desc="Token embeddings", unit="batch"):
-            batch = words[start : start + batch_size]
-            inputs = tokenizer([batch], is_split_into_words=True, return_tensors="pt")
-            word_ids = inputs["input_word_ids"][0] if "input_word_ids" in inputs else None
-            with torch.no_grad():
-                dataset[start : start + len(batch)] = (
-                    model.char_encoder(inputs["input_ids"][0], word_ids).float().numpy()
-                )
+    with atomic_output_file(output, overwrite=overwrite) as staging:
+        shape = (len(words), model.config.projection_dim)
+        float32_bytes = 4
+        require_room(
+            output,
+            shape[0] * shape[1] * float32_bytes,
+            f"the token layer of {len(words):,} words",
+            space_check=space_check,
+        )
+        with h5py.File(staging, "w") as embeddings:
+            dataset = embeddings.create_dataset("embedding", shape, dtype="float32")
+            for start in tqdm(range(0, len(words), batch_size), desc="Token embeddings", unit="batch"):
+                batch = words[start : start + batch_size]
+                inputs = tokenizer([batch], is_split_into_words=True, return_tensors="pt")
+                word_ids = inputs["input_word_ids"][0] if "input_word_ids" in inputs else None
+                with torch.no_grad():
+                    dataset[start : start + len(batch)] = (
+                        model.char_encoder(inputs["input_ids"][0], word_ids).float().numpy()
+                    )
     return len(words)
 
 
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="model folder written by this package")
-    parser.add_argument("--vocab", required=True, help="vocabulary file, one word per line")
-    parser.add_argument("--output", required=True, help="hdf5 file to create (dataset 'embedding')")
-    parser.add_argument("--batch-size", type=int, default=1024, help="words per batch (default %(default)s)")
-
-
-def _run(args: argparse.Namespace) -> str:
+def run(args: argparse.Namespace) -> str:
     count = write_token_embeddings(
-        args.model, args.vocab, args.output, batch_size=args.batch_size, overwrite=args.overwrite
+        args.model,
+        args.vocab,
+        args.output,
+        batch_size=args.batch_size,
+        overwrite=args.overwrite,
+        space_check=not args.no_space_check,
     )
     return f"Wrote the token layer of {count:,} words -> {args.output}"
-
-
-COMMAND = ConverterCommand(
-    "token-embeddings", "token layer of a vocabulary -> bilm-tf's token embedding hdf5", _add_arguments, _run
-)

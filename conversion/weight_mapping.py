@@ -7,7 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["WeightMapping", "character_embedding", "same", "transposed"]
+from common.errors import ConversionError
+
+__all__ = ["WeightMapping", "character_embedding", "check_finite", "same", "transposed"]
 
 
 @dataclass(frozen=True)
@@ -44,3 +46,20 @@ def character_embedding(dataset: str, shape: tuple[int, ...]) -> WeightMapping:
         lambda array: (np.concatenate([np.zeros_like(array[:1]), array]),),
         lambda weight: weight[1:],
     )
+
+
+_FINITE_CHECK_ELEMENTS = 1 << 24  # a 1.6 GB softmax is checked without a 400 MB mask
+
+
+def check_finite(array: np.ndarray, where: str) -> None:
+    """Raise `ConversionError` naming `where` (the file and dataset) and the first index of a NaN or infinity in
+    `array`: such weights would convert, then fail the saved-equals-converted check with no word of why."""
+    flat = array.reshape(-1)
+    for start in range(0, flat.size, _FINITE_CHECK_ELEMENTS):
+        bad = np.flatnonzero(~np.isfinite(flat[start : start + _FINITE_CHECK_ELEMENTS]))
+        if bad.size:
+            index = tuple(int(axis) for axis in np.unravel_index(start + int(bad[0]), array.shape))
+            raise ConversionError(
+                f"{where} holds a non-finite value ({flat[start + bad[0]]}) at index {list(index)}: the weights are"
+                " damaged"
+            )

@@ -124,7 +124,10 @@ def test_bad_options_files(original: tuple[Path, Path], tmp_path: Path, capsys) 
     assert "missing required option char_cnn.embedding" in _convert(capsys, options, weights, tmp_path / "out")[1]
     broken = small_options(activation="sigmoid")
     options.write_text(json.dumps(broken))
-    assert "char_cnn_activation must be one of" in _convert(capsys, options, weights, tmp_path / "out")[1]
+    assert (
+        'char_cnn.activation must be one of "relu", "tanh", got "sigmoid"'
+        in _convert(capsys, options, weights, tmp_path / "out")[1]
+    )
     assert "no such options file" in _convert(capsys, tmp_path / "absent.json", weights, tmp_path / "out")[1]
 
 
@@ -147,3 +150,61 @@ def test_converted_folder_is_readable_by_all(fixture_model_folder: Path) -> None
     modes = {path.name: oct(path.stat().st_mode & 0o777) for path in fixture_model_folder.iterdir()}
     assert modes and set(modes.values()) == {"0o644"}, modes
     assert oct(fixture_model_folder.stat().st_mode & 0o777) == "0o755"
+
+
+@pytest.mark.parametrize(
+    ("override", "problem"),
+    [
+        ({"dim": "4096"}, 'lstm.dim must be a positive integer, got "4096"'),
+        ({"dim": 64.5}, "lstm.dim must be a positive integer, got 64.5"),
+        ({"projection_dim": 0}, "lstm.projection_dim must be a positive integer, got 0"),
+        ({"n_layers": True}, "lstm.n_layers must be a positive integer, got true"),
+        ({"cell_clip": "3"}, 'lstm.cell_clip must be a positive number or null, got "3"'),
+        ({"use_skip_connections": "yes"}, 'lstm.use_skip_connections must be true or false, got "yes"'),
+        (
+            {"filters": "lots"},
+            'char_cnn.filters must be a non-empty list of [width, count] pairs of positive integers, got "lots"',
+        ),
+        (
+            {"filters": [[1, 4], [2]]},
+            "char_cnn.filters must be a non-empty list of [width, count] pairs of positive integers, got [[1, 4], [2]]",
+        ),
+        ({"n_highway": -1}, "char_cnn.n_highway must be an integer of 0 or more, got -1"),
+        ({"n_characters": 300}, "char_cnn.n_characters must be one of 261, 262, got 300"),
+        ({"char_embedding_dim": None}, "char_cnn.embedding.dim must be a positive integer, got null"),
+        ({"dropout": 1.5}, "dropout must be a number from 0 to less than 1, got 1.5"),
+        ({"n_tokens_vocab": "many"}, 'n_tokens_vocab must be a positive integer or null, got "many"'),
+    ],
+    ids=lambda value: "-".join(f"{key}={value!r}" for key, value in value.items()) if isinstance(value, dict) else "",
+)
+def test_an_option_of_the_wrong_type_or_range_is_named(
+    original: tuple[Path, Path], tmp_path: Path, capsys, override: dict, problem: str
+) -> None:
+    options_file, weights = original
+    options_file.write_text(json.dumps(small_options(**override)))
+    code, error = _convert(capsys, options_file, weights, tmp_path / "out")
+    assert (code, error) == (2, f"elmo-convert: error: {options_file}: {problem}")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_section_that_is_not_an_object_is_named(original: tuple[Path, Path], tmp_path: Path, capsys) -> None:
+    options_file, weights = original
+    options_file.write_text(json.dumps({**small_options(), "lstm": 5}))
+    code, error = _convert(capsys, options_file, weights, tmp_path / "out")
+    assert (code, error) == (2, f"elmo-convert: error: {options_file}: lstm must be an object, got 5")
+
+
+def test_weights_holding_nan_name_the_dataset(original: tuple[Path, Path], tmp_path: Path, capsys) -> None:
+    options, weights = original
+
+    def damage(arrays: dict) -> None:
+        arrays["CNN_proj/W_proj"][2, 3] = np.nan
+
+    _rewrite_weights(weights, damage)
+    code, error = _convert(capsys, options, weights, tmp_path / "out")
+    assert (code, error) == (
+        2,
+        f"elmo-convert: error: {weights}: dataset CNN_proj/W_proj holds a non-finite value (nan) at index [2, 3]:"
+        " the weights are damaged",
+    )
+    assert not (tmp_path / "out").exists()
