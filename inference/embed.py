@@ -21,11 +21,12 @@ from transformers.utils.logging import disable_progress_bar
 
 from common.atomic_output import partial_path
 from common.errors import ElmoError, EmbedError, first_line, report_error
+from common.output_lock import output_lock
 from modeling_elmo.onednn_elmo import onednn_available
 
 from .batching import Piece, bucketed_batches
 from .embedder import DTYPES, LAYER_CHOICES, Embedder, PendingVectors, PreparedBatch, default_device, resolve_model
-from .hdf5_output import EmbeddingFile, check_output
+from .hdf5_output import EmbeddingFile, check_output, check_output_path
 from .lines import check_text, content_sha256, read_lines
 from .pipeline import run_stages
 
@@ -132,8 +133,43 @@ def embed_file(
     check_text(input_file)
     if batch_size < 1 or max_words < 1:
         raise EmbedError(f"--batch-size and --max-words must be at least 1, got {batch_size} and {max_words}")
-    check_output(output, resume=resume, overwrite=overwrite)
-    model = resolve_model(model)
+    check_output_path(output, input_file)
+    # Held before anything is looked at or written: a second writer stops here, touching nothing, and the checks
+    # below see the state that no running process is changing.
+    with output_lock(output, error=EmbedError):
+        check_output(output, resume=resume, overwrite=overwrite)
+        return _embed_file(
+            input_file,
+            output,
+            model=resolve_model(model),
+            layers=layers,
+            batch_size=batch_size,
+            max_words=max_words,
+            tokenize=tokenize,
+            dtype=dtype,
+            device=device,
+            resume=resume,
+            forget_sentences=forget_sentences,
+            overlap=overlap,
+        )
+
+
+def _embed_file(
+    input_file: Path,
+    output: Path,
+    *,
+    model: str,
+    layers: str,
+    batch_size: int,
+    max_words: int,
+    tokenize: bool,
+    dtype: str,
+    device: str | None,
+    resume: bool,
+    forget_sentences: bool,
+    overlap: bool | None,
+) -> EmbedSummary:
+    """`embed_file` once its arguments are checked and the output's lock is held."""
     embedder = Embedder(model, layers=layers, dtype=dtype, device=device)
     if embedder.device.type == "cpu" and dtype != "float32" and not onednn_available(DTYPES[dtype]):
         print(

@@ -24,8 +24,9 @@ import numpy as np
 
 from common.atomic_output import partial_path, publish_file, refuse_existing
 from common.errors import EmbedError
+from common.output_lock import lock_path
 
-__all__ = ["SENTENCE_TO_INDEX", "WORDS", "EmbeddingFile", "check_output"]
+__all__ = ["SENTENCE_TO_INDEX", "WORDS", "EmbeddingFile", "check_output", "check_output_path"]
 
 _SETTINGS = "elmo_embed_settings"
 _INCOMPLETE = "elmo_embed_incomplete"
@@ -33,11 +34,22 @@ SENTENCE_TO_INDEX = "sentence_to_index"
 WORDS = "words"
 
 
-def check_output(output: str | Path, *, resume: bool, overwrite: bool) -> None:
-    """Refuse an existing `output` without `overwrite`, and an interrupted run's file without `resume`/`overwrite`."""
+def check_output_path(output: str | Path, input_file: str | Path) -> None:
+    """Refuse an `output` that is a folder, or whose file, `OUT.partial` or lock file is `input_file` (the same
+    inode: a hard or symbolic link too): writing it, or replacing it with the finished file, would destroy the input.
+    Checked before the output's lock is taken, as the lock file is created beside the output."""
     output = Path(output)
     if output.is_dir():
         raise EmbedError(f"{output} is a folder, expected a file path")
+    for path in (output, partial_path(output), lock_path(output)):
+        if path.exists() and path.samefile(input_file):
+            raise EmbedError(f"{path} is the input file {input_file}: write the output to another path")
+
+
+def check_output(output: str | Path, *, resume: bool, overwrite: bool) -> None:
+    """Refuse an existing `output` without `overwrite`, and an interrupted run's file without `resume`/`overwrite`
+    (checked while the output's lock is held: an `OUT.partial` is then not being written)."""
+    output = Path(output)
     refuse_existing(output, overwrite=overwrite, error=EmbedError)
     partial = partial_path(output)
     if partial.exists() and not (resume or overwrite):
