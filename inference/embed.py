@@ -8,10 +8,12 @@ every distinct line, as AllenNLP's does: `--forget-sentences` leaves it out).
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shlex
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,13 +22,14 @@ from tqdm.auto import tqdm
 from transformers.utils.logging import disable_progress_bar
 
 from common.atomic_output import partial_path
+from common.disk_space import NO_SPACE_CHECK, check_free_space, is_disk_full
 from common.errors import ElmoError, EmbedError, first_line, report_error
 from common.output_lock import output_lock
 from modeling_elmo.onednn_elmo import onednn_available
 
 from .batching import Piece, bucketed_batches
-from .embedder import DTYPES, LAYER_CHOICES, Embedder, PendingVectors, PreparedBatch, default_device, resolve_model
-from .hdf5_output import EmbeddingFile, check_output, check_output_path
+from .embedder import DTYPES, LAYER_CHOICES, Embedder, PendingVectors, PreparedBatch, resolve_model
+from .hdf5_output import EmbeddingFile, WriteError, check_output, check_output_path, stored_bytes
 from .lines import check_text, content_sha256, read_lines
 from .pipeline import run_stages
 
@@ -45,6 +48,10 @@ LISTED_LINES = 20
 # line. The character CNN pads its batches to few shapes (ElmoCharacterEncoder), so that the cache stays small:
 # over 20,000 lines the peak memory was 1.15 GB, against 1.06 GB without a cache and 1.45 GB unpadded.
 ONEDNN_CACHE_CAPACITY = 1024
+# The space check's estimate of an hdf5 dataset's own bytes (its header: ~390 measured), and of a line's entry in
+# sentence_to_index beyond its text (quotes, the index, separators).
+LINE_BYTES = 400
+LINE_INDEX_BYTES = 12
 
 
 @dataclass
@@ -110,7 +117,9 @@ def embed_file(
     resume: bool = False,
     overwrite: bool = False,
     forget_sentences: bool = False,
+    space_check: bool = True,
     overlap: bool | None = None,
+    command: Sequence[str] | None = None,
 ) -> EmbedSummary:
     """Embed every line of `input_file` into the hdf5 file `output` (see the module docstring and `--help`).
 
@@ -120,12 +129,16 @@ def embed_file(
     strings, one per vector). Empty lines get a dataset of 0 words; undecodable bytes are embedded as U+FFFD;
     lines of more than `max_words` words are embedded in pieces of at most `max_words` words, concatenated.
     The input may be gzip-compressed; one that is mostly not UTF-8 text is refused before anything is written.
-    The file is written as `OUT.partial`, renamed when complete; with `resume` an existing `OUT.partial`
-    started from the same input content (wherever it lies now) keeps its finished lines and only the others
-    are embedded. With `overlap` (by default on a GPU) a thread reads and tokenizes the next batches and another
-    writes the finished ones while the device computes: the file is the same, written in the same order.
+    The file is built in the folder `OUT.partial` and merged into `OUT` when complete (`inference.hdf5_output`);
+    with `resume` an existing `OUT.partial` started from the same input content (wherever it lies now) keeps
+    its finished lines and only the others are embedded, in the batches of an uninterrupted run, so that the
+    file is the same. With `space_check` a run is refused when the disk clearly cannot hold the output. With
+    `overlap` (by default on a GPU) a thread reads and tokenizes the next batches and another writes the
+    finished ones while the device computes: the file is the same, written in the same order. `command` (the
+    command line, by default this process's) is recorded in the file and shown in the advice to resume.
     """
     input_file, output = Path(input_file), Path(output)
+    command = [Path(sys.argv[0]).name, *sys.argv[1:]] if command is None else list(command)
     if input_file.is_dir():
         raise EmbedError(f"{input_file} is a folder, expected a text file")
     if not input_file.is_file():
@@ -134,80 +147,105 @@ def embed_file(
     if batch_size < 1 or max_words < 1:
         raise EmbedError(f"--batch-size and --max-words must be at least 1, got {batch_size} and {max_words}")
     check_output_path(output, input_file)
+    model = resolve_model(model)
     # Held before anything is looked at or written: a second writer stops here, touching nothing, and the checks
     # below see the state that no running process is changing.
     with output_lock(output, error=EmbedError):
         check_output(output, resume=resume, overwrite=overwrite)
-        return _embed_file(
-            input_file,
-            output,
-            model=resolve_model(model),
-            layers=layers,
-            batch_size=batch_size,
-            max_words=max_words,
-            tokenize=tokenize,
-            dtype=dtype,
-            device=device,
-            resume=resume,
-            forget_sentences=forget_sentences,
-            overlap=overlap,
-        )
-
-
-def _embed_file(
-    input_file: Path,
-    output: Path,
-    *,
-    model: str,
-    layers: str,
-    batch_size: int,
-    max_words: int,
-    tokenize: bool,
-    dtype: str,
-    device: str | None,
-    resume: bool,
-    forget_sentences: bool,
-    overlap: bool | None,
-) -> EmbedSummary:
-    """`embed_file` once its arguments are checked and the output's lock is held."""
-    embedder = Embedder(model, layers=layers, dtype=dtype, device=device)
-    if embedder.device.type == "cpu" and dtype != "float32" and not onednn_available(DTYPES[dtype]):
-        print(
-            f"elmo-embed: warning: this CPU has no fast {dtype} matrix products (no oneDNN {dtype} kernels for it):"
-            " float32 runs several times faster here",
-            file=sys.stderr,
-        )
-    settings = {
-        "input_sha256": content_sha256(input_file),  # the content: a moved or renamed input resumes
-        "model": str(Path(model).resolve()) if Path(model).exists() else model,
-        "layers": layers,
-        "tokenize": tokenize,
-        "max_words": max_words,
-        "dtype": dtype,
-    }
-    shape = f"({embedder.num_layers}, words, {embedder.width})" if layers == "all" else f"(words, {embedder.width})"
-    summary = EmbedSummary(shape=shape)
-    started = time.perf_counter()
-    with EmbeddingFile(output, settings=settings, shape=embedder.shape, resume=resume) as file:
-        run = _Run(
-            file,
-            embedder,
-            summary,
-            batch_size=batch_size,
-            max_words=max_words,
-            tokenize=tokenize,
-            overlap=embedder.device.type == "cuda" if overlap is None else overlap,
-        )
+        embedder = Embedder(model, layers=layers, dtype=dtype, device=device)
+        if embedder.device.type == "cpu" and dtype != "float32" and not onednn_available(DTYPES[dtype]):
+            print(
+                f"elmo-embed: warning: this CPU has no fast {dtype} matrix products (no oneDNN {dtype} kernels for"
+                " it): float32 runs several times faster here",
+                file=sys.stderr,
+            )
+        split_words = embedder.tokenizer.tokenize if tokenize else str.split
+        size = _InputSize.of(input_file, split_words, words_json=tokenize)
+        if space_check:
+            needed = size.output_bytes(embedder, tokenize=tokenize, keep_sentences=not forget_sentences)
+            what = f"the vectors of {size.words:,} words (stored in segments, then merged into one file)"
+            check_free_space(output, needed - stored_bytes(output, resume=resume), what=what, error=EmbedError)
+        settings = {
+            "input_sha256": content_sha256(input_file),  # the content: a moved or renamed input resumes
+            "model": str(Path(model).resolve()) if Path(model).exists() else model,
+            "layers": layers,
+            "tokenize": tokenize,
+            "max_words": max_words,
+            "dtype": dtype,
+        }
+        shape = f"({embedder.num_layers}, words, {embedder.width})" if layers == "all" else f"(words, {embedder.width})"
+        summary = EmbedSummary(shape=shape)
+        started = time.perf_counter()
+        partial = partial_path(output)
+        file: EmbeddingFile | None = None
         try:
-            sentence_to_index = run.embed_lines(input_file, keep_sentences=not forget_sentences)
-        except (RuntimeError, OSError, MemoryError) as error:  # out of memory, disk full, ...
-            raise EmbedError(
-                f"{type(error).__name__} after {summary.lines:,} lines: {first_line(error)}; {file.partial} keeps"
-                " the finished lines: rerun with --resume (with a smaller --batch-size after running out of memory)"
-            ) from error
-        file.finish(sentence_to_index)
+            file = EmbeddingFile(output, settings=settings, attributes={}, shape=embedder.shape, resume=resume)
+            with file:
+                run = _Run(
+                    file,
+                    embedder,
+                    summary,
+                    batch_size=batch_size,
+                    max_words=max_words,
+                    tokenize=tokenize,
+                    overlap=embedder.device.type == "cuda" if overlap is None else overlap,
+                )
+                try:
+                    sentence_to_index = run.embed_lines(input_file, keep_sentences=not forget_sentences)
+                except (RuntimeError, OSError, MemoryError) as error:  # out of memory, ...
+                    raise EmbedError(
+                        f"{type(error).__name__} after {summary.lines:,} lines: {first_line(error)}; {partial} keeps"
+                        " the finished lines: rerun with --resume (with a smaller --batch-size after running out of"
+                        " memory)"
+                    ) from error
+                file.finish(summary.lines, sentence_to_index)
+        except WriteError as error:
+            stored = len(file.finished_lines()) if file is not None else 0
+            raise EmbedError(_write_failure(partial, error.error, stored, size.lines, command)) from None
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _write_failure(partial: Path, error: BaseException, stored: int, lines: int, command: list[str]) -> str:
+    """The one line that ends a run whose write into `partial` failed: what failed, what is safe, how to go on."""
+    resume = command if "--resume" in command else [*command, "--resume"]
+    if is_disk_full(error):
+        problem, advice = "the disk is full (No space left on device)", "free some space and rerun"
+    else:
+        problem, advice = first_line(error), "rerun"
+    return (
+        f"{partial}: {problem}: {stored:,} of {lines:,} lines are safely stored; {advice} with --resume:"
+        f" {shlex.join(resume)}"
+    )
+
+
+@dataclass
+class _InputSize:
+    """What the output's size depends on: the input's lines and words (split as the run splits them), the bytes of
+    their texts (sentence_to_index) and, with `words_json`, of their words as each dataset's attribute "words"."""
+
+    lines: int = 0
+    words: int = 0
+    text_bytes: int = 0
+    words_json_bytes: int = 0
+
+    @classmethod
+    def of(cls, input_file: Path, split_words: Callable[[str], list[str]], *, words_json: bool) -> _InputSize:
+        size = cls()
+        for line in tqdm(read_lines(input_file), desc="elmo-embed: counting words", unit="line", disable=None):
+            words = split_words(line.text)
+            size.lines += 1
+            size.words += len(words)
+            size.text_bytes += len(line.text.encode()) + LINE_INDEX_BYTES
+            if words_json:
+                size.words_json_bytes += len(json.dumps(words))
+        return size
+
+    def output_bytes(self, embedder: Embedder, *, tokenize: bool, keep_sentences: bool) -> int:
+        """The disk space the run takes at its peak, the end of the merge: the segments and the merged file."""
+        stored = self.words * int(np.prod(embedder.shape(1))) * np.dtype(np.float32).itemsize
+        stored += self.lines * LINE_BYTES + (self.words_json_bytes if tokenize else 0)
+        return 2 * stored + (self.text_bytes if keep_sentences else 0)
 
 
 @dataclass
@@ -242,14 +280,16 @@ class _Run:
     max_words: int
     tokenize: bool
     overlap: bool = False
+    # The lines stored by an earlier run, read once at the start: only the writing stage touches the file after.
+    finished: set[int] = field(default_factory=set)
 
     def embed_lines(self, input_file: Path, *, keep_sentences: bool) -> dict[str, str] | None:
         """Embed every line not yet in the file; returns "sentence_to_index" (None unless `keep_sentences`)."""
         sentence_to_index: dict[str, str] | None = {} if keep_sentences else None
-        finished = self.file.finished_lines()  # read here: only the writing stage touches the file afterwards
+        self.finished = self.file.finished_lines()
         with tqdm(desc="elmo-embed", unit="word", unit_scale=True, disable=None) as progress:
             run_stages(
-                self._work(input_file, finished, sentence_to_index),
+                self._work(input_file, sentence_to_index),
                 self._run_model,
                 lambda item: self._write(item, progress),
                 overlap=self.overlap,
@@ -259,11 +299,10 @@ class _Run:
             tqdm.write(f"elmo-embed: warning: {count:,} lines are not valid UTF-8", file=sys.stderr)
         return sentence_to_index
 
-    def _work(
-        self, input_file: Path, finished: set[int], sentence_to_index: dict[str, str] | None
-    ) -> Iterator[_EmptyLine | _Batch]:
+    def _work(self, input_file: Path, sentence_to_index: dict[str, str] | None) -> Iterator[_EmptyLine | _Batch]:
         """Read and count the lines; give the empty lines and the batches (tokenized) of the others to write, in
-        the order they are to be written, window by window."""
+        the order they are to be written, window by window. The windows and batches are those of an uninterrupted
+        run, finished lines included, so that a resumed run computes each line as it would have been computed."""
         split_words = self.embedder.tokenizer.tokenize if self.tokenize else str.split
         summary = self.summary
         window: list[tuple[int, list[str]]] = []
@@ -280,10 +319,11 @@ class _Run:
                 summary.empty.add(line.index)
             if len(words) > self.max_words:
                 summary.split.add(line.index)
-            if line.index in finished:
+            if line.index in self.finished:
                 summary.resumed_lines += 1
-            elif not words:
-                yield _EmptyLine(line.index, words)
+            if not words:
+                if line.index not in self.finished:
+                    yield _EmptyLine(line.index, words)
             else:
                 window.append((line.index, words))
                 window_words += len(words)
@@ -302,9 +342,12 @@ class _Run:
             )
 
     def _batches(self, window: list[tuple[int, list[str]]]) -> Iterator[_Batch]:
-        """The (line index, words) pairs of one window in batches of similar length, tokenized."""
+        """The (line index, words) pairs of one window in batches of similar length, tokenized; the batches of
+        finished lines only are left out."""
         line_words = dict(window)
         for pieces in bucketed_batches(window, batch_size=self.batch_size, max_words=self.max_words):
+            if all(piece.line in self.finished for piece in pieces):
+                continue
             words = {piece.line: line_words[piece.line] for piece in pieces}
             yield _Batch(pieces, words, self.embedder.prepare([piece.words for piece in pieces]))
 
@@ -315,14 +358,16 @@ class _Run:
         return item
 
     def _write(self, item: _EmptyLine | _Batch, progress: tqdm) -> None:
-        """Write an empty line's dataset, or the vectors of a batch's pieces; a batch is flushed and counted."""
+        """Write an empty line's dataset, or the vectors of a batch's pieces but those of finished lines (computed
+        with them, as in the uninterrupted run); a batch is flushed and counted."""
         if isinstance(item, _EmptyLine):
             self._write_piece(item.line, 0, np.zeros(self.embedder.shape(0), dtype=np.float32), item.words)
             return
         assert item.vectors is not None
         for piece, vectors in zip(item.pieces, item.vectors.result(), strict=True):
-            self._write_piece(piece.line, piece.start, vectors, item.words[piece.line])
-        self.file.flush()
+            if piece.line not in self.finished:
+                self._write_piece(piece.line, piece.start, vectors, item.words[piece.line])
+        self.file.end_batch()
         words = sum(len(piece.words) for piece in item.pieces)
         self.summary.embedded_words += words
         progress.update(words)
@@ -357,9 +402,16 @@ than --max-words words is embedded in pieces of at most that many words, concate
 and names them. Each sentence is embedded from a fresh LSTM state (AllenNLP carried the state across
 batches, so its vectors depended on the batch order).
 
-The output is written to OUT.partial and renamed to OUT when complete. After an interruption, the same
-command with --resume keeps every finished line and embeds only the rest; the input is recognised by its
-content (sha256), so it may have moved, but not changed.
+The output is built in the folder OUT.partial, in segment files of about 64 MB, each written under a
+temporary name and renamed when complete, then merged into OUT. After an interruption (Ctrl-C, a killed
+process, a full disk), the same command with --resume keeps every finished line and embeds the rest in the
+batches of an uninterrupted run, so the file is the same. The input is recognised by its
+content (sha256), so it may have moved, but not changed. A second run writing the same OUT stops at once,
+naming the running one.
+
+Before starting, elmo-embed counts the input's words and refuses to start when the disk clearly cannot hold
+the output at its peak, the end of the merge: the segments and the merged file, about twice the vectors
+(words x layers x width x 4 bytes) (--no-space-check skips this).
 """
 
 
@@ -401,7 +453,7 @@ def _build_parser() -> argparse.ArgumentParser:
         default="float32",
         help="model dtype; the file is float32 (default %(default)s)",
     )
-    parser.add_argument("--device", help=f"torch device: cpu, cuda, cuda:1, ... (default {default_device()})")
+    parser.add_argument("--device", help="torch device: cpu, cuda, cuda:1, ... (default cuda when available, else cpu)")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run from OUT.hdf5.partial")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
     parser.add_argument(
@@ -409,10 +461,16 @@ def _build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help='leave out the "sentence_to_index" dataset (its mapping keeps every distinct line in memory)',
     )
+    parser.add_argument(
+        NO_SPACE_CHECK,
+        action="store_true",
+        help="start even when the disk looks too small for the segments and the merged file (about twice the vectors)",
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = _build_parser().parse_args(argv)
     # Set here, before oneDNN's first kernel reads it.
     os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(ONEDNN_CACHE_CAPACITY))
@@ -431,6 +489,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             resume=args.resume,
             overwrite=args.overwrite,
             forget_sentences=args.forget_sentences,
+            space_check=not args.no_space_check,
+            command=["elmo-embed", *argv],
         )
     except ElmoError as error:
         return report_error("elmo-embed", error)
