@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -24,12 +25,13 @@ from transformers.utils.logging import disable_progress_bar
 from common.atomic_output import partial_path
 from common.disk_space import NO_SPACE_CHECK, check_free_space, is_disk_full
 from common.errors import ElmoError, EmbedError, first_line, report_error
+from common.model_card import file_sha256
 from common.output_lock import output_lock
 from modeling_elmo.onednn_elmo import onednn_available
 
 from .batching import Piece, bucketed_batches
 from .embedder import DTYPES, LAYER_CHOICES, Embedder, PendingVectors, PreparedBatch, resolve_model
-from .hdf5_output import EmbeddingFile, WriteError, check_output, check_output_path, stored_bytes
+from .hdf5_output import STORED_DTYPE, EmbeddingFile, WriteError, check_output, check_output_path, stored_bytes
 from .lines import check_text, content_sha256, read_lines
 from .pipeline import run_stages
 
@@ -165,13 +167,24 @@ def embed_file(
             needed = size.output_bytes(embedder, tokenize=tokenize, keep_sentences=not forget_sentences)
             what = f"the vectors of {size.words:,} words (stored in segments, then merged into one file)"
             check_free_space(output, needed - stored_bytes(output, resume=resume), what=what, error=EmbedError)
+        weights = Path(model) / "model.safetensors"
         settings = {
             "input_sha256": content_sha256(input_file),  # the content: a moved or renamed input resumes
             "model": str(Path(model).resolve()) if Path(model).exists() else model,
+            "model_sha256": file_sha256(weights) if weights.is_file() else "",  # changed weights do not resume
             "layers": layers,
             "tokenize": tokenize,
             "max_words": max_words,
             "dtype": dtype,
+        }
+        attributes = {
+            "elmo_embed_model": settings["model"],
+            "elmo_embed_model_sha256": settings["model_sha256"],
+            "elmo_embed_model_dtype": dtype,
+            "elmo_embed_layers": layers,
+            "elmo_embed_dtype": STORED_DTYPE,
+            "elmo_embed_version": version("elmo-transformers"),
+            "elmo_embed_command": shlex.join(command),
         }
         shape = f"({embedder.num_layers}, words, {embedder.width})" if layers == "all" else f"(words, {embedder.width})"
         summary = EmbedSummary(shape=shape)
@@ -179,7 +192,7 @@ def embed_file(
         partial = partial_path(output)
         file: EmbeddingFile | None = None
         try:
-            file = EmbeddingFile(output, settings=settings, attributes={}, shape=embedder.shape, resume=resume)
+            file = EmbeddingFile(output, settings=settings, attributes=attributes, shape=embedder.shape, resume=resume)
             with file:
                 run = _Run(
                     file,
@@ -243,7 +256,7 @@ class _InputSize:
 
     def output_bytes(self, embedder: Embedder, *, tokenize: bool, keep_sentences: bool) -> int:
         """The disk space the run takes at its peak, the end of the merge: the segments and the merged file."""
-        stored = self.words * int(np.prod(embedder.shape(1))) * np.dtype(np.float32).itemsize
+        stored = self.words * int(np.prod(embedder.shape(1))) * np.dtype(STORED_DTYPE).itemsize
         stored += self.lines * LINE_BYTES + (self.words_json_bytes if tokenize else 0)
         return 2 * stored + (self.text_bytes if keep_sentences else 0)
 
@@ -361,7 +374,7 @@ class _Run:
         """Write an empty line's dataset, or the vectors of a batch's pieces but those of finished lines (computed
         with them, as in the uninterrupted run); a batch is flushed and counted."""
         if isinstance(item, _EmptyLine):
-            self._write_piece(item.line, 0, np.zeros(self.embedder.shape(0), dtype=np.float32), item.words)
+            self._write_piece(item.line, 0, np.zeros(self.embedder.shape(0), dtype=STORED_DTYPE), item.words)
             return
         assert item.vectors is not None
         for piece, vectors in zip(item.pieces, item.vectors.result(), strict=True):
@@ -389,7 +402,9 @@ another encoding than UTF-8) is refused before anything is written. The output h
 --layers all (the token layer and the model's L biLSTM layers, each word's vector [forward; backward] of width
 2P) or (words, 2P) otherwise, and "sentence_to_index" holds one JSON string mapping each line's text to its
 dataset name. With --tokenize each line's dataset also has the attribute "words", a JSON list of the words its
-vectors stand for:
+vectors stand for. The file's attributes record how it was made: elmo_embed_model (the model folder),
+elmo_embed_model_sha256 (of its model.safetensors), elmo_embed_model_dtype (--dtype), elmo_embed_layers,
+elmo_embed_dtype (of the vectors: float32), elmo_embed_version and elmo_embed_command (the command line):
   import h5py, json
   with h5py.File("sentences.hdf5") as file:
       vectors = file["0"][()]

@@ -8,7 +8,7 @@ line's whitespace-separated tokens (`--tokenize`), each line's dataset has the a
 of the strings its vectors stand for, in order. Its root attributes record how it was made (readers of the
 layout ignore them), each a string:
   elmo_embed_model          the model (its folder's absolute path)
-  elmo_embed_model_sha256   the sha256 of its weights file
+  elmo_embed_model_sha256   the sha256 of its weights file, model.safetensors
   elmo_embed_model_dtype    the dtype the model computed in (--dtype)
   elmo_embed_layers         --layers
   elmo_embed_dtype          the dtype of the stored vectors: float32
@@ -52,6 +52,7 @@ from common.output_lock import lock_path
 __all__ = [
     "SEGMENT_BYTES",
     "SENTENCE_TO_INDEX",
+    "STORED_DTYPE",
     "WORDS",
     "EmbeddingFile",
     "WriteError",
@@ -62,6 +63,8 @@ __all__ = [
 
 SENTENCE_TO_INDEX = "sentence_to_index"
 WORDS = "words"
+# The dtype of every stored vector, whatever the model computed in.
+STORED_DTYPE = "float32"
 # A segment is closed at the first batch boundary after it holds this many bytes of vectors: a failed write loses
 # at most about this much work, and the merge reads from few files.
 SEGMENT_BYTES = 64 * 1000**2
@@ -298,11 +301,11 @@ class EmbeddingFile:
             file = self._open.file
             staging = f"{_INCOMPLETE}/{line}"
             if start == 0 and vectors.shape == self.shape(words):
-                self._label(file.create_dataset(staging, data=vectors, dtype="float32"), tokens)
+                self._label(file.create_dataset(staging, data=vectors, dtype=STORED_DTYPE), tokens)
                 written = words
             else:
                 if staging not in file:
-                    self._label(file.create_dataset(staging, shape=self.shape(words), dtype="float32"), tokens)
+                    self._label(file.create_dataset(staging, shape=self.shape(words), dtype=STORED_DTYPE), tokens)
                 word_axis = vectors.ndim - 2
                 piece = (slice(None),) * word_axis + (slice(start, start + vectors.shape[word_axis]),)
                 file[staging][piece] = vectors

@@ -4,6 +4,8 @@ does not load torch."""
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import os
 import shlex
 import shutil
@@ -254,6 +256,8 @@ def test_a_full_disk_ends_in_one_line_and_resumes_to_the_same_file(
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"resumed: {len(stored)} lines were already in out.hdf5.partial" in resumed.stdout
     assert not partial.exists()
+    with h5py.File(output, "r") as file:
+        assert file.attrs["elmo_embed_command"] == shlex.join(["elmo-embed", *args]), "the command that started it"
     uninterrupted = tmp_path / "uninterrupted.hdf5"
     clean = subprocess.run(
         [ELMO_EMBED, str(source), str(uninterrupted), *args[2:]], env=ENVIRONMENT, capture_output=True
@@ -308,3 +312,21 @@ def test_a_killed_run_resumes_to_the_same_file(fixture_model_folder: Path, tmp_p
     uninterrupted = tmp_path / "uninterrupted.hdf5"
     assert subprocess.run([ELMO_EMBED, str(source), str(uninterrupted), *args[2:]], env=ENVIRONMENT).returncode == 0
     _assert_same_datasets(output, uninterrupted)
+
+
+def test_the_file_records_how_it_was_made(reference_file: Path, fixture_model_folder: Path) -> None:
+    """Root attributes (readers of AllenNLP's layout ignore them): the model and its weights' sha256, the dtypes,
+    the layers, the package version and the command line."""
+    with h5py.File(reference_file, "r") as file:
+        attributes = dict(file.attrs)
+    weights = hashlib.sha256((fixture_model_folder / "model.safetensors").read_bytes()).hexdigest()
+    command = ["elmo-embed", str(reference_file.with_name("in.txt")), str(reference_file)]
+    assert attributes == {
+        "elmo_embed_model": str(fixture_model_folder.resolve()),
+        "elmo_embed_model_sha256": weights,
+        "elmo_embed_model_dtype": "float32",
+        "elmo_embed_layers": "all",
+        "elmo_embed_dtype": "float32",
+        "elmo_embed_version": importlib.metadata.version("elmo-transformers"),
+        "elmo_embed_command": shlex.join([*command, "--model", str(fixture_model_folder), "--batch-size", "1"]),
+    }
