@@ -20,11 +20,12 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-import inference.embed as embed_module
+import inference.embedding as embed_module
 import inference.hdf5_output as hdf5_output
 import modeling_elmo
-from inference.embed import embed_file, main
+from inference.embed import main
 from inference.embedder import Embedder
+from inference.embedding import embed_file
 from inference.hdf5_output import EmbeddingFile
 from modeling_elmo import ElmoConfig, ElmoForTokenClassification, ElmoModel, ElmoTokenizer, split_words
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 import os
 import shlex
 import shutil
@@ -42,17 +43,18 @@ _PAUSING_RUN = textwrap.dedent(
     """
     import os, sys, time
     from pathlib import Path
-    import inference.embed as embed
-    write = embed._Run._write
+    import inference.embedding as embedding
+    from inference.embed import main
+    write = embedding._Run._write
     def pausing_write(self, item, progress):
         write(self, item, progress)
         if not Path(os.environ["ELMO_TEST_PAUSED"]).exists():
             Path(os.environ["ELMO_TEST_PAUSED"]).touch()
             while not Path(os.environ["ELMO_TEST_GO"]).exists():
                 time.sleep(0.05)
-    embed._Run._write = pausing_write
+    embedding._Run._write = pausing_write
     sys.argv[0] = "elmo-embed"
-    sys.exit(embed.main(sys.argv[1:]))
+    sys.exit(main(sys.argv[1:]))
     """
 )
 
@@ -330,3 +332,31 @@ def test_the_file_records_how_it_was_made(reference_file: Path, fixture_model_fo
         "elmo_embed_version": importlib.metadata.version("elmo-transformers"),
         "elmo_embed_command": shlex.join([*command, "--model", str(fixture_model_folder), "--batch-size", "1"]),
     }
+
+
+# main() given $ELMO_TEST_ARGV (JSON) in a fresh interpreter; prints the heavy modules it had imported on exit.
+_MODULES_AFTER_MAIN = textwrap.dedent(
+    """
+    import json, os, sys
+    from inference.embed import main
+    try:
+        main(json.loads(os.environ["ELMO_TEST_ARGV"]))
+    except SystemExit:
+        pass
+    print(json.dumps(sorted({"torch", "transformers", "h5py", "numpy"} & set(sys.modules))))
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("argv", "output"),
+    [(["--help"], "usage: elmo-embed"), (["in.txt"], "the following arguments are required: OUT.hdf5")],
+    ids=["help", "argument error"],
+)
+def test_help_and_argument_errors_do_not_load_torch(argv: list[str], output: str) -> None:
+    environment = {**ENVIRONMENT, "ELMO_TEST_ARGV": json.dumps(argv)}
+    completed = subprocess.run(
+        [sys.executable, "-c", _MODULES_AFTER_MAIN], env=environment, capture_output=True, text=True, check=True
+    )
+    assert output in completed.stdout + completed.stderr
+    assert completed.stdout.splitlines()[-1] == "[]", "no torch, transformers, h5py or numpy for --help"
