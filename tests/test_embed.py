@@ -233,12 +233,13 @@ def recorded_pieces(fixture_model_folder: Path, monkeypatch: pytest.MonkeyPatch)
     exception) when `interrupt_at` calls have been made."""
     tokenizer = ElmoTokenizer.from_pretrained(fixture_model_folder)
     original_forward = ElmoModel.forward
-    record: dict = {"pieces": [], "interrupt_at": None, "interrupt": None}
+    record: dict = {"pieces": [], "batches": [], "interrupt_at": None, "interrupt": None}
 
     def recording_forward(self, input_ids, attention_mask=None, **kwargs):
         if len(record["pieces"]) == record["interrupt_at"]:
             raise record["interrupt"]
         record["pieces"].extend(tokenizer.decode(input_ids))
+        record["batches"].append(tuple(tokenizer.decode(input_ids)))
         return original_forward(self, input_ids, attention_mask, **kwargs)
 
     monkeypatch.setattr(ElmoModel, "forward", recording_forward)
@@ -764,3 +765,19 @@ def test_overlapped_stages_on_cuda_give_the_cpu_vectors(fixture_model_folder: Pa
     for name, vectors in cpu.items():
         if name != "sentence_to_index":
             np.testing.assert_allclose(cuda[name], vectors, rtol=0, atol=1e-5, err_msg=name)
+
+
+def test_a_resumed_run_computes_in_the_batches_of_an_uninterrupted_one(
+    recorded_pieces: dict, fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Finished lines still take their places in the windows and batches: every batch of the resumed run is a batch
+    of the uninterrupted run (where the kernels depend on the batch's shape, the vectors are then the same)."""
+    source = _write_lines(tmp_path / "in.txt", OVERLAP_LINES)
+    args = ("--model", fixture_model_folder, "--batch-size", 2, "--max-words", 4)
+    assert _embed(capsys, source, tmp_path / "clean.hdf5", *args)[0] == 0
+    uninterrupted = set(recorded_pieces["batches"])
+    recorded_pieces.update(pieces=[], interrupt_at=6, interrupt=KeyboardInterrupt())  # at the 4th batch
+    assert _embed(capsys, source, tmp_path / "out.hdf5", *args)[0] == 130
+    recorded_pieces.update(interrupt_at=None, batches=[])
+    assert _embed(capsys, source, tmp_path / "out.hdf5", *args, "--resume")[0] == 0
+    assert recorded_pieces["batches"] and set(recorded_pieces["batches"]) <= uninterrupted
