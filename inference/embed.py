@@ -1,8 +1,7 @@
 """The `elmo-embed` command: ELMo vectors of every line of a text file, in AllenNLP's `elmo` command layout.
 
-The input is read in windows of a few thousand lines; each window is sorted by length into batches, embedded
-and written, so memory does not grow with the corpus (except the "sentence_to_index" mapping, which holds
-every distinct line, as AllenNLP's does: `--forget-sentences` leaves it out).
+The run itself is `inference.embedding.embed_file`, imported once the arguments are parsed: `--help` and argument
+errors come without loading torch and transformers.
 """
 
 from __future__ import annotations
@@ -10,290 +9,24 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-
-import numpy as np
-from tqdm.auto import tqdm
-from transformers.utils.logging import disable_progress_bar
+from typing import Any
 
 from common.atomic_output import partial_path
-from common.errors import ElmoError, EmbedError, first_line, report_error
-from modeling_elmo.onednn_elmo import onednn_available
+from common.disk_space import NO_SPACE_CHECK
+from common.errors import ElmoError, report_error
 
-from .batching import Piece, bucketed_batches
-from .embedder import DTYPES, LAYER_CHOICES, Embedder, PendingVectors, PreparedBatch, default_device, resolve_model
-from .hdf5_output import EmbeddingFile, check_output
-from .lines import check_text, content_sha256, read_lines
-from .pipeline import run_stages
+from .options import DTYPE_NAMES, LAYER_CHOICES
 
-__all__ = ["EmbedSummary", "embed_file", "main"]
+__all__ = ["main"]
 
-# A window ends at this many lines to embed, or at this many words, whichever comes first.
-WINDOW_LINES = 4096
-WINDOW_WORDS = 200_000
-# Lines with invalid UTF-8 get a warning each, up to this many; the summary counts them all.
-MAX_WARNINGS = 10
-# The summary names at most this many lines of each kind.
-LISTED_LINES = 20
 # oneDNN, behind torch's CPU convolutions and the LSTMs' products, builds a kernel for each input shape and keeps
 # the most recently used ones in a cache. The LSTMs reuse theirs at every step: building them anew each time (a
 # cache of 0) made the default model 1.5x slower on ordinary text and 4-4.6x with --batch-size 1 or a 3,000-word
 # line. The character CNN pads its batches to few shapes (ElmoCharacterEncoder), so that the cache stays small:
 # over 20,000 lines the peak memory was 1.15 GB, against 1.06 GB without a cache and 1.45 GB unpadded.
 ONEDNN_CACHE_CAPACITY = 1024
-
-
-@dataclass
-class LineSet:
-    """How many lines have some property, and the indices of the first `LISTED_LINES` of them."""
-
-    count: int = 0
-    first: list[int] = field(default_factory=list)
-
-    def add(self, index: int) -> None:
-        self.count += 1
-        if len(self.first) < LISTED_LINES:
-            self.first.append(index)
-
-    def describe(self) -> str:
-        """E.g. "2 (datasets 4, 17)"."""
-        if not self.count:
-            return "0"
-        more = f", and {self.count - len(self.first):,} more" if self.count > len(self.first) else ""
-        return f"{self.count:,} (datasets {', '.join(map(str, self.first))}{more})"
-
-
-@dataclass
-class EmbedSummary:
-    """What a run did. `words` counts every line's words; `embedded_words` those this run computed."""
-
-    shape: str
-    lines: int = 0
-    words: int = 0
-    embedded_words: int = 0
-    resumed_lines: int = 0
-    empty: LineSet = field(default_factory=LineSet)
-    replaced: LineSet = field(default_factory=LineSet)
-    split: LineSet = field(default_factory=LineSet)
-    seconds: float = 0.0
-
-    def describe(self, output: Path, max_words: int) -> str:
-        """The summary printed at the end of a run."""
-        rate = self.embedded_words / self.seconds if self.seconds else 0.0
-        lines = [
-            f"Wrote {output}: {self.lines:,} lines, {self.words:,} words, one dataset {self.shape} per line",
-            f"  empty lines (written with 0 words): {self.empty.describe()}",
-            f"  lines with invalid UTF-8 (embedded with U+FFFD for the bad bytes): {self.replaced.describe()}",
-            f"  lines over --max-words {max_words} (embedded in pieces, concatenated): {self.split.describe()}",
-        ]
-        if self.resumed_lines:
-            lines.append(f"  resumed: {self.resumed_lines:,} lines were already in {partial_path(output).name}")
-        lines.append(f"  {self.embedded_words:,} words embedded in {self.seconds:.1f} s: {rate:,.0f} words/s")
-        return "\n".join(lines)
-
-
-def embed_file(
-    input_file: str | Path,
-    output: str | Path,
-    *,
-    model: str | None = None,
-    layers: str = "all",
-    batch_size: int = 64,
-    max_words: int = 1000,
-    tokenize: bool = False,
-    dtype: str = "float32",
-    device: str | None = None,
-    resume: bool = False,
-    overwrite: bool = False,
-    forget_sentences: bool = False,
-    overlap: bool | None = None,
-) -> EmbedSummary:
-    """Embed every line of `input_file` into the hdf5 file `output` (see the module docstring and `--help`).
-
-    Dataset str(i) holds line i's float32 vectors: (L+1, words, 2P) for `layers="all"`, (words, 2P) for "top"
-    and "average". Words are the line's whitespace-separated tokens, or with `tokenize` the tokenizer's
-    PTB-like split of the line, then stored with each dataset as its attribute "words" (a JSON list of
-    strings, one per vector). Empty lines get a dataset of 0 words; undecodable bytes are embedded as U+FFFD;
-    lines of more than `max_words` words are embedded in pieces of at most `max_words` words, concatenated.
-    The input may be gzip-compressed; one that is mostly not UTF-8 text is refused before anything is written.
-    The file is written as `OUT.partial`, renamed when complete; with `resume` an existing `OUT.partial`
-    started from the same input content (wherever it lies now) keeps its finished lines and only the others
-    are embedded. With `overlap` (by default on a GPU) a thread reads and tokenizes the next batches and another
-    writes the finished ones while the device computes: the file is the same, written in the same order.
-    """
-    input_file, output = Path(input_file), Path(output)
-    if input_file.is_dir():
-        raise EmbedError(f"{input_file} is a folder, expected a text file")
-    if not input_file.is_file():
-        raise EmbedError(f"{input_file}: no such input file")
-    check_text(input_file)
-    if batch_size < 1 or max_words < 1:
-        raise EmbedError(f"--batch-size and --max-words must be at least 1, got {batch_size} and {max_words}")
-    check_output(output, resume=resume, overwrite=overwrite)
-    model = resolve_model(model)
-    embedder = Embedder(model, layers=layers, dtype=dtype, device=device)
-    if embedder.device.type == "cpu" and dtype != "float32" and not onednn_available(DTYPES[dtype]):
-        print(
-            f"elmo-embed: warning: this CPU has no fast {dtype} matrix products (no oneDNN {dtype} kernels for it):"
-            " float32 runs several times faster here",
-            file=sys.stderr,
-        )
-    settings = {
-        "input_sha256": content_sha256(input_file),  # the content: a moved or renamed input resumes
-        "model": str(Path(model).resolve()) if Path(model).exists() else model,
-        "layers": layers,
-        "tokenize": tokenize,
-        "max_words": max_words,
-        "dtype": dtype,
-    }
-    shape = f"({embedder.num_layers}, words, {embedder.width})" if layers == "all" else f"(words, {embedder.width})"
-    summary = EmbedSummary(shape=shape)
-    started = time.perf_counter()
-    with EmbeddingFile(output, settings=settings, shape=embedder.shape, resume=resume) as file:
-        run = _Run(
-            file,
-            embedder,
-            summary,
-            batch_size=batch_size,
-            max_words=max_words,
-            tokenize=tokenize,
-            overlap=embedder.device.type == "cuda" if overlap is None else overlap,
-        )
-        try:
-            sentence_to_index = run.embed_lines(input_file, keep_sentences=not forget_sentences)
-        except (RuntimeError, OSError, MemoryError) as error:  # out of memory, disk full, ...
-            raise EmbedError(
-                f"{type(error).__name__} after {summary.lines:,} lines: {first_line(error)}; {file.partial} keeps"
-                " the finished lines: rerun with --resume (with a smaller --batch-size after running out of memory)"
-            ) from error
-        file.finish(sentence_to_index)
-    summary.seconds = time.perf_counter() - started
-    return summary
-
-
-@dataclass
-class _EmptyLine:
-    """A line of no words, written as a dataset of 0 words in its place in the stream."""
-
-    line: int
-    words: list[str]
-
-
-@dataclass
-class _Batch:
-    """Pieces of lines embedded together: `words` holds each of their lines' words, `vectors` the model's output
-    once the batch has run (`prepared` is the tokenizer's batch until then)."""
-
-    pieces: list[Piece]
-    words: dict[int, list[str]]
-    prepared: PreparedBatch | None
-    vectors: PendingVectors | None = None
-
-
-@dataclass
-class _Run:
-    """One pass over the input: lines are read, counted, and embedded window by window into `file`. With
-    `tokenize` the tokenizer splits the lines into words, written with each line's dataset. With `overlap`
-    reading, the model and writing run at once (`run_stages`); the file is the same either way."""
-
-    file: EmbeddingFile
-    embedder: Embedder
-    summary: EmbedSummary
-    batch_size: int
-    max_words: int
-    tokenize: bool
-    overlap: bool = False
-
-    def embed_lines(self, input_file: Path, *, keep_sentences: bool) -> dict[str, str] | None:
-        """Embed every line not yet in the file; returns "sentence_to_index" (None unless `keep_sentences`)."""
-        sentence_to_index: dict[str, str] | None = {} if keep_sentences else None
-        finished = self.file.finished_lines()  # read here: only the writing stage touches the file afterwards
-        with tqdm(desc="elmo-embed", unit="word", unit_scale=True, disable=None) as progress:
-            run_stages(
-                self._work(input_file, finished, sentence_to_index),
-                self._run_model,
-                lambda item: self._write(item, progress),
-                overlap=self.overlap,
-            )
-        if self.summary.replaced.count > MAX_WARNINGS:
-            count = self.summary.replaced.count
-            tqdm.write(f"elmo-embed: warning: {count:,} lines are not valid UTF-8", file=sys.stderr)
-        return sentence_to_index
-
-    def _work(
-        self, input_file: Path, finished: set[int], sentence_to_index: dict[str, str] | None
-    ) -> Iterator[_EmptyLine | _Batch]:
-        """Read and count the lines; give the empty lines and the batches (tokenized) of the others to write, in
-        the order they are to be written, window by window."""
-        split_words = self.embedder.tokenizer.tokenize if self.tokenize else str.split
-        summary = self.summary
-        window: list[tuple[int, list[str]]] = []
-        window_words = 0
-        for line in read_lines(input_file):
-            words = split_words(line.text)
-            summary.lines += 1
-            summary.words += len(words)
-            if sentence_to_index is not None:
-                sentence_to_index[line.text] = str(line.index)
-            if line.replaced:
-                self._warn_replaced(line.index)
-            if not words:
-                summary.empty.add(line.index)
-            if len(words) > self.max_words:
-                summary.split.add(line.index)
-            if line.index in finished:
-                summary.resumed_lines += 1
-            elif not words:
-                yield _EmptyLine(line.index, words)
-            else:
-                window.append((line.index, words))
-                window_words += len(words)
-                if len(window) >= max(WINDOW_LINES, self.batch_size) or window_words >= WINDOW_WORDS:
-                    yield from self._batches(window)
-                    window, window_words = [], 0
-        yield from self._batches(window)
-
-    def _warn_replaced(self, index: int) -> None:
-        self.summary.replaced.add(index)
-        if self.summary.replaced.count <= MAX_WARNINGS:
-            tqdm.write(
-                f"elmo-embed: warning: line {index + 1} (dataset {index}) is not valid UTF-8:"
-                " its bad bytes are embedded as U+FFFD",
-                file=sys.stderr,
-            )
-
-    def _batches(self, window: list[tuple[int, list[str]]]) -> Iterator[_Batch]:
-        """The (line index, words) pairs of one window in batches of similar length, tokenized."""
-        line_words = dict(window)
-        for pieces in bucketed_batches(window, batch_size=self.batch_size, max_words=self.max_words):
-            words = {piece.line: line_words[piece.line] for piece in pieces}
-            yield _Batch(pieces, words, self.embedder.prepare([piece.words for piece in pieces]))
-
-    def _run_model(self, item: _EmptyLine | _Batch) -> _EmptyLine | _Batch:
-        if isinstance(item, _Batch) and item.prepared is not None:
-            item.vectors = self.embedder.run(item.prepared)
-            item.prepared = None  # its memory (pinned on a GPU) can go
-        return item
-
-    def _write(self, item: _EmptyLine | _Batch, progress: tqdm) -> None:
-        """Write an empty line's dataset, or the vectors of a batch's pieces; a batch is flushed and counted."""
-        if isinstance(item, _EmptyLine):
-            self._write_piece(item.line, 0, np.zeros(self.embedder.shape(0), dtype=np.float32), item.words)
-            return
-        assert item.vectors is not None
-        for piece, vectors in zip(item.pieces, item.vectors.result(), strict=True):
-            self._write_piece(piece.line, piece.start, vectors, item.words[piece.line])
-        self.file.flush()
-        words = sum(len(piece.words) for piece in item.pieces)
-        self.summary.embedded_words += words
-        progress.update(words)
-
-    def _write_piece(self, line: int, start: int, vectors: np.ndarray, words: list[str]) -> None:
-        """Write the vectors of words `start`... of line `line`, whose words are `words`."""
-        self.file.write(line, start, vectors, len(words), tokens=words if self.tokenize else None)
 
 
 _EXAMPLES = """examples:
@@ -308,7 +41,9 @@ another encoding than UTF-8) is refused before anything is written. The output h
 --layers all (the token layer and the model's L biLSTM layers, each word's vector [forward; backward] of width
 2P) or (words, 2P) otherwise, and "sentence_to_index" holds one JSON string mapping each line's text to its
 dataset name. With --tokenize each line's dataset also has the attribute "words", a JSON list of the words its
-vectors stand for:
+vectors stand for. The file's attributes record how it was made: elmo_embed_model (the model folder),
+elmo_embed_model_sha256 (of its model.safetensors), elmo_embed_model_dtype (--dtype), elmo_embed_layers,
+elmo_embed_dtype (of the vectors: float32), elmo_embed_version and elmo_embed_command (the command line):
   import h5py, json
   with h5py.File("sentences.hdf5") as file:
       vectors = file["0"][()]
@@ -321,9 +56,16 @@ than --max-words words is embedded in pieces of at most that many words, concate
 and names them. Each sentence is embedded from a fresh LSTM state (AllenNLP carried the state across
 batches, so its vectors depended on the batch order).
 
-The output is written to OUT.partial and renamed to OUT when complete. After an interruption, the same
-command with --resume keeps every finished line and embeds only the rest; the input is recognised by its
-content (sha256), so it may have moved, but not changed.
+The output is built in the folder OUT.partial, in segment files of about 64 MB, each written under a
+temporary name and renamed when complete, then merged into OUT. After an interruption (Ctrl-C, a killed
+process, a full disk), the same command with --resume keeps every finished line and embeds the rest in the
+batches of an uninterrupted run, so the file is the same. The input is recognised by its
+content (sha256), so it may have moved, but not changed. A second run writing the same OUT stops at once,
+naming the running one.
+
+Before starting, elmo-embed counts the input's words and refuses to start when the disk clearly cannot hold
+the output at its peak, the end of the merge: the segments and the merged file, about twice the vectors
+(words x layers x width x 4 bytes) (--no-space-check skips this).
 """
 
 
@@ -361,11 +103,11 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--dtype",
-        choices=sorted(DTYPES),
+        choices=sorted(DTYPE_NAMES),
         default="float32",
         help="model dtype; the file is float32 (default %(default)s)",
     )
-    parser.add_argument("--device", help=f"torch device: cpu, cuda, cuda:1, ... (default {default_device()})")
+    parser.add_argument("--device", help="torch device: cpu, cuda, cuda:1, ... (default cuda when available, else cpu)")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run from OUT.hdf5.partial")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
     parser.add_argument(
@@ -373,16 +115,26 @@ def _build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help='leave out the "sentence_to_index" dataset (its mapping keeps every distinct line in memory)',
     )
+    parser.add_argument(
+        NO_SPACE_CHECK,
+        action="store_true",
+        help="start even when the disk looks too small for the segments and the merged file (about twice the vectors)",
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = _build_parser().parse_args(argv)
     # Set here, before oneDNN's first kernel reads it.
     os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(ONEDNN_CACHE_CAPACITY))
+    from transformers.utils.logging import disable_progress_bar
+
+    from . import embedding
+
     disable_progress_bar()  # transformers' weight-loading bar; elmo-embed shows its own
     try:
-        summary = embed_file(
+        summary = embedding.embed_file(
             args.input,
             args.output,
             model=args.model,
@@ -395,6 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             resume=args.resume,
             overwrite=args.overwrite,
             forget_sentences=args.forget_sentences,
+            space_check=not args.no_space_check,
+            command=["elmo-embed", *argv],
         )
     except ElmoError as error:
         return report_error("elmo-embed", error)
@@ -406,6 +160,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     print(summary.describe(Path(args.output), args.max_words))
     return 0
+
+
+def __getattr__(name: str) -> Any:
+    """`embed_file` and `EmbedSummary`, where callers have imported them from (loaded on first use)."""
+    if name in ("embed_file", "EmbedSummary"):
+        from . import embedding
+
+        return getattr(embedding, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":

@@ -18,11 +18,12 @@ from common.model_folder import damaged_weights_problem, model_type_problem, req
 from common.safe_load import holds_code
 from modeling_elmo import ElmoConfig, ElmoLayerMix, ElmoModel, ElmoTokenizer
 
+from .options import DTYPE_NAMES, LAYER_CHOICES
+
 __all__ = ["DTYPES", "LAYER_CHOICES", "Embedder", "PendingVectors", "PreparedBatch", "default_device", "resolve_model"]
 
-LAYER_CHOICES = ("all", "top", "average", "mix")
 _HEADS = ("ElmoForTokenClassification", "ElmoForSequenceClassification")
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+DTYPES = {name: getattr(torch, name) for name in DTYPE_NAMES}
 
 
 def resolve_model(model: str | None) -> str:

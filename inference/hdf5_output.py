@@ -1,43 +1,108 @@
-"""The output file, written as `OUT.partial` and renamed to `OUT` when complete, so that a run can be resumed.
+"""The output file, built in the folder `OUT.partial` of segment files and merged into `OUT` when complete, so that
+a run can be interrupted at any moment (killed, out of memory, the disk full) and resumed.
 
 The finished file has AllenNLP's `elmo` command layout: one float32 dataset per line, named by the line's
 0-based index, and (unless forgotten) the dataset "sentence_to_index", a (1,) array of one variable-length
 string: the JSON object mapping each stripped line to its index string. When the words are not simply the
 line's whitespace-separated tokens (`--tokenize`), each line's dataset has the attribute "words": a JSON list
-of the strings its vectors stand for, in order.
+of the strings its vectors stand for, in order. Its root attributes record how it was made (readers of the
+layout ignore them), each a string:
+  elmo_embed_model          the model (its folder's absolute path)
+  elmo_embed_model_sha256   the sha256 of its weights file, model.safetensors
+  elmo_embed_model_dtype    the dtype the model computed in (--dtype)
+  elmo_embed_layers         --layers
+  elmo_embed_dtype          the dtype of the stored vectors: float32
+  elmo_embed_version        the version of elmo-transformers
+  elmo_embed_command        the command line that started the file (a --resume continues it)
 
-While the file is `OUT.partial`, a dataset named by a line index exists only once the line is complete; a line
-embedded in several pieces fills a dataset in the group "elmo_embed_incomplete" first, moved to its name when
-the last piece is written. The root attribute "elmo_embed_settings" records what the run computes, so that
-`--resume` cannot mix the outputs of different settings. Both are removed when the file is finished.
+While the run goes on, `OUT.partial/` holds `settings.json` (what the run computes, so that `--resume` cannot mix
+the outputs of different settings, and the attributes above) and segments `lines-FIRST-LAST.hdf5`, each holding
+the complete lines (datasets named as in the finished file) of a run of consecutive batches, FIRST and LAST the
+smallest and largest of them. Every line is in exactly one segment, so the names never clash, whoever wrote them.
+A segment is written under a temporary name (`.segment-*.tmp`), flushed after each batch, and closed, synced and
+renamed once it holds about `SEGMENT_BYTES` of vectors and no line is half-written (a line longer than --max-words
+is embedded in pieces, in several batches: they fill a dataset in the segment's group "elmo_embed_incomplete",
+moved to its name when the last piece is written). Only renamed segments count as done: a write that fails (a full
+disk) loses the open segment at most, and a killed run leaves a temporary file that the next run removes.
+Finishing copies every line's dataset from the segments, in line order and without decoding, into a new file,
+then renames it to OUT and removes `OUT.partial/`; the finished file does not depend on where a run stopped.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+import os
+import shutil
+import tempfile
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import h5py
 import numpy as np
+from h5py import _errors as h5py_errors
+from tqdm.auto import tqdm
 
 from common.atomic_output import partial_path, publish_file, refuse_existing
 from common.errors import EmbedError
+from common.output_lock import lock_path
 
-__all__ = ["SENTENCE_TO_INDEX", "WORDS", "EmbeddingFile", "check_output"]
+__all__ = [
+    "SEGMENT_BYTES",
+    "SENTENCE_TO_INDEX",
+    "STORED_DTYPE",
+    "WORDS",
+    "EmbeddingFile",
+    "WriteError",
+    "check_output",
+    "check_output_path",
+    "stored_bytes",
+]
 
-_SETTINGS = "elmo_embed_settings"
-_INCOMPLETE = "elmo_embed_incomplete"
 SENTENCE_TO_INDEX = "sentence_to_index"
 WORDS = "words"
+# The dtype of every stored vector, whatever the model computed in.
+STORED_DTYPE = "float32"
+# A segment is closed at the first batch boundary after it holds this many bytes of vectors: a failed write loses
+# at most about this much work, and the merge reads from few files.
+SEGMENT_BYTES = 64 * 1000**2
+SETTINGS_FILE = "settings.json"
+_SEGMENT_GLOB = "lines-*.hdf5"
+_TEMPORARY_SUFFIX = ".tmp"
+_INCOMPLETE = "elmo_embed_incomplete"
+# The merge keeps at most this many segments open: the lines of one window lie in a few consecutive segments.
+_OPEN_SEGMENTS = 16
+# The merge flushes after this many lines, so that a write error comes from the call that made it.
+_MERGE_FLUSH_LINES = 1000
 
 
-def check_output(output: str | Path, *, resume: bool, overwrite: bool) -> None:
-    """Refuse an existing `output` without `overwrite`, and an interrupted run's file without `resume`/`overwrite`."""
+class WriteError(Exception):
+    """A write into `OUT.partial` failed (the disk is full, ...); `error` is the library's exception. The lines
+    stored before it are safe; the open segment (or the merged file) was removed."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def check_output_path(output: str | Path, input_file: str | Path) -> None:
+    """Refuse an `output` that is a folder, or whose file, `OUT.partial` or lock file is `input_file` (the same
+    inode: a hard or symbolic link too): writing it, or replacing it with the finished file, would destroy the input.
+    Checked before the output's lock is taken, as the lock file is created beside the output."""
     output = Path(output)
     if output.is_dir():
         raise EmbedError(f"{output} is a folder, expected a file path")
+    for path in (output, partial_path(output), lock_path(output)):
+        if path.exists() and path.samefile(input_file):
+            raise EmbedError(f"{path} is the input file {input_file}: write the output to another path")
+
+
+def check_output(output: str | Path, *, resume: bool, overwrite: bool) -> None:
+    """Refuse an existing `output` without `overwrite`, and an interrupted run's folder without `resume`/`overwrite`
+    (checked while the output's lock is held: an `OUT.partial` is then not being written)."""
+    output = Path(output)
     refuse_existing(output, overwrite=overwrite, error=EmbedError)
     partial = partial_path(output)
     if partial.exists() and not (resume or overwrite):
@@ -46,12 +111,89 @@ def check_output(output: str | Path, *, resume: bool, overwrite: bool) -> None:
         )
 
 
-class EmbeddingFile:
-    """The open `OUT.partial` of a run; a context manager that closes it (and keeps it) on any exit.
+def stored_bytes(output: str | Path, *, resume: bool) -> int:
+    """The disk space that the stored segments of `output` already take, when `resume` continues them."""
+    partial = partial_path(output)
+    if not (resume and partial.is_dir()):
+        return 0
+    return sum(path.stat().st_size for path in partial.glob(_SEGMENT_GLOB))
 
-    `shape(words)` is the shape of one line's dataset. With `resume`, an existing `OUT.partial` is continued
-    when it was started with the same `settings` (lines embedded in pieces and not finished start again);
-    otherwise a new one is created.
+
+def _create_hdf5(folder: Path, prefix: str) -> tuple[Path, h5py.File]:
+    """A new hdf5 file of a temporary name in `folder`, writing each dataset's data when it is written: without
+    HDF5's sieve buffer a failed write raises in the call that made it, instead of in a later dataset close that
+    can only print it (and, on a full disk, went on to crash the process)."""
+    h5py_errors.silence_errors()  # HDF5 prints its own report of an error unless silenced, in each thread
+    handle, name = tempfile.mkstemp(prefix=prefix, suffix=_TEMPORARY_SUFFIX, dir=folder)
+    os.close(handle)
+    access = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+    access.set_sieve_buf_size(0)
+    try:
+        return Path(name), h5py.File(h5py.h5f.create(os.fsencode(name), h5py.h5f.ACC_TRUNC, fapl=access))
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
+
+
+def _sync(path: Path) -> None:
+    """Make the closed file (or folder) `path` survive a crash of the machine, not only of the process."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _discard(file: h5py.File, path: Path) -> None:
+    """Close a file whose write failed, and remove it: its content cannot be trusted. Closing may fail again (the
+    disk is still full); the file is removed either way."""
+    try:
+        file.close()
+    except Exception:  # the first error is the one reported
+        pass
+    path.unlink(missing_ok=True)
+
+
+class _Segment:
+    """The open segment: a temporary file in `OUT.partial/` and the complete lines written to it."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path, self.file = _create_hdf5(folder, ".segment-")
+        self.lines: list[int] = []
+        self.bytes = 0
+
+    def final_path(self) -> Path:
+        return self.path.with_name(f"lines-{min(self.lines):010d}-{max(self.lines):010d}.hdf5")
+
+
+class _Readers:
+    """The segments open for reading during the merge, the least recently used closed beyond `_OPEN_SEGMENTS`."""
+
+    def __init__(self) -> None:
+        self._files: OrderedDict[Path, h5py.File] = OrderedDict()
+
+    def __getitem__(self, path: Path) -> h5py.File:
+        if path in self._files:
+            self._files.move_to_end(path)
+        else:
+            if len(self._files) >= _OPEN_SEGMENTS:
+                self._files.popitem(last=False)[1].close()
+            self._files[path] = h5py.File(path, "r")
+        return self._files[path]
+
+    def close(self) -> None:
+        for file in self._files.values():
+            file.close()
+        self._files.clear()
+
+
+class EmbeddingFile:
+    """The `OUT.partial/` folder of a run; a context manager that keeps what is done on any exit.
+
+    `shape(words)` is the shape of one line's dataset. With `resume`, an existing `OUT.partial/` is continued
+    when it was started with the same `settings`; otherwise a new one is created (an old one removed: the caller
+    checked that it may be). `attributes` (strings) become the finished file's root attributes; a resumed run
+    keeps those of the run that started the folder. Writes that fail raise `WriteError`.
     """
 
     def __init__(
@@ -59,6 +201,7 @@ class EmbeddingFile:
         output: str | Path,
         *,
         settings: dict[str, Any],
+        attributes: dict[str, str],
         shape: Callable[[int], tuple[int, ...]],
         resume: bool,
     ) -> None:
@@ -66,36 +209,58 @@ class EmbeddingFile:
         self.partial = partial_path(output)
         self.shape = shape
         self._words_written: dict[int, int] = {}
+        self._open: _Segment | None = None
+        # The stored lines: line index -> its segment.
+        self._stored: dict[int, Path] = {}
         if resume and self.partial.exists():
-            self._file = self._reopen(settings)
+            self.attributes = self._reopen(settings)
         else:
-            self.output.parent.mkdir(parents=True, exist_ok=True)
-            self._file = h5py.File(self.partial, "w")
-            self._file.attrs[_SETTINGS] = json.dumps(settings, sort_keys=True)
+            self.attributes = attributes
+            self._start(settings)
 
-    def _reopen(self, settings: dict[str, Any]) -> h5py.File:
+    def _start(self, settings: dict[str, Any]) -> None:
+        if self.partial.is_dir():
+            shutil.rmtree(self.partial)
+        else:
+            self.partial.unlink(missing_ok=True)
+        with self._writing():
+            self.partial.mkdir(parents=True)
+            staging = self.partial / f".{SETTINGS_FILE}{_TEMPORARY_SUFFIX}"
+            content = {"settings": settings, "attributes": self.attributes}
+            staging.write_text(json.dumps(content, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            _sync(staging)
+            staging.replace(self.partial / SETTINGS_FILE)
+            _sync(self.partial)
+
+    def _reopen(self, settings: dict[str, Any]) -> dict[str, str]:
+        """Check that `OUT.partial/` was started with `settings`, find its stored lines and return its attributes."""
+        start_over = "pass --overwrite to start over"
+        if not self.partial.is_dir():
+            raise EmbedError(f"{self.partial} cannot be resumed (a file, not elmo-embed's folder): {start_over}")
         try:
-            file = h5py.File(self.partial, "r+")
-        except OSError as error:
-            raise EmbedError(f"{self.partial} cannot be resumed ({error}): pass --overwrite to start over") from None
-        if _SETTINGS not in file.attrs:
-            file.close()
-            raise EmbedError(f"{self.partial} was not written by elmo-embed: pass --overwrite to start over")
-        started = json.loads(file.attrs[_SETTINGS])
+            started = json.loads((self.partial / SETTINGS_FILE).read_text(encoding="utf-8"))
+            started_settings, attributes = started["settings"], started["attributes"]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise EmbedError(f"{self.partial / SETTINGS_FILE} cannot be resumed ({error}): {start_over}") from None
         differences = [
-            f"{key} {started.get(key)!r} (now {value!r})"
+            f"{key} {started_settings.get(key)!r} (now {value!r})"
             for key, value in settings.items()
-            if started.get(key) != value
+            if started_settings.get(key) != value
         ]
         if differences:
-            file.close()
             raise EmbedError(
                 f"{self.partial} was started with {', '.join(differences)}: rerun with the same input and options,"
-                " or pass --overwrite to start over"
+                f" or {start_over}"
             )
-        if _INCOMPLETE in file:
-            del file[_INCOMPLETE]
-        return file
+        for left in self.partial.glob(f".*{_TEMPORARY_SUFFIX}"):  # by a run killed while writing them
+            left.unlink()
+        for segment in sorted(self.partial.glob(_SEGMENT_GLOB)):
+            try:
+                with h5py.File(segment, "r") as file:
+                    self._stored.update((int(name), segment) for name in file if name.isdigit())
+            except OSError as error:
+                raise EmbedError(f"{segment} cannot be resumed ({error}): {start_over}") from None
+        return attributes
 
     def __enter__(self) -> EmbeddingFile:
         return self
@@ -104,31 +269,53 @@ class EmbeddingFile:
         self.close()
 
     def finished_lines(self) -> set[int]:
-        """The lines (0-based) complete in the file."""
-        return {int(name) for name in self._file if name.isdigit()}
+        """The lines (0-based) safely stored."""
+        return set(self._stored)
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Turn a failed write into `WriteError`, dropping the open segment: after a failed write no part of an
+        hdf5 file can be trusted."""
+        try:
+            yield
+        except Exception as error:
+            if self._open is not None:
+                _discard(self._open.file, self._open.path)
+                self._open = None
+            self._words_written.clear()
+            raise WriteError(error) from error
 
     def write(
         self, line: int, start: int, vectors: np.ndarray, words: int, *, tokens: Sequence[str] | None = None
     ) -> None:
         """Write `vectors` (shape `self.shape(n)`) for words `start` to `start + n` of line `line` of `words` words.
 
-        A line written in one piece (or an empty line: `words` = 0) gets its dataset at once; the pieces of a longer
-        line fill a staging dataset, which takes the line's name when all `words` are written. `tokens`, the line's
-        `words` words (given with any piece), become the dataset's attribute "words".
+        A line is written into the open segment's group "elmo_embed_incomplete" and moved to its name once its
+        `words` words are written (at once for a line in one piece, or an empty line: `words` = 0), so that the
+        segment's lines are complete whenever it is closed. `tokens`, the line's `words` words (given with any
+        piece), become the dataset's attribute "words".
         """
-        if start == 0 and vectors.shape == self.shape(words):
-            self._label(self._file.create_dataset(str(line), data=vectors, dtype="float32"), tokens)
-            return
-        staging = f"{_INCOMPLETE}/{line}"
-        if staging not in self._file:
-            self._label(self._file.create_dataset(staging, shape=self.shape(words), dtype="float32"), tokens)
-        word_axis = vectors.ndim - 2
-        piece = (slice(None),) * word_axis + (slice(start, start + vectors.shape[word_axis]),)
-        self._file[staging][piece] = vectors
-        self._words_written[line] = self._words_written.get(line, 0) + vectors.shape[word_axis]
-        if self._words_written[line] == words:
-            self._file.move(staging, str(line))
-            del self._words_written[line]
+        with self._writing():
+            if self._open is None:
+                self._open = _Segment(self.partial)
+            file = self._open.file
+            staging = f"{_INCOMPLETE}/{line}"
+            if start == 0 and vectors.shape == self.shape(words):
+                self._label(file.create_dataset(staging, data=vectors, dtype=STORED_DTYPE), tokens)
+                written = words
+            else:
+                if staging not in file:
+                    self._label(file.create_dataset(staging, shape=self.shape(words), dtype=STORED_DTYPE), tokens)
+                word_axis = vectors.ndim - 2
+                piece = (slice(None),) * word_axis + (slice(start, start + vectors.shape[word_axis]),)
+                file[staging][piece] = vectors
+                written = self._words_written.pop(line, 0) + vectors.shape[word_axis]
+            self._open.bytes += vectors.nbytes
+            if written < words:
+                self._words_written[line] = written
+                return
+            file.move(staging, str(line))
+            self._open.lines.append(line)
 
     @staticmethod
     def _label(dataset: h5py.Dataset, tokens: Sequence[str] | None) -> None:
@@ -137,25 +324,76 @@ class EmbeddingFile:
         if tokens is not None:
             dataset.attrs[WORDS] = json.dumps(list(tokens))
 
-    def flush(self) -> None:
-        """Make everything written so far survive an interruption."""
-        self._file.flush()
+    def end_batch(self) -> None:
+        """After each batch: flush the open segment (a failed write shows here), and close it when it is big enough
+        and holds no half-written line."""
+        if self._open is None:
+            return
+        with self._writing():
+            self._open.file.flush()
+        if self._open.bytes >= SEGMENT_BYTES and not self._words_written:
+            self._close_segment()
 
-    def finish(self, sentence_to_index: dict[str, str] | None) -> None:
-        """Write "sentence_to_index" (unless None), drop the bookkeeping, close and rename to the output path."""
-        if SENTENCE_TO_INDEX in self._file:  # from a run interrupted while finishing
-            del self._file[SENTENCE_TO_INDEX]
-        if sentence_to_index is not None:
-            index = self._file.create_dataset(SENTENCE_TO_INDEX, (1,), dtype=h5py.string_dtype())
-            index[0] = json.dumps(sentence_to_index)
-        if _INCOMPLETE in self._file:
-            assert not len(self._file[_INCOMPLETE]), "a line was left incomplete"
-            del self._file[_INCOMPLETE]
-        del self._file.attrs[_SETTINGS]
-        self.close()
-        publish_file(self.partial, self.output)
+    def _close_segment(self) -> None:
+        """Close, sync and rename the open segment (whose lines are all complete): its lines are now stored."""
+        segment = self._open
+        if segment is None:
+            return
+        if not segment.lines:
+            self._open = None
+            _discard(segment.file, segment.path)
+            return
+        with self._writing():
+            if _INCOMPLETE in segment.file:
+                del segment.file[_INCOMPLETE]
+            segment.file.close()
+            _sync(segment.path)
+            final = segment.final_path()
+            segment.path.rename(final)
+            _sync(self.partial)
+        self._open = None
+        self._stored.update(dict.fromkeys(segment.lines, final))
+
+    def finish(self, lines: int, sentence_to_index: dict[str, str] | None) -> None:
+        """Merge the `lines` lines into the output file, with "sentence_to_index" (unless None) and the root
+        attributes, rename it to the output path and remove `OUT.partial/`. A failure leaves the segments: a
+        resumed run merges again."""
+        assert not self._words_written, "a line was left incomplete"
+        self._close_segment()
+        missing = [line for line in range(lines) if line not in self._stored]
+        assert not missing, f"lines {missing[:10]} were not written"
+        try:
+            staging, merged = _create_hdf5(self.partial, ".merged-")
+        except Exception as error:
+            raise WriteError(error) from error
+        readers = _Readers()
+        try:
+            for line in tqdm(range(lines), desc="elmo-embed: merging", unit="line", disable=None):
+                name = str(line)
+                merged.copy(readers[self._stored[line]][name], merged, name=name)
+                if line % _MERGE_FLUSH_LINES == _MERGE_FLUSH_LINES - 1:
+                    merged.flush()
+            if sentence_to_index is not None:
+                index = merged.create_dataset(SENTENCE_TO_INDEX, (1,), dtype=h5py.string_dtype())
+                index[0] = json.dumps(sentence_to_index)
+            merged.attrs.update(self.attributes)
+            merged.close()
+            _sync(staging)
+        except BaseException as error:
+            _discard(merged, staging)
+            if isinstance(error, Exception):
+                raise WriteError(error) from error
+            raise
+        finally:
+            readers.close()
+        publish_file(staging, self.output)
+        shutil.rmtree(self.partial)
 
     def close(self) -> None:
-        """Close the file, keeping it as `OUT.partial` (a no-op once closed)."""
-        if self._file.id.valid:
-            self._file.close()
+        """Keep what is done, on any exit but `finish`: the open segment's complete lines are stored (its
+        half-written line is dropped). A no-op once closed, or after a failed write (which dropped the segment)."""
+        self._words_written.clear()
+        try:
+            self._close_segment()
+        except WriteError:
+            pass  # the segment is dropped; the error that ended the run is the one reported

@@ -20,10 +20,12 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-import inference.embed as embed_module
+import inference.embedding as embed_module
+import inference.hdf5_output as hdf5_output
 import modeling_elmo
-from inference.embed import embed_file, main
+from inference.embed import main
 from inference.embedder import Embedder
+from inference.embedding import embed_file
 from inference.hdf5_output import EmbeddingFile
 from modeling_elmo import ElmoConfig, ElmoForTokenClassification, ElmoModel, ElmoTokenizer, split_words
 
@@ -73,8 +75,17 @@ def _write_lines(path: Path, lines: list[str]) -> Path:
 
 def _read(path: Path) -> dict[str, np.ndarray]:
     with h5py.File(path, "r") as file:
-        assert not file.attrs, "the finished file has no attributes"
+        assert all(name.startswith("elmo_embed_") for name in file.attrs), "only the record of how it was made"
         return {name: file[name][()] for name in file}
+
+
+def _finished_lines(partial: Path) -> dict[str, np.ndarray]:
+    """The lines stored in the segments of an interrupted run's folder `OUT.partial`."""
+    lines: dict[str, np.ndarray] = {}
+    for segment in sorted(partial.glob("lines-*.hdf5")):
+        with h5py.File(segment, "r") as file:
+            lines.update((name, file[name][()]) for name in file if name.isdigit())
+    return lines
 
 
 def _line_datasets(contents: dict[str, np.ndarray]) -> dict[int, np.ndarray]:
@@ -222,12 +233,13 @@ def recorded_pieces(fixture_model_folder: Path, monkeypatch: pytest.MonkeyPatch)
     exception) when `interrupt_at` calls have been made."""
     tokenizer = ElmoTokenizer.from_pretrained(fixture_model_folder)
     original_forward = ElmoModel.forward
-    record: dict = {"pieces": [], "interrupt_at": None, "interrupt": None}
+    record: dict = {"pieces": [], "batches": [], "interrupt_at": None, "interrupt": None}
 
     def recording_forward(self, input_ids, attention_mask=None, **kwargs):
         if len(record["pieces"]) == record["interrupt_at"]:
             raise record["interrupt"]
         record["pieces"].extend(tokenizer.decode(input_ids))
+        record["batches"].append(tuple(tokenizer.decode(input_ids)))
         return original_forward(self, input_ids, attention_mask, **kwargs)
 
     monkeypatch.setattr(ElmoModel, "forward", recording_forward)
@@ -262,8 +274,7 @@ def test_resume_embeds_only_unfinished_lines(
     assert first_code == code
     assert message in err and f"{partial} keeps the finished lines" in err and "--resume" in err
     assert partial.exists() and not output.exists()
-    with h5py.File(partial, "r") as file:
-        finished = {int(name): file[name][()] for name in file if name.isdigit()}
+    finished = {int(name): vectors for name, vectors in _finished_lines(partial).items()}
     assert sorted(finished) == [0, 1, 2, 3, 6]
 
     recorded_pieces.update(pieces=[], interrupt_at=None)
@@ -616,7 +627,10 @@ def _contents_with_attributes(path: Path) -> dict[str, tuple[np.ndarray, dict]]:
 
 
 def _assert_same_file(path: Path, expected: Path) -> None:
+    """The same datasets and attributes; the command lines (which name the output) may differ."""
     contents, wanted = _contents_with_attributes(path), _contents_with_attributes(expected)
+    for root in (contents["/"][1], wanted["/"][1]):
+        root.pop("elmo_embed_command")
     assert sorted(contents) == sorted(wanted)
     for name, (array, attributes) in wanted.items():
         assert contents[name][0].dtype == array.dtype and np.array_equal(contents[name][0], array), name
@@ -672,17 +686,12 @@ def _overlap_in_main(monkeypatch: pytest.MonkeyPatch, overlap: bool) -> None:
     monkeypatch.setattr(embed_module, "embed_file", functools.partial(embed_file, overlap=overlap))
 
 
-def _finished_lines(partial: Path) -> dict[str, np.ndarray]:
-    with h5py.File(partial, "r") as file:
-        return {name: file[name][()] for name in file if name.isdigit()}
-
-
 @pytest.mark.parametrize(
     ("stage", "code", "message"),
     [
         ("read", 2, "elmo-embed: error: RuntimeError after 12 lines: tokenizer broke; "),
         ("model", 130, "elmo-embed: interrupted: "),
-        ("write", 2, "elmo-embed: error: OSError after 12 lines: [Errno 28] No space left on device; "),
+        ("write", 2, "elmo-embed: error: OUT.partial: the disk is full (No space left on device): "),
     ],
 )
 def test_overlapped_stages_fail_as_the_sequential_run_and_resume(
@@ -700,40 +709,38 @@ def test_overlapped_stages_fail_as_the_sequential_run_and_resume(
     source = _write_lines(tmp_path / "in.txt", OVERLAP_LINES)
     args = ("--model", fixture_model_folder, "--batch-size", 2, "--max-words", 4)
     assert _embed(capsys, source, tmp_path / "clean.hdf5", *args)[0] == 0
-    original_prepare, original_write = Embedder.prepare, EmbeddingFile.write
+    original_prepare, original_create = Embedder.prepare, h5py.Group.create_dataset
 
     def failing_prepare(self, sentences):
         if stage == "read" and ["Colorless", "green", "ideas", "sleep"] in sentences:  # in the second window
             raise RuntimeError("tokenizer broke\nsecond line")
         return original_prepare(self, sentences)
 
-    def failing_write(self, line, *args, **kwargs):
-        if stage == "write" and line == 10:  # in the second window
-            raise OSError(28, "No space left on device")
-        return original_write(self, line, *args, **kwargs)
+    def failing_create(self, name, *args, **kwargs):
+        if stage == "write" and name.endswith("/10"):  # line 10's dataset, in the second window
+            raise OSError(28, "Can't synchronously write data (error message = 'No space left on device')")
+        return original_create(self, name, *args, **kwargs)
 
     monkeypatch.setattr(Embedder, "prepare", failing_prepare)
-    monkeypatch.setattr(EmbeddingFile, "write", failing_write)
+    monkeypatch.setattr(h5py.Group, "create_dataset", failing_create)
     monkeypatch.setattr(embed_module, "WINDOW_LINES", 8)  # two windows: the reading stage fails in the second
+    monkeypatch.setattr(hdf5_output, "SEGMENT_BYTES", 1)  # a segment per batch: a failed write loses one batch
     finished, errors = [], []
     for overlap in (False, True):
         _overlap_in_main(monkeypatch, overlap)
         recorded_pieces.update(interrupt_at=4 if stage == "model" else None, interrupt=KeyboardInterrupt(), pieces=[])
         output = tmp_path / f"{overlap}.hdf5"
         first_code, _, err = _embed(capsys, source, output, *args)
-        assert first_code == code and err.startswith(message), err
         errors.append(err.replace(str(output), "OUT"))
+        assert first_code == code and errors[-1].startswith(message) and err.count("\n") == 1, err
         finished.append(_finished_lines(Path(f"{output}.partial")))
         recorded_pieces.update(interrupt_at=None)
         stage_failing, stage = stage, ""
         assert _embed(capsys, source, output, *args, "--resume")[0] == 0
         stage = stage_failing
-    # The same file as the sequential run resumed (a clean run batches the lines otherwise: ~1e-7 apart).
-    _assert_same_file(tmp_path / "True.hdf5", tmp_path / "False.hdf5")
-    clean, resumed = _read(tmp_path / "clean.hdf5"), _read(tmp_path / "True.hdf5")
-    assert sorted(resumed) == sorted(clean) and resumed["sentence_to_index"] == clean["sentence_to_index"]
-    for name in _line_datasets(clean):
-        np.testing.assert_allclose(resumed[str(name)], clean[str(name)], rtol=0, atol=1e-6)
+    # Resumed in the batches of the uninterrupted run: its file, bit for bit, overlapped or not.
+    for overlap in (False, True):
+        _assert_same_file(tmp_path / f"{overlap}.hdf5", tmp_path / "clean.hdf5")
     assert errors[1] == errors[0]
     assert sorted(finished[1]) == sorted(finished[0]) and 0 < len(finished[0]) < len(OVERLAP_LINES)
     assert all(np.array_equal(finished[1][name], vectors) for name, vectors in finished[0].items())
@@ -758,3 +765,19 @@ def test_overlapped_stages_on_cuda_give_the_cpu_vectors(fixture_model_folder: Pa
     for name, vectors in cpu.items():
         if name != "sentence_to_index":
             np.testing.assert_allclose(cuda[name], vectors, rtol=0, atol=1e-5, err_msg=name)
+
+
+def test_a_resumed_run_computes_in_the_batches_of_an_uninterrupted_one(
+    recorded_pieces: dict, fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Finished lines still take their places in the windows and batches: every batch of the resumed run is a batch
+    of the uninterrupted run (where the kernels depend on the batch's shape, the vectors are then the same)."""
+    source = _write_lines(tmp_path / "in.txt", OVERLAP_LINES)
+    args = ("--model", fixture_model_folder, "--batch-size", 2, "--max-words", 4)
+    assert _embed(capsys, source, tmp_path / "clean.hdf5", *args)[0] == 0
+    uninterrupted = set(recorded_pieces["batches"])
+    recorded_pieces.update(pieces=[], interrupt_at=6, interrupt=KeyboardInterrupt())  # at the 4th batch
+    assert _embed(capsys, source, tmp_path / "out.hdf5", *args)[0] == 130
+    recorded_pieces.update(interrupt_at=None, batches=[])
+    assert _embed(capsys, source, tmp_path / "out.hdf5", *args, "--resume")[0] == 0
+    assert recorded_pieces["batches"] and set(recorded_pieces["batches"]) <= uninterrupted

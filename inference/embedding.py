@@ -1,0 +1,382 @@
+"""One `elmo-embed` run (`embed_file`): ELMo vectors of every line of a text file, in AllenNLP's `elmo` layout.
+
+The input is read in windows of a few thousand lines; each window is sorted by length into batches, embedded
+and written, so memory does not grow with the corpus (except the "sentence_to_index" mapping, which holds
+every distinct line, as AllenNLP's does: `--forget-sentences` leaves it out). The command line is
+`inference.embed`, which imports this module (and torch) only once its arguments are parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from common.atomic_output import partial_path
+from common.disk_space import check_free_space, is_disk_full
+from common.errors import EmbedError, first_line
+from common.model_card import file_sha256
+from common.output_lock import output_lock
+from modeling_elmo.onednn_elmo import onednn_available
+
+from .batching import Piece, bucketed_batches
+from .embedder import DTYPES, Embedder, PendingVectors, PreparedBatch, resolve_model
+from .hdf5_output import STORED_DTYPE, EmbeddingFile, WriteError, check_output, check_output_path, stored_bytes
+from .lines import check_text, content_sha256, read_lines
+from .pipeline import run_stages
+
+__all__ = ["EmbedSummary", "embed_file"]
+
+# A window ends at this many lines to embed, or at this many words, whichever comes first.
+WINDOW_LINES = 4096
+WINDOW_WORDS = 200_000
+# Lines with invalid UTF-8 get a warning each, up to this many; the summary counts them all.
+MAX_WARNINGS = 10
+# The summary names at most this many lines of each kind.
+LISTED_LINES = 20
+# The space check's estimate of an hdf5 dataset's own bytes (its header: ~390 measured), and of a line's entry in
+# sentence_to_index beyond its text (quotes, the index, separators).
+LINE_BYTES = 400
+LINE_INDEX_BYTES = 12
+
+
+@dataclass
+class LineSet:
+    """How many lines have some property, and the indices of the first `LISTED_LINES` of them."""
+
+    count: int = 0
+    first: list[int] = field(default_factory=list)
+
+    def add(self, index: int) -> None:
+        self.count += 1
+        if len(self.first) < LISTED_LINES:
+            self.first.append(index)
+
+    def describe(self) -> str:
+        """E.g. "2 (datasets 4, 17)"."""
+        if not self.count:
+            return "0"
+        more = f", and {self.count - len(self.first):,} more" if self.count > len(self.first) else ""
+        return f"{self.count:,} (datasets {', '.join(map(str, self.first))}{more})"
+
+
+@dataclass
+class EmbedSummary:
+    """What a run did. `words` counts every line's words; `embedded_words` those this run computed."""
+
+    shape: str
+    lines: int = 0
+    words: int = 0
+    embedded_words: int = 0
+    resumed_lines: int = 0
+    empty: LineSet = field(default_factory=LineSet)
+    replaced: LineSet = field(default_factory=LineSet)
+    split: LineSet = field(default_factory=LineSet)
+    seconds: float = 0.0
+
+    def describe(self, output: Path, max_words: int) -> str:
+        """The summary printed at the end of a run."""
+        rate = self.embedded_words / self.seconds if self.seconds else 0.0
+        lines = [
+            f"Wrote {output}: {self.lines:,} lines, {self.words:,} words, one dataset {self.shape} per line",
+            f"  empty lines (written with 0 words): {self.empty.describe()}",
+            f"  lines with invalid UTF-8 (embedded with U+FFFD for the bad bytes): {self.replaced.describe()}",
+            f"  lines over --max-words {max_words} (embedded in pieces, concatenated): {self.split.describe()}",
+        ]
+        if self.resumed_lines:
+            lines.append(f"  resumed: {self.resumed_lines:,} lines were already in {partial_path(output).name}")
+        lines.append(f"  {self.embedded_words:,} words embedded in {self.seconds:.1f} s: {rate:,.0f} words/s")
+        return "\n".join(lines)
+
+
+def embed_file(
+    input_file: str | Path,
+    output: str | Path,
+    *,
+    model: str | None = None,
+    layers: str = "all",
+    batch_size: int = 64,
+    max_words: int = 1000,
+    tokenize: bool = False,
+    dtype: str = "float32",
+    device: str | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+    forget_sentences: bool = False,
+    space_check: bool = True,
+    overlap: bool | None = None,
+    command: Sequence[str] | None = None,
+) -> EmbedSummary:
+    """Embed every line of `input_file` into the hdf5 file `output` (see the module docstring and `--help`).
+
+    Dataset str(i) holds line i's float32 vectors: (L+1, words, 2P) for `layers="all"`, (words, 2P) for "top"
+    and "average". Words are the line's whitespace-separated tokens, or with `tokenize` the tokenizer's
+    PTB-like split of the line, then stored with each dataset as its attribute "words" (a JSON list of
+    strings, one per vector). Empty lines get a dataset of 0 words; undecodable bytes are embedded as U+FFFD;
+    lines of more than `max_words` words are embedded in pieces of at most `max_words` words, concatenated.
+    The input may be gzip-compressed; one that is mostly not UTF-8 text is refused before anything is written.
+    The file is built in the folder `OUT.partial` and merged into `OUT` when complete (`inference.hdf5_output`);
+    with `resume` an existing `OUT.partial` started from the same input content (wherever it lies now) keeps
+    its finished lines and only the others are embedded, in the batches of an uninterrupted run, so that the
+    file is the same. With `space_check` a run is refused when the disk clearly cannot hold the output. With
+    `overlap` (by default on a GPU) a thread reads and tokenizes the next batches and another writes the
+    finished ones while the device computes: the file is the same, written in the same order. `command` (the
+    command line, by default this process's) is recorded in the file and shown in the advice to resume.
+    """
+    input_file, output = Path(input_file), Path(output)
+    command = [Path(sys.argv[0]).name, *sys.argv[1:]] if command is None else list(command)
+    if input_file.is_dir():
+        raise EmbedError(f"{input_file} is a folder, expected a text file")
+    if not input_file.is_file():
+        raise EmbedError(f"{input_file}: no such input file")
+    check_text(input_file)
+    if batch_size < 1 or max_words < 1:
+        raise EmbedError(f"--batch-size and --max-words must be at least 1, got {batch_size} and {max_words}")
+    check_output_path(output, input_file)
+    model = resolve_model(model)
+    # Held before anything is looked at or written: a second writer stops here, touching nothing, and the checks
+    # below see the state that no running process is changing.
+    with output_lock(output, error=EmbedError):
+        check_output(output, resume=resume, overwrite=overwrite)
+        embedder = Embedder(model, layers=layers, dtype=dtype, device=device)
+        if embedder.device.type == "cpu" and dtype != "float32" and not onednn_available(DTYPES[dtype]):
+            print(
+                f"elmo-embed: warning: this CPU has no fast {dtype} matrix products (no oneDNN {dtype} kernels for"
+                " it): float32 runs several times faster here",
+                file=sys.stderr,
+            )
+        split_words = embedder.tokenizer.tokenize if tokenize else str.split
+        size = _InputSize.of(input_file, split_words, words_json=tokenize)
+        if space_check:
+            needed = size.output_bytes(embedder, tokenize=tokenize, keep_sentences=not forget_sentences)
+            what = f"the vectors of {size.words:,} words (stored in segments, then merged into one file)"
+            check_free_space(output, needed - stored_bytes(output, resume=resume), what=what, error=EmbedError)
+        weights = Path(model) / "model.safetensors"
+        settings = {
+            "input_sha256": content_sha256(input_file),  # the content: a moved or renamed input resumes
+            "model": str(Path(model).resolve()) if Path(model).exists() else model,
+            "model_sha256": file_sha256(weights) if weights.is_file() else "",  # changed weights do not resume
+            "layers": layers,
+            "tokenize": tokenize,
+            "max_words": max_words,
+            "dtype": dtype,
+        }
+        attributes = {
+            "elmo_embed_model": settings["model"],
+            "elmo_embed_model_sha256": settings["model_sha256"],
+            "elmo_embed_model_dtype": dtype,
+            "elmo_embed_layers": layers,
+            "elmo_embed_dtype": STORED_DTYPE,
+            "elmo_embed_version": version("elmo-transformers"),
+            "elmo_embed_command": shlex.join(command),
+        }
+        shape = f"({embedder.num_layers}, words, {embedder.width})" if layers == "all" else f"(words, {embedder.width})"
+        summary = EmbedSummary(shape=shape)
+        started = time.perf_counter()
+        partial = partial_path(output)
+        file: EmbeddingFile | None = None
+        try:
+            file = EmbeddingFile(output, settings=settings, attributes=attributes, shape=embedder.shape, resume=resume)
+            with file:
+                run = _Run(
+                    file,
+                    embedder,
+                    summary,
+                    batch_size=batch_size,
+                    max_words=max_words,
+                    tokenize=tokenize,
+                    overlap=embedder.device.type == "cuda" if overlap is None else overlap,
+                )
+                try:
+                    sentence_to_index = run.embed_lines(input_file, keep_sentences=not forget_sentences)
+                except (RuntimeError, OSError, MemoryError) as error:  # out of memory, ...
+                    raise EmbedError(
+                        f"{type(error).__name__} after {summary.lines:,} lines: {first_line(error)}; {partial} keeps"
+                        " the finished lines: rerun with --resume (with a smaller --batch-size after running out of"
+                        " memory)"
+                    ) from error
+                file.finish(summary.lines, sentence_to_index)
+        except WriteError as error:
+            stored = len(file.finished_lines()) if file is not None else 0
+            raise EmbedError(_write_failure(partial, error.error, stored, size.lines, command)) from None
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _write_failure(partial: Path, error: BaseException, stored: int, lines: int, command: list[str]) -> str:
+    """The one line that ends a run whose write into `partial` failed: what failed, what is safe, how to go on."""
+    resume = command if "--resume" in command else [*command, "--resume"]
+    if is_disk_full(error):
+        problem, advice = "the disk is full (No space left on device)", "free some space and rerun"
+    else:
+        problem, advice = first_line(error), "rerun"
+    return (
+        f"{partial}: {problem}: {stored:,} of {lines:,} lines are safely stored; {advice} with --resume:"
+        f" {shlex.join(resume)}"
+    )
+
+
+@dataclass
+class _InputSize:
+    """What the output's size depends on: the input's lines and words (split as the run splits them), the bytes of
+    their texts (sentence_to_index) and, with `words_json`, of their words as each dataset's attribute "words"."""
+
+    lines: int = 0
+    words: int = 0
+    text_bytes: int = 0
+    words_json_bytes: int = 0
+
+    @classmethod
+    def of(cls, input_file: Path, split_words: Callable[[str], list[str]], *, words_json: bool) -> _InputSize:
+        size = cls()
+        for line in tqdm(read_lines(input_file), desc="elmo-embed: counting words", unit="line", disable=None):
+            words = split_words(line.text)
+            size.lines += 1
+            size.words += len(words)
+            size.text_bytes += len(line.text.encode()) + LINE_INDEX_BYTES
+            if words_json:
+                size.words_json_bytes += len(json.dumps(words))
+        return size
+
+    def output_bytes(self, embedder: Embedder, *, tokenize: bool, keep_sentences: bool) -> int:
+        """The disk space the run takes at its peak, the end of the merge: the segments and the merged file."""
+        stored = self.words * int(np.prod(embedder.shape(1))) * np.dtype(STORED_DTYPE).itemsize
+        stored += self.lines * LINE_BYTES + (self.words_json_bytes if tokenize else 0)
+        return 2 * stored + (self.text_bytes if keep_sentences else 0)
+
+
+@dataclass
+class _EmptyLine:
+    """A line of no words, written as a dataset of 0 words in its place in the stream."""
+
+    line: int
+    words: list[str]
+
+
+@dataclass
+class _Batch:
+    """Pieces of lines embedded together: `words` holds each of their lines' words, `vectors` the model's output
+    once the batch has run (`prepared` is the tokenizer's batch until then)."""
+
+    pieces: list[Piece]
+    words: dict[int, list[str]]
+    prepared: PreparedBatch | None
+    vectors: PendingVectors | None = None
+
+
+@dataclass
+class _Run:
+    """One pass over the input: lines are read, counted, and embedded window by window into `file`. With
+    `tokenize` the tokenizer splits the lines into words, written with each line's dataset. With `overlap`
+    reading, the model and writing run at once (`run_stages`); the file is the same either way."""
+
+    file: EmbeddingFile
+    embedder: Embedder
+    summary: EmbedSummary
+    batch_size: int
+    max_words: int
+    tokenize: bool
+    overlap: bool = False
+    # The lines stored by an earlier run, read once at the start: only the writing stage touches the file after.
+    finished: set[int] = field(default_factory=set)
+
+    def embed_lines(self, input_file: Path, *, keep_sentences: bool) -> dict[str, str] | None:
+        """Embed every line not yet in the file; returns "sentence_to_index" (None unless `keep_sentences`)."""
+        sentence_to_index: dict[str, str] | None = {} if keep_sentences else None
+        self.finished = self.file.finished_lines()
+        with tqdm(desc="elmo-embed", unit="word", unit_scale=True, disable=None) as progress:
+            run_stages(
+                self._work(input_file, sentence_to_index),
+                self._run_model,
+                lambda item: self._write(item, progress),
+                overlap=self.overlap,
+            )
+        if self.summary.replaced.count > MAX_WARNINGS:
+            count = self.summary.replaced.count
+            tqdm.write(f"elmo-embed: warning: {count:,} lines are not valid UTF-8", file=sys.stderr)
+        return sentence_to_index
+
+    def _work(self, input_file: Path, sentence_to_index: dict[str, str] | None) -> Iterator[_EmptyLine | _Batch]:
+        """Read and count the lines; give the empty lines and the batches (tokenized) of the others to write, in
+        the order they are to be written, window by window. The windows and batches are those of an uninterrupted
+        run, finished lines included, so that a resumed run computes each line as it would have been computed."""
+        split_words = self.embedder.tokenizer.tokenize if self.tokenize else str.split
+        summary = self.summary
+        window: list[tuple[int, list[str]]] = []
+        window_words = 0
+        for line in read_lines(input_file):
+            words = split_words(line.text)
+            summary.lines += 1
+            summary.words += len(words)
+            if sentence_to_index is not None:
+                sentence_to_index[line.text] = str(line.index)
+            if line.replaced:
+                self._warn_replaced(line.index)
+            if not words:
+                summary.empty.add(line.index)
+            if len(words) > self.max_words:
+                summary.split.add(line.index)
+            if line.index in self.finished:
+                summary.resumed_lines += 1
+            if not words:
+                if line.index not in self.finished:
+                    yield _EmptyLine(line.index, words)
+            else:
+                window.append((line.index, words))
+                window_words += len(words)
+                if len(window) >= max(WINDOW_LINES, self.batch_size) or window_words >= WINDOW_WORDS:
+                    yield from self._batches(window)
+                    window, window_words = [], 0
+        yield from self._batches(window)
+
+    def _warn_replaced(self, index: int) -> None:
+        self.summary.replaced.add(index)
+        if self.summary.replaced.count <= MAX_WARNINGS:
+            tqdm.write(
+                f"elmo-embed: warning: line {index + 1} (dataset {index}) is not valid UTF-8:"
+                " its bad bytes are embedded as U+FFFD",
+                file=sys.stderr,
+            )
+
+    def _batches(self, window: list[tuple[int, list[str]]]) -> Iterator[_Batch]:
+        """The (line index, words) pairs of one window in batches of similar length, tokenized; the batches of
+        finished lines only are left out."""
+        line_words = dict(window)
+        for pieces in bucketed_batches(window, batch_size=self.batch_size, max_words=self.max_words):
+            if all(piece.line in self.finished for piece in pieces):
+                continue
+            words = {piece.line: line_words[piece.line] for piece in pieces}
+            yield _Batch(pieces, words, self.embedder.prepare([piece.words for piece in pieces]))
+
+    def _run_model(self, item: _EmptyLine | _Batch) -> _EmptyLine | _Batch:
+        if isinstance(item, _Batch) and item.prepared is not None:
+            item.vectors = self.embedder.run(item.prepared)
+            item.prepared = None  # its memory (pinned on a GPU) can go
+        return item
+
+    def _write(self, item: _EmptyLine | _Batch, progress: tqdm) -> None:
+        """Write an empty line's dataset, or the vectors of a batch's pieces but those of finished lines (computed
+        with them, as in the uninterrupted run); a batch is flushed and counted."""
+        if isinstance(item, _EmptyLine):
+            self._write_piece(item.line, 0, np.zeros(self.embedder.shape(0), dtype=STORED_DTYPE), item.words)
+            return
+        assert item.vectors is not None
+        for piece, vectors in zip(item.pieces, item.vectors.result(), strict=True):
+            if piece.line not in self.finished:
+                self._write_piece(piece.line, piece.start, vectors, item.words[piece.line])
+        self.file.end_batch()
+        words = sum(len(piece.words) for piece in item.pieces)
+        self.summary.embedded_words += words
+        progress.update(words)
+
+    def _write_piece(self, line: int, start: int, vectors: np.ndarray, words: list[str]) -> None:
+        """Write the vectors of words `start`... of line `line`, whose words are `words`."""
+        self.file.write(line, start, vectors, len(words), tokens=words if self.tokenize else None)

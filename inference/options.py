@@ -1,0 +1,7 @@
+"""The choices of `elmo-embed`'s options, which its command line lists without loading torch."""
+
+__all__ = ["DTYPE_NAMES", "LAYER_CHOICES"]
+
+LAYER_CHOICES = ("all", "top", "average", "mix")
+# The model dtypes (torch's names): `inference.embedder.DTYPES` maps them to torch's dtypes.
+DTYPE_NAMES = ("float32", "bfloat16", "float16")

@@ -1,0 +1,362 @@
+"""`elmo-embed`'s output, as the user runs the command: one writer at a time, an output that is the input refused,
+a full disk told in one line and resumed to the same file, the file's record of how it was made, and a --help that
+does not load torch."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from inference.embed import main
+
+LINES = [
+    "The cat sat on the mat .",
+    "Hello !",
+    "",
+    "ELMo gives every word three vectors .",
+    "one two three four five six seven eight nine ten",
+    "a",
+    "Colorless green ideas sleep furiously .",
+]
+ELMO_EMBED = str(Path(sys.executable).with_name("elmo-embed"))
+# One thread: the runs compared bit for bit compute the same way, and the 2 shared cores are not oversubscribed.
+ENVIRONMENT = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+# `elmo-embed` (its main()) that stops after writing its first batch until the file named by $ELMO_TEST_GO exists,
+# having created the one named by $ELMO_TEST_PAUSED: a run caught in the middle, for a second writer to meet.
+_PAUSING_RUN = textwrap.dedent(
+    """
+    import os, sys, time
+    from pathlib import Path
+    import inference.embedding as embedding
+    from inference.embed import main
+    write = embedding._Run._write
+    def pausing_write(self, item, progress):
+        write(self, item, progress)
+        if not Path(os.environ["ELMO_TEST_PAUSED"]).exists():
+            Path(os.environ["ELMO_TEST_PAUSED"]).touch()
+            while not Path(os.environ["ELMO_TEST_GO"]).exists():
+                time.sleep(0.05)
+    embedding._Run._write = pausing_write
+    sys.argv[0] = "elmo-embed"
+    sys.exit(main(sys.argv[1:]))
+    """
+)
+
+
+def _write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _datasets(path: Path) -> dict[str, np.ndarray]:
+    """Every dataset of a finished file, read whole (a damaged one raises)."""
+    with h5py.File(path, "r") as file:
+        return {name: file[name][()] for name in file}
+
+
+def _stored_lines(partial: Path) -> set[int]:
+    """The lines stored in the segments of an interrupted run's folder (each segment read whole)."""
+    lines: set[int] = set()
+    for segment in partial.glob("lines-*.hdf5"):
+        lines.update(int(name) for name in _datasets(segment))
+    return lines
+
+
+def _assert_same_datasets(path: Path, expected: Path) -> None:
+    """The same datasets, bit for bit, with the same attributes."""
+    with h5py.File(path, "r") as file, h5py.File(expected, "r") as wanted:
+        assert sorted(file) == sorted(wanted)
+        for name in wanted:
+            assert file[name].dtype == wanted[name].dtype and file[name].shape == wanted[name].shape, name
+            assert np.array_equal(file[name][()], wanted[name][()]), name
+            assert dict(file[name].attrs) == dict(wanted[name].attrs), name
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    """(size, modification time) of everything under `folder`: what a refused run must leave as it was."""
+    return {str(path.relative_to(folder)): (path.stat().st_size, path.stat().st_mtime_ns) for path in folder.rglob("*")}
+
+
+@pytest.fixture(scope="module")
+def reference_file(fixture_model_folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """LINES embedded by an uninterrupted run of the fixture model, batches of 1."""
+    folder = tmp_path_factory.mktemp("reference")
+    source = _write_lines(folder / "in.txt", LINES)
+    output = folder / "out.hdf5"
+    assert main([str(source), str(output), "--model", str(fixture_model_folder), "--batch-size", "1"]) == 0
+    return output
+
+
+@pytest.mark.parametrize(
+    "flags", [[], ["--overwrite"], ["--resume"], ["--resume", "--overwrite"]], ids=lambda flags: " ".join(flags) or "-"
+)
+def test_a_second_writer_stops_naming_the_first_and_touches_nothing(
+    flags: list[str], reference_file: Path, fixture_model_folder: Path, tmp_path: Path
+) -> None:
+    source = _write_lines(tmp_path / "in.txt", LINES)
+    output = tmp_path / "out.hdf5"
+    args = [str(source), str(output), "--model", str(fixture_model_folder), "--batch-size", "1"]
+    paused, go = tmp_path / "paused", tmp_path / "go"
+    environment = {**ENVIRONMENT, "ELMO_TEST_PAUSED": str(paused), "ELMO_TEST_GO": str(go)}
+    first = subprocess.Popen(
+        [sys.executable, "-c", _PAUSING_RUN, *args], env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not paused.exists():
+            assert first.poll() is None and time.monotonic() < deadline, "the first run did not start writing"
+            time.sleep(0.05)
+        before = _snapshot(tmp_path)
+        second = subprocess.run([ELMO_EMBED, *args, *flags], env=ENVIRONMENT, capture_output=True, text=True)
+        assert second.returncode == 2
+        assert second.stderr == (
+            f"elmo-embed: error: {output} is being written by process {first.pid} (elmo-embed {' '.join(args)}):"
+            " wait for it to finish, or stop it first\n"
+        )
+        assert _snapshot(tmp_path) == before, "the refused run changed nothing"
+    finally:
+        go.touch()
+        out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    assert out.startswith(f"Wrote {output}: 7 lines")
+    written, expected = _datasets(output), _datasets(reference_file)
+    assert sorted(written) == sorted(expected) and written.pop("sentence_to_index") == expected.pop("sentence_to_index")
+    for name, vectors in expected.items():
+        np.testing.assert_allclose(written[name], vectors, rtol=0, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("link", ["output", "hard link", "symbolic link", "partial", "lock"])
+def test_an_output_that_is_the_input_is_refused(link: str, fixture_model_folder: Path, tmp_path: Path, capsys) -> None:
+    source = _write_lines(tmp_path / "in.txt", LINES)
+    content = source.read_bytes()
+    output = source if link == "output" else tmp_path / "out.hdf5"
+    named = {"hard link": output, "symbolic link": output, "partial": Path(f"{output}.partial")}
+    named["lock"] = Path(f"{output}.lock")
+    if link == "symbolic link":
+        output.symlink_to(source)
+    elif link != "output":
+        os.link(source, named[link])
+    code = main([str(source), str(output), "--model", str(fixture_model_folder), "--overwrite", "--resume"])
+    err = capsys.readouterr().err
+    assert code == 2
+    refused = named.get(link, source)
+    assert err == f"elmo-embed: error: {refused} is the input file {source}: write the output to another path\n"
+    assert source.read_bytes() == content
+
+
+def _can_mount_tmpfs() -> bool:
+    """Whether this process may mount a tmpfs (root, and a kernel that lets it): then the full-disk tests use a
+    real small file system, else an injected ENOSPC."""
+    folder = Path(tempfile.mkdtemp(prefix="elmo-tmpfs-probe-"))
+    try:
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)], capture_output=True)
+        if mounted.returncode != 0:
+            return False
+        subprocess.run(["umount", str(folder)], check=True)
+        return True
+    except OSError:  # no mount command
+        return False
+    finally:
+        folder.rmdir()
+
+
+SMALL_DISK = "tmpfs" if _can_mount_tmpfs() else "injected ENOSPC"
+# Free space left by the ballast on the tmpfs: about 40 lines of the default model's vectors.
+FREE_BYTES = 2 * 1000**2
+EXAMPLE_LINES = (Path(__file__).parents[1] / "examples" / "sentences.txt").read_text(encoding="utf-8").splitlines()
+
+# `elmo-embed` (its main()) with small segments ($ELMO_TEST_SEGMENT_BYTES), and, when $ELMO_TEST_ENOSPC_AFTER is
+# set, an h5py that fails as on a full disk once that many datasets were created (the injected ENOSPC).
+_SMALL_SEGMENTS_RUN = textwrap.dedent(
+    """
+    import errno, os, sys
+    import h5py
+    import inference.hdf5_output as output
+    output.SEGMENT_BYTES = int(os.environ["ELMO_TEST_SEGMENT_BYTES"])
+    if "ELMO_TEST_ENOSPC_AFTER" in os.environ:
+        budget = [int(os.environ["ELMO_TEST_ENOSPC_AFTER"])]
+        create_dataset = h5py.Group.create_dataset
+        def full_disk(self, *args, **kwargs):
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise OSError(errno.ENOSPC, "Can't synchronously write data (file write failed: errno = 28,"
+                              " error message = 'No space left on device')")
+            return create_dataset(self, *args, **kwargs)
+        h5py.Group.create_dataset = full_disk
+    from inference.embed import main
+    sys.exit(main(sys.argv[1:]))
+    """
+)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path, record_property) -> Iterator[tuple[Path, dict[str, str], Callable[[], None]]]:
+    """A folder on a disk with about FREE_BYTES free, the environment that runs `_SMALL_SEGMENTS_RUN` on it, and a
+    function that frees the space. A tmpfs filled by a ballast file where one can be mounted, else an ENOSPC
+    injected into h5py (the test's id does not say which: `record_property` and the printed line do)."""
+    record_property("small_disk", SMALL_DISK)
+    print(f"full disk: {SMALL_DISK}")
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    environment = {**ENVIRONMENT, "ELMO_TEST_SEGMENT_BYTES": "200000"}
+    if SMALL_DISK == "injected ENOSPC":
+        environment["ELMO_TEST_ENOSPC_AFTER"] = "120"  # the 50 empty lines come first
+        yield folder, environment, lambda: None  # the resumed run is elmo-embed itself, without the injection
+        return
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(folder)], check=True)
+    try:
+        ballast = folder / "ballast"
+        ballast.write_bytes(b"\0" * (shutil.disk_usage(folder).free - FREE_BYTES))
+        yield folder, environment, ballast.unlink
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_a_full_disk_ends_in_one_line_and_resumes_to_the_same_file(
+    small_disk: tuple[Path, dict[str, str], Callable[[], None]], tmp_path: Path
+) -> None:
+    """300 lines of the default model's vectors (26 MB with the merge) on a disk with 2 MB free: one line naming
+    what is safe and the command to resume, exit status 2 (no h5py traceback, no crash); once space is freed that
+    very command finishes the file, equal to the uninterrupted run's."""
+    folder, environment, free_space = small_disk
+    source = _write_lines(tmp_path / "in.txt", EXAMPLE_LINES * 50)
+    output = folder / "out.hdf5"
+    partial = Path(f"{output}.partial")
+    args = [str(source), str(output), "--batch-size", "8", "--no-space-check"]
+    failed = subprocess.run(
+        [sys.executable, "-c", _SMALL_SEGMENTS_RUN, *args], env=environment, capture_output=True, text=True
+    )
+    assert failed.returncode == 2, failed.stderr[-3000:]
+    stored = _stored_lines(partial)
+    resume_command = ["elmo-embed", *args, "--resume"]
+    assert failed.stderr == (
+        f"elmo-embed: error: {partial}: the disk is full (No space left on device): {len(stored)} of 300 lines are"
+        f" safely stored; free some space and rerun with --resume: {shlex.join(resume_command)}\n"
+    )
+    assert 0 < len(stored) < 300 and not output.exists()
+    assert not list(partial.glob(".*")), "the segment being written when the disk filled is removed"
+
+    free_space()
+    resumed = subprocess.run([ELMO_EMBED, *resume_command[1:]], env=ENVIRONMENT, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"resumed: {len(stored)} lines were already in out.hdf5.partial" in resumed.stdout
+    assert not partial.exists()
+    with h5py.File(output, "r") as file:
+        assert file.attrs["elmo_embed_command"] == shlex.join(["elmo-embed", *args]), "the command that started it"
+    uninterrupted = tmp_path / "uninterrupted.hdf5"
+    clean = subprocess.run(
+        [ELMO_EMBED, str(source), str(uninterrupted), *args[2:]], env=ENVIRONMENT, capture_output=True
+    )
+    assert clean.returncode == 0
+    _assert_same_datasets(output, uninterrupted)
+
+
+@pytest.mark.parametrize(("tokenize", "words"), [(False, 100), (True, 1000)])
+def test_too_little_space_is_refused_before_writing(
+    tokenize: bool, words: int, fixture_model_folder: Path, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """The estimate counts the words as the run splits them: 100 lines of 10 commas are 100 words, or 1,000 with
+    --tokenize (the issue's 1.7M punctuation marks wrote 15.7 GB); each takes 3 x 32 float32 twice (segments and
+    the merged file), plus the datasets' and the words' bytes."""
+    source = _write_lines(tmp_path / "in.txt", [",,,,,,,,,,"] * 100)
+    monkeypatch.setattr("common.disk_space.shutil.disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 0, 1000))
+    args = [str(source), str(tmp_path / "out.hdf5"), "--model", str(fixture_model_folder)]
+    code = main([*args, *(["--tokenize"] if tokenize else [])])
+    err = capsys.readouterr().err
+    # 2 x (words x 384 bytes + 100 datasets x 400 + the JSON words, 50 bytes a line) + 100 x (10 + 12) for
+    # sentence_to_index.
+    needed = {False: "159.0 KB", True: "860.2 KB"}[tokenize]
+    assert code == 2 and err == (
+        f"elmo-embed: error: {tmp_path / 'out.hdf5'}: the vectors of {words:,} words (stored in segments, then merged"
+        f" into one file) need about {needed}, but {tmp_path} has 1.0 KB free: free some space, write elsewhere,"
+        " or pass --no-space-check to try anyway\n"
+    )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.txt"], "nothing is written"
+
+
+def test_a_killed_run_resumes_to_the_same_file(fixture_model_folder: Path, tmp_path: Path) -> None:
+    """SIGKILL once segments are stored: the segment being written is lost (and removed by the next run), the
+    stored ones are kept, and --resume ends in the uninterrupted run's datasets, bit for bit."""
+    source = _write_lines(tmp_path / "in.txt", LINES * 300)
+    output = tmp_path / "out.hdf5"
+    partial = Path(f"{output}.partial")
+    args = [str(source), str(output), "--model", str(fixture_model_folder), "--batch-size", "8", "--max-words", "4"]
+    environment = {**ENVIRONMENT, "ELMO_TEST_SEGMENT_BYTES": "20000"}
+    run = subprocess.Popen([sys.executable, "-c", _SMALL_SEGMENTS_RUN, *args], env=environment, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while len(list(partial.glob("lines-*.hdf5"))) < 3:
+        assert run.poll() is None and time.monotonic() < deadline, "the run ended before it could be killed"
+        time.sleep(0.01)
+    run.kill()
+    run.wait()
+    stored = _stored_lines(partial)
+    assert 0 < len(stored) < len(LINES) * 300
+    resumed = subprocess.run([ELMO_EMBED, *args, "--resume"], env=ENVIRONMENT, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resumed: {len(stored):,} lines were already in out.hdf5.partial" in resumed.stdout
+    uninterrupted = tmp_path / "uninterrupted.hdf5"
+    assert subprocess.run([ELMO_EMBED, str(source), str(uninterrupted), *args[2:]], env=ENVIRONMENT).returncode == 0
+    _assert_same_datasets(output, uninterrupted)
+
+
+def test_the_file_records_how_it_was_made(reference_file: Path, fixture_model_folder: Path) -> None:
+    """Root attributes (readers of AllenNLP's layout ignore them): the model and its weights' sha256, the dtypes,
+    the layers, the package version and the command line."""
+    with h5py.File(reference_file, "r") as file:
+        attributes = dict(file.attrs)
+    weights = hashlib.sha256((fixture_model_folder / "model.safetensors").read_bytes()).hexdigest()
+    command = ["elmo-embed", str(reference_file.with_name("in.txt")), str(reference_file)]
+    assert attributes == {
+        "elmo_embed_model": str(fixture_model_folder.resolve()),
+        "elmo_embed_model_sha256": weights,
+        "elmo_embed_model_dtype": "float32",
+        "elmo_embed_layers": "all",
+        "elmo_embed_dtype": "float32",
+        "elmo_embed_version": importlib.metadata.version("elmo-transformers"),
+        "elmo_embed_command": shlex.join([*command, "--model", str(fixture_model_folder), "--batch-size", "1"]),
+    }
+
+
+# main() given $ELMO_TEST_ARGV (JSON) in a fresh interpreter; prints the heavy modules it had imported on exit.
+_MODULES_AFTER_MAIN = textwrap.dedent(
+    """
+    import json, os, sys
+    from inference.embed import main
+    try:
+        main(json.loads(os.environ["ELMO_TEST_ARGV"]))
+    except SystemExit:
+        pass
+    print(json.dumps(sorted({"torch", "transformers", "h5py", "numpy"} & set(sys.modules))))
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("argv", "output"),
+    [(["--help"], "usage: elmo-embed"), (["in.txt"], "the following arguments are required: OUT.hdf5")],
+    ids=["help", "argument error"],
+)
+def test_help_and_argument_errors_do_not_load_torch(argv: list[str], output: str) -> None:
+    environment = {**ENVIRONMENT, "ELMO_TEST_ARGV": json.dumps(argv)}
+    completed = subprocess.run(
+        [sys.executable, "-c", _MODULES_AFTER_MAIN], env=environment, capture_output=True, text=True, check=True
+    )
+    assert output in completed.stdout + completed.stderr
+    assert completed.stdout.splitlines()[-1] == "[]", "no torch, transformers, h5py or numpy for --help"
