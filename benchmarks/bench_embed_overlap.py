@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from inference.embed import embed_file
+from inference.embedding import embed_file
 from modeling_elmo import DEFAULT_MODEL
 
 

@@ -55,7 +55,7 @@ from bench_inference import ensure_weights, make_sentences, markdown_table  # no
 
 from conversion.allennlp import load_allennlp_model  # noqa: E402
 from conversion.variants import VARIANTS  # noqa: E402
-from inference.embed import embed_file  # noqa: E402
+from inference.embedding import embed_file  # noqa: E402
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -189,7 +189,7 @@ def bench_forward(args, models: dict[str, ElmoModel], float64: ElmoModel, allenn
 
 
 def bench_elmo_embed(args, model: ElmoModel, device: torch.device, work: Path) -> list[str]:
-    """`elmo-embed` (inference.embed.embed_file) over --embed-lines generated lines, per dtype: words/s."""
+    """`elmo-embed` (inference.embedding.embed_file) over --embed-lines generated lines, per dtype: words/s."""
     folder = work / "model"
     model.save_pretrained(folder)
     ElmoTokenizer().save_pretrained(folder)

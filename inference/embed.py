@@ -11,7 +11,6 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from common.atomic_output import partial_path
 from common.disk_space import NO_SPACE_CHECK
@@ -21,12 +20,25 @@ from .options import DTYPE_NAMES, LAYER_CHOICES
 
 __all__ = ["main"]
 
-# oneDNN, behind torch's CPU convolutions and the LSTMs' products, builds a kernel for each input shape and keeps
-# the most recently used ones in a cache. The LSTMs reuse theirs at every step: building them anew each time (a
-# cache of 0) made the default model 1.5x slower on ordinary text and 4-4.6x with --batch-size 1 or a 3,000-word
-# line. The character CNN pads its batches to few shapes (ElmoCharacterEncoder), so that the cache stays small:
-# over 20,000 lines the peak memory was 1.15 GB, against 1.06 GB without a cache and 1.45 GB unpadded.
-ONEDNN_CACHE_CAPACITY = 1024
+# Settings of the native libraries behind torch's CPU kernels, read when their first kernel runs: `main` sets them
+# (unless the user has) before that.
+# - oneDNN, behind torch's CPU convolutions and the LSTMs' products, builds a kernel for each input shape and keeps
+#   the most recently used ones in a cache. The LSTMs reuse theirs at every step: building them anew each time (a
+#   cache of 0) made the default model 1.5x slower on ordinary text and 4-4.6x with --batch-size 1 or a 3,000-word
+#   line. The character CNN pads its batches to few shapes (ElmoCharacterEncoder), so that the cache stays small:
+#   over 20,000 lines the peak memory was 1.15 GB, against 1.06 GB without a cache and 1.45 GB unpadded.
+# - MKL, behind the products that oneDNN does not serve (the highway layers' among them), picks its code path by
+#   the memory alignment of the operands: the same product of a misaligned copy differed by up to 3e-5, so two runs
+#   of one command differed whenever the allocator placed a tensor elsewhere (seen: 2.9e-5 in the biLSTM layers on
+#   a loaded machine). STRICT makes every product independent of alignment, so that repeated runs are equal bit
+#   for bit (at one thread count).
+NATIVE_LIBRARY_SETTINGS = {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "1024", "MKL_CBWR": "AUTO,STRICT"}
+
+
+def set_native_libraries() -> None:
+    """Put `NATIVE_LIBRARY_SETTINGS` into the environment, keeping any the user set."""
+    for name, value in NATIVE_LIBRARY_SETTINGS.items():
+        os.environ.setdefault(name, value)
 
 
 _EXAMPLES = """examples:
@@ -126,8 +138,7 @@ def _build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = _build_parser().parse_args(argv)
-    # Set here, before oneDNN's first kernel reads it.
-    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(ONEDNN_CACHE_CAPACITY))
+    set_native_libraries()  # before the first kernel
     from transformers.utils.logging import disable_progress_bar
 
     from . import embedding
@@ -160,15 +171,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     print(summary.describe(Path(args.output), args.max_words))
     return 0
-
-
-def __getattr__(name: str) -> Any:
-    """`embed_file` and `EmbedSummary`, where callers have imported them from (loaded on first use)."""
-    if name in ("embed_file", "EmbedSummary"):
-        from . import embedding
-
-        return getattr(embedding, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":
