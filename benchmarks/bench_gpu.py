@@ -51,7 +51,13 @@ sys.path.insert(0, str(REPO))  # benchmark the working tree, whatever is install
 sys.path.insert(1, str(HERE))
 
 import allennlp_stubs  # noqa: E402
-from bench_inference import ensure_weights, make_sentences, markdown_table  # noqa: E402
+from bench_inference import (  # noqa: E402
+    MixedLayersModel,
+    ensure_weights,
+    lstm_layers_run,
+    make_sentences,
+    markdown_table,
+)
 
 from conversion.allennlp import load_allennlp_model  # noqa: E402
 from conversion.variants import VARIANTS  # noqa: E402
@@ -172,7 +178,7 @@ def bench_forward(args, models: dict[str, ElmoModel], float64: ElmoModel, allenn
                     return model(**inputs, output_hidden_states=True).hidden_states
 
                 cell = Cell(words_per_second(run, encoded, words, device, args.seconds))
-                cell.max_diff = max_difference(run(encoded[0]), reference[: 1 + model.config.computed_layers])
+                cell.max_diff = max_difference(run(encoded[0]), reference[: 1 + lstm_layers_run(model)])
                 forward.setdefault(name, {})[batch_size] = cell
                 if not name.startswith(MIXED) and model.dtype in (torch.float32, torch.bfloat16):
 
@@ -336,7 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         model = load_allennlp_model(options, weights_path, progress=False)
         if mix_layers is None:
             return model
-        mixed = ElmoModel(ElmoConfig.from_dict({**model.config.to_dict(), "mix_layers": mix_layers})).eval()
+        mixed = MixedLayersModel(ElmoConfig.from_dict({**model.config.to_dict(), "mix_layers": mix_layers})).eval()
         mixed.load_state_dict(model.state_dict())
         return mixed
 

@@ -340,7 +340,7 @@ def run_ours(
     model: ElmoModel, implementation: str, dtype: str, group: Group, encoded: dict, args: argparse.Namespace
 ) -> Run:
     """Time ``model`` on one group; a failure becomes the run's ``error`` (the model is being worked on)."""
-    flops = flops_per_position(model.config, computed_layers(model.config))
+    flops = flops_per_position(model.config, lstm_layers_run(model))
     run = Run(implementation, dtype, group, flops, encodes_distinct_words=True)
 
     def forward(batch) -> tuple[torch.Tensor, ...]:
@@ -388,9 +388,17 @@ def mix_layers_supported() -> bool:
     return hasattr(ElmoConfig(), "mix_layers")
 
 
-def computed_layers(config: ElmoConfig) -> int:
-    """LSTM layers the model runs (all of them before ``mix_layers`` existed)."""
-    return getattr(config, "computed_layers", config.num_hidden_layers)
+class MixedLayersModel(ElmoModel):
+    """``ElmoModel`` running only the biLSTM layers its config's mix reads (``config.mix_depth``), as the task heads
+    run it: the ``mix_layers=[0, 1]`` rows. (``ElmoModel`` itself computes every layer, whatever the config.)"""
+
+    def forward(self, *args, **kwargs):
+        return super().forward(*args, num_layers=self.config.mix_depth, **kwargs)
+
+
+def lstm_layers_run(model: ElmoModel) -> int:
+    """LSTM layers the model runs: all of them but in a ``MixedLayersModel``."""
+    return model.config.mix_depth if isinstance(model, MixedLayersModel) else model.config.num_hidden_layers
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -621,7 +629,7 @@ def main() -> None:
         model = load_allennlp_model(options, weights_path, progress=False)
         load_times.append(time.perf_counter() - start)
         if mix:
-            mixed = ElmoModel(ElmoConfig.from_dict({**model.config.to_dict(), "mix_layers": [0, 1]})).eval()
+            mixed = MixedLayersModel(ElmoConfig.from_dict({**model.config.to_dict(), "mix_layers": [0, 1]})).eval()
             mixed.load_state_dict(model.state_dict())
             model = mixed
         model = model.to(getattr(torch, dtype))

@@ -54,7 +54,7 @@ def compute_features(
     reused = set(Path(arguments.cache_dir).glob("*.arrow")) <= files_before and bool(files_before)
     lengths = np.array([len(sentence.words) for sentence in corpus.sentences])
     offsets = np.concatenate([[0], np.cumsum(lengths)])
-    num_layers, width = bilm.config.computed_layers + 1, bilm.config.hidden_size
+    num_layers, width = bilm.config.mix_depth + 1, bilm.config.hidden_size
     flat = np.empty((offsets[-1], num_layers, width), dtype=arguments.features_dtype)
     position = 0
     for batch in cached.select_columns([FEATURES_COLUMN]).iter(batch_size=512):

@@ -53,8 +53,7 @@ class Embedder:
         if layers not in LAYER_CHOICES:
             raise EmbedError(f"--layers must be one of {', '.join(LAYER_CHOICES)}, got {layers!r}")
         self.layers = layers
-        # A head's folder may mix fewer layers; only --layers mix keeps that truncation.
-        self.model, unused_weights = _load_model(model, DTYPES[dtype], all_layers=layers != "mix")
+        self.model, unused_weights = _load_model(model, DTYPES[dtype])
         self.mix = _load_mix(model, unused_weights, DTYPES[dtype]) if layers == "mix" else None
         self.tokenizer = ElmoTokenizer.from_pretrained(model)
         device = device or default_device()
@@ -97,7 +96,9 @@ class Embedder:
         non_blocking = self.device.type == "cuda"
         inputs = {name: tensor.to(self.device, non_blocking=non_blocking) for name, tensor in prepared.tensors.items()}
         with torch.inference_mode():
-            output = self.model(**inputs, output_hidden_states=self.layers != "top")
+            # A head's mix may read fewer layers: --layers mix runs none above them (config.mix_depth).
+            depth = {"num_layers": self.model.config.mix_depth} if self.mix is not None else {}
+            output = self.model(**inputs, output_hidden_states=self.layers != "top", **depth)
             if self.layers == "top":
                 vectors = output.last_hidden_state.float()  # (batch, words, width)
             elif self.mix is not None:
@@ -140,7 +141,7 @@ class PendingVectors:
         return [vectors[row, ..., :length, :] for row, length in enumerate(self.lengths)]
 
 
-def _load_model(model: str, dtype: torch.dtype, *, all_layers: bool) -> tuple[ElmoModel, list[str]]:
+def _load_model(model: str, dtype: torch.dtype) -> tuple[ElmoModel, list[str]]:
     """The model of a folder (or Hub repository) written by elmo-convert, and the names of the weights in its
     files that the model does not use; a one-line error for anything else."""
     require_model_folder(model, EmbedError, hub=True)
@@ -149,8 +150,7 @@ def _load_model(model: str, dtype: torch.dtype, *, all_layers: bool) -> tuple[El
         problem = model_type_problem(model, config.get("model_type"))  # a Hub model's, seen only now
         if problem:
             raise EmbedError(problem)
-        overrides = {"mix_layers": None} if all_layers else {}
-        loaded, info = ElmoModel.from_pretrained(model, dtype=dtype, output_loading_info=True, **overrides)
+        loaded, info = ElmoModel.from_pretrained(model, dtype=dtype, output_loading_info=True)
     except OSError as error:
         problem = "cannot load the model" if Path(model).exists() else "no such model folder, nor a Hub model"
         raise EmbedError(f"{model}: {problem}: {first_line(error)}") from None

@@ -215,7 +215,7 @@ class ElmoConfig(PreTrainedConfig):
     | field | meaning |
     | --- | --- |
     | `mix_mode` | `scalar_mix`, `average`, `layer`, `concat` or `per_token` (see `ElmoLayerMix`) |
-    | `mix_layers` | which layers enter (0 = token layer), `None` for all; none above the highest is computed |
+    | `mix_layers` | which layers enter (0 = token layer), `None` for all; the heads run none above the highest |
     | `mix_layer_norm` | normalise each layer with one mean and variance over the batch's words (scalar_mix) |
     | `mix_l2_coefficient` | lambda of the penalty `lambda * sum(w ** 2)` added to the loss (scalar_mix) |
     | `mix_dropout` | dropout on the mixed vectors |
@@ -358,8 +358,10 @@ class ElmoConfig(PreTrainedConfig):
         return list(range(self.num_hidden_layers + 1)) if self.mix_layers is None else list(self.mix_layers)
 
     @property
-    def computed_layers(self) -> int:
-        """How many biLSTM layers the biLM runs: none above the highest mixed layer."""
+    def mix_depth(self) -> int:
+        """How many biLSTM layers the heads' mix reads: up to the highest mixed layer (0 for the token layer
+        alone). The task heads, their feature cache and the sentence encoder run none above it, passing it to
+        [`ElmoModel`] as `num_layers`; `ElmoModel` on its own computes every layer, whatever the mix."""
         return max(self.mixed_layers)
 
     @property

@@ -50,10 +50,11 @@ class ElmoModelOutput(ModelOutput):
 
     Args:
         last_hidden_state (`torch.FloatTensor` of shape `(batch, words, 2 * projection_dim)`):
-            The top biLSTM layer, `[forward; backward]`, zero at padding.
+            The top biLSTM layer, `[forward; backward]`, zero at padding (with `num_layers`: the top layer run).
         hidden_states (`tuple(torch.FloatTensor)`, returned with `output_hidden_states=True`):
-            `num_hidden_layers + 1` tensors of shape `(batch, words, 2 * projection_dim)`: layer 0 is the token
-            vector twice, `[token; token]`; layer j is the j-th biLSTM layer, `[forward_j; backward_j]`.
+            `num_hidden_layers + 1` tensors (`num_layers + 1` with `num_layers`) of shape
+            `(batch, words, 2 * projection_dim)`: layer 0 is the token vector twice, `[token; token]`; layer j is
+            the j-th biLSTM layer, `[forward_j; backward_j]`.
         state (`tuple(torch.FloatTensor, torch.FloatTensor)`, returned with `use_cache=True`):
             The LSTM state after each row of the batch, `(h, c)` with `h` of shape
             `(2, num_hidden_layers, batch, projection_dim)` and `c` of shape `(2, num_hidden_layers, batch,
@@ -691,6 +692,7 @@ class ElmoModel(ElmoPreTrainedModel):
         state: tuple[torch.Tensor, torch.Tensor] | None = None,
         use_cache: bool | None = None,
         output_hidden_states: bool | None = None,
+        num_layers: int | None = None,
         **kwargs,
     ) -> ElmoModelOutput:
         r"""
@@ -707,7 +709,13 @@ class ElmoModel(ElmoPreTrainedModel):
                 Return the final LSTM `state`; defaults to True when `state` is given, else False.
             output_hidden_states (`bool`, *optional*):
                 Return all `num_hidden_layers + 1` layers in `hidden_states`.
+            num_layers (`int`, *optional*):
+                Run only the first biLSTM layers (by default all `num_hidden_layers`, whatever the config's mixing
+                fields): the outputs stop at layer `num_layers`, and the layers above keep their `state`. The task
+                heads pass their `config.mix_depth`, so that no layer above their mix runs.
         """
+        if num_layers is not None and not 0 <= num_layers <= self.config.num_hidden_layers:
+            raise ValueError(f"num_layers must lie in 0..{self.config.num_hidden_layers}, got {num_layers}")
         output_hidden_states = (
             output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
         )
@@ -718,9 +726,7 @@ class ElmoModel(ElmoPreTrainedModel):
         marked_lengths = word_mask.sum(dim=1) + 2
         reversing = _reversing_index(marked_lengths, token.shape[1])
         lstm_inputs = torch.stack([token, _reverse_each_row(token, reversing)])
-        lstm_outputs, final_state = self.contextualize(
-            lstm_inputs, marked_lengths, state, num_layers=self.config.computed_layers
-        )
+        lstm_outputs, final_state = self.contextualize(lstm_inputs, marked_lengths, state, num_layers=num_layers)
 
         layers = [torch.cat([token, token], dim=-1)]
         for output in lstm_outputs:
@@ -1059,13 +1065,17 @@ class ElmoTaskModel(ElmoPreTrainedModel):
                 raise ValueError("pass input_ids (character ids) or bilm_layers (precomputed biLM layers)")
             with torch.set_grad_enabled(torch.is_grad_enabled() and not self.config.freeze_bilm):
                 bilm = self.elmo(
-                    input_ids, attention_mask=attention_mask, input_word_ids=input_word_ids, output_hidden_states=True
+                    input_ids,
+                    attention_mask=attention_mask,
+                    input_word_ids=input_word_ids,
+                    output_hidden_states=True,
+                    num_layers=self.config.mix_depth,  # no biLSTM layer above the mix runs
                 )
             layers, mask = bilm.hidden_states, bilm.word_mask
         else:
             if attention_mask is None:
                 raise ValueError("bilm_layers needs the attention_mask of its words")
-            expected = self.config.computed_layers + 1
+            expected = self.config.mix_depth + 1
             if bilm_layers.dim() != 4 or bilm_layers.shape[1] < expected:
                 raise ValueError(
                     f"bilm_layers must have shape (batch, layers >= {expected}, words, {self.config.hidden_size}), "

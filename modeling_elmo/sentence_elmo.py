@@ -82,7 +82,7 @@ class ElmoSentenceEncoder(InputModule):
         config = self.model.config
         mode, mixed_layers = layer_scheme(layers, config.num_hidden_layers)
         self.layers = mixed_layers[0] if mode == "layer" else layers
-        # The mix is the biLM's configuration too: ElmoModel runs no biLSTM layer above the highest mixed one.
+        # The mix is kept in the biLM's configuration (saved with it); `forward` runs no biLSTM layer above it.
         config.mix_mode, config.mix_layers = mode, mixed_layers
         config.mix_initial_weights, config.mix_dropout = None, 0.0  # fixed weights, no dropout
         self.mix = ElmoLayerMix(config)
@@ -100,8 +100,9 @@ class ElmoSentenceEncoder(InputModule):
     def forward(self, features: dict[str, torch.Tensor], **kwargs) -> dict[str, torch.Tensor]:
         """Adds `token_embeddings` (batch, words, D): the mixed layers of each word, zero at padding."""
         inputs = {name: features[name] for name in self.tokenizer.model_input_names if name in features}
-        hidden_states = self.model(**inputs, output_hidden_states=True).hidden_states
-        mixed = [hidden_states[index] for index in self.model.config.mixed_layers]
+        config = self.model.config
+        hidden_states = self.model(**inputs, output_hidden_states=True, num_layers=config.mix_depth).hidden_states
+        mixed = [hidden_states[index] for index in config.mixed_layers]
         features["token_embeddings"] = self.mix(mixed, features["attention_mask"].bool())
         return features
 

@@ -10,6 +10,7 @@ import pytest
 import torch
 from datasets import Dataset
 from transformers import (
+    AutoModel,
     AutoModelForSequenceClassification,
     AutoModelForTokenClassification,
     AutoTokenizer,
@@ -21,7 +22,17 @@ from transformers import (
 )
 
 import modeling_elmo  # noqa: F401  (registers the Auto classes)
-from modeling_elmo import ElmoForSequenceClassification, ElmoForTokenClassification, ElmoModel
+from modeling_elmo import (
+    DEFAULT_MODEL,
+    ElmoForSequenceClassification,
+    ElmoForTokenClassification,
+    ElmoModel,
+    ElmoTokenizer,
+)
+from modeling_elmo.modeling_elmo import ElmoLstmStack
+
+# An empty sentence, padding, an empty-string word, a word over the 48 bytes kept, multi-byte characters.
+AWKWARD = [["a", "bb"], [], ["", "x" * 60, "é", "日本語"], ["The", "café", "is", "open", "."]]
 
 # A toy part-of-speech task: the class of each word.
 WORD_CLASSES = {
@@ -36,6 +47,64 @@ WORD_CLASSES = {
     "sings": 2,
     "reads": 2,
 }
+
+
+def test_a_heads_folder_loads_as_the_whole_base_model(tmp_path: Path) -> None:
+    """A head's `mix_layers` decide what the head runs, not what `AutoModel` of its folder computes."""
+    head = AutoModelForTokenClassification.from_pretrained(DEFAULT_MODEL, num_labels=3, mix_layers=[0, 1])
+    head.save_pretrained(tmp_path / "head")
+    base = AutoModel.from_pretrained(tmp_path / "head").eval()
+    plain = AutoModel.from_pretrained(DEFAULT_MODEL).eval()
+    inputs = ElmoTokenizer.from_pretrained(DEFAULT_MODEL)(
+        AWKWARD, is_split_into_words=True, padding=True, return_tensors="pt"
+    )
+    with torch.no_grad():
+        output = base(**inputs, output_hidden_states=True, use_cache=True)
+        expected = plain(**inputs, output_hidden_states=True, use_cache=True)
+    assert len(output.hidden_states) == base.config.num_hidden_layers + 1 == 3
+    assert torch.equal(output.last_hidden_state, output.hidden_states[-1])
+    actual, reference = [*output.hidden_states, *output.state], [*expected.hidden_states, *expected.state]
+    assert all(torch.equal(a, e) for a, e in zip(actual, reference, strict=True))
+
+
+def _lstm_steps(model, inputs: dict[str, torch.Tensor], **kwargs) -> dict[int, int]:
+    """How many LSTM cell steps each biLSTM layer (1, 2, ...) of `model`'s biLM ran, both directions together:
+    each layer's own steps when the layers run one after another, the wavefront's steps when they run together
+    (one cell call steps `gates.shape[0]` layers of both directions at once, the lowest first)."""
+    elmo = model.elmo if hasattr(model, "elmo") else model
+    stacks = (elmo.forward_lstm, elmo.backward_lstm)
+    layers = [(index, layer, layer.cell) for stack in stacks for index, layer in enumerate(stack.layers, start=1)]
+    steps: dict[int, int] = {}
+    for index, layer, step in layers:
+
+        def counting(gates, c, clip, index=index, step=step):
+            groups = gates.shape[0] // 2 if gates.dim() == 3 else 1  # the wavefront's (L * 2, batch, 4C)
+            for stepped in range(index, index + groups):
+                steps[stepped] = steps.get(stepped, 0) + 1
+            return step(gates, c, clip)
+
+        layer.cell = counting
+    try:
+        with torch.no_grad():
+            model(**inputs, **kwargs)
+    finally:
+        for _, layer, step in layers:
+            layer.cell = step
+    return steps
+
+
+@pytest.mark.parametrize("wavefront", [False, True], ids=["layer by layer", "wavefront"])
+def test_a_head_mixing_the_lower_layers_runs_no_layer_above_them(wavefront: bool, monkeypatch) -> None:
+    monkeypatch.setattr(ElmoLstmStack, "wavefront", wavefront)
+    inputs = ElmoTokenizer.from_pretrained(DEFAULT_MODEL)(
+        AWKWARD, is_split_into_words=True, padding=True, return_tensors="pt"
+    )
+    plain = ElmoModel.from_pretrained(DEFAULT_MODEL).eval()
+    everything, first_only = _lstm_steps(plain, inputs), _lstm_steps(plain, inputs, num_layers=1)
+    assert sorted(everything) == [1, 2] and sorted(first_only) == [1]
+    for mix_layers, expected in (([0, 1], first_only), ([0], {}), (None, everything)):
+        head = ElmoForTokenClassification.from_pretrained(DEFAULT_MODEL, num_labels=3, mix_layers=mix_layers).eval()
+        assert _lstm_steps(head, inputs) == expected, f"mix_layers={mix_layers}"
 
 
 def _sentences(count: int, seed: int) -> list[list[str]]:

@@ -118,25 +118,33 @@ def test_bad_mixing_options_are_refused() -> None:
         _config(mix_layers=[0, 1], mix_initial_weights=[0, 0, 0])
 
 
-def test_mixing_only_the_lower_layers_skips_the_top_layer_exactly() -> None:
+def test_running_only_the_lower_layers_skips_the_top_layer_exactly() -> None:
+    """`num_layers` (what the heads pass: `config.mix_depth`) runs no layer above it; the config's mixing fields
+    alone leave `ElmoModel` whole."""
     torch.manual_seed(0)
     full = ElmoModel(_config()).eval()
-    truncated = ElmoModel(_config(mix_layers=[0, 1])).eval()
-    truncated.load_state_dict(full.state_dict())
+    mixing_two = ElmoModel(_config(mix_layers=[0, 1])).eval()
+    mixing_two.load_state_dict(full.state_dict())
     calls = []
-    truncated.forward_lstm.layers[1].register_forward_hook(lambda *args: calls.append(args))
+    full.forward_lstm.layers[1].register_forward_hook(lambda *args: calls.append(args))
     inputs = ElmoTokenizer()(
         [["a", "b"], ["c", "d", "e"], []], is_split_into_words=True, padding=True, return_tensors="pt"
     )
     with torch.no_grad():
         expected = full(**inputs, output_hidden_states=True).hidden_states
-        output = truncated(**inputs, output_hidden_states=True)
-    assert not calls, "the top layer must not run"
+        assert len(calls) == 1
+        output = full(**inputs, output_hidden_states=True, num_layers=mixing_two.config.mix_depth)
+        assert len(calls) == 1, "the top layer must not run"
+        whole = mixing_two(**inputs, output_hidden_states=True)
     assert len(output.hidden_states) == 2
     for actual, reference in zip(output.hidden_states, expected[:2], strict=True):
         assert torch.equal(actual, reference)
     assert output.last_hidden_state is output.hidden_states[-1]
-    token_only = ElmoModel(_config(mix_layers=[0])).eval()
-    token_only.load_state_dict(full.state_dict())
+    assert len(whole.hidden_states) == 3, "mix_layers is the heads' field: ElmoModel computes every layer"
+    for actual, reference in zip(whole.hidden_states, expected, strict=True):
+        assert torch.equal(actual, reference)
     with torch.no_grad():
-        assert len(token_only(**inputs, output_hidden_states=True).hidden_states) == 1
+        assert len(full(**inputs, output_hidden_states=True, num_layers=0).hidden_states) == 1
+        for wrong in (-1, 3):
+            with pytest.raises(ValueError, match=r"num_layers must lie in 0\.\.2, got " + str(wrong)):
+                full(**inputs, num_layers=wrong)

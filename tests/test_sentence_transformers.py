@@ -119,15 +119,15 @@ def test_encode_equals_the_manual_mean_on_awkward_batches(
 
 
 @pytest.mark.parametrize(
-    ("layers", "width", "computed_layers"),
+    ("layers", "width", "mix_depth"),
     [("average", 32, 2), ("first-two", 32, 1), ("concat", 96, 2), ("0", 32, 0), ("1", 32, 1), ("2", 32, 2)],
 )
 def test_each_layers_choice_gives_its_documented_vectors(
-    layers: str, width: int, computed_layers: int, fixture_model_folder: Path, tmp_path: Path
+    layers: str, width: int, mix_depth: int, fixture_model_folder: Path, tmp_path: Path
 ) -> None:
     model = _load(_convert(fixture_model_folder, tmp_path / f"fixture-st-{layers}", "--layers", layers))
     assert model.get_embedding_dimension() == width
-    assert model[0].model.config.computed_layers == computed_layers  # no biLSTM layer above the mixed ones runs
+    assert model[0].model.config.mix_depth == mix_depth  # no biLSTM layer above the mixed ones runs
     texts = AWKWARD[:4]
     np.testing.assert_allclose(
         model.encode(texts), manual_sentence_vectors(fixture_model_folder, texts, layers).numpy(), rtol=0, atol=1e-6

@@ -63,7 +63,7 @@ def cache_bilm_features(
         dataset: rows with `input_ids` (words, max_characters_per_token) from `ElmoTokenizer`, and optionally
             `input_word_ids` (words,) and `attention_mask` (words,). Its other columns (labels, text) are kept.
         model: the biLM, or a task head (its `.elmo` is used). It runs on its own device, in eval mode, and
-            stores the `config.computed_layers + 1` layers it computes (layer 0 is `[token; token]`).
+            stores the `config.mix_depth + 1` layers its mix reads (layer 0 is `[token; token]`).
         cache_dir: the folder of the cache files (created if needed).
         batch_size: sentences per biLM call while computing.
         storage_dtype: `float32` (exact) or `float16`.
@@ -80,7 +80,7 @@ def cache_bilm_features(
         raise ValueError(f"the dataset has no input_ids column (columns: {', '.join(dataset.column_names)})")
     if FEATURES_COLUMN in dataset.column_names:
         raise ValueError(f"the dataset already has a {FEATURES_COLUMN} column")
-    num_layers = elmo.config.computed_layers + 1
+    num_layers = elmo.config.mix_depth + 1
     key = bilm_features_key(dataset, elmo, storage_dtype)
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -158,7 +158,7 @@ def _compute_features(
     def bilm_layers(batch: dict[str, list]) -> dict[str, list[np.ndarray]]:
         inputs, lengths = _pad_inputs(batch, elmo.config.max_characters_per_token, elmo.device)
         with torch.inference_mode():
-            layers = elmo(**inputs, output_hidden_states=True).hidden_states
+            layers = elmo(**inputs, output_hidden_states=True, num_layers=num_layers - 1).hidden_states
         stacked = torch.stack(layers, dim=2).to("cpu", dtype)  # (batch, words, layers, 2P)
         return {FEATURES_COLUMN: [stacked[row, :length].numpy() for row, length in enumerate(lengths)]}
 
