@@ -1156,8 +1156,11 @@ class ElmoForSequenceClassification(ElmoTaskModel):
             labels (`torch.Tensor` of shape `(batch,)`, *optional*): class ids (or values for regression).
         """
         features, mask = self._features(input_ids, attention_mask, input_word_ids, bilm_layers)
-        pooled = features.masked_fill(~mask[..., None], torch.finfo(features.dtype).min).amax(dim=1)
-        pooled = torch.where(mask.any(dim=1, keepdim=True), pooled, torch.zeros_like(pooled))  # empty sentences
+        if mask.shape[1] == 0:  # only empty sentences: no word to take the max over
+            pooled = features.new_zeros(features.shape[0], features.shape[-1])
+        else:
+            pooled = features.masked_fill(~mask[..., None], torch.finfo(features.dtype).min).amax(dim=1)
+            pooled = torch.where(mask.any(dim=1, keepdim=True), pooled, torch.zeros_like(pooled))  # empty sentences
         logits = self.classifier(pooled)
         loss = None
         if labels is not None:

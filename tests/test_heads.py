@@ -292,3 +292,15 @@ def test_token_classification_pipeline(fixture_model_folder: Path, tmp_path: Pat
     expected = _tags_from_the_model(model, tokenizer, ["New York", ""])
     assert [(r["entity"], pytest.approx(r["score"], abs=1e-6)) for r in pre_split] == expected
     assert tagger("") == []
+
+
+def test_a_batch_of_only_empty_sentences_is_classified() -> None:
+    """A batch whose sentences are all empty has no word to pool over: each gets the pooled vector of an empty
+    sentence in a mixed batch (zeros), not amax's error on a words axis of size 0."""
+    model = ElmoForSequenceClassification.from_pretrained(DEFAULT_MODEL, num_labels=3).eval()
+    tokenizer = ElmoTokenizer.from_pretrained(DEFAULT_MODEL)
+    with torch.no_grad():
+        alone = model(**tokenizer([[], []], is_split_into_words=True, return_tensors="pt")).logits
+        mixed = model(**tokenizer([[], ["a", "bb"]], is_split_into_words=True, padding=True, return_tensors="pt"))
+    assert alone.shape == (2, 3)
+    assert torch.equal(alone[0], mixed.logits[0]) and torch.equal(alone[1], mixed.logits[0])
