@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from accelerate import PartialState
 from accelerate.utils import broadcast_object_list
 
 from common.errors import TrainingError
@@ -31,6 +32,8 @@ def on_main_process(check: Callable[[], None], *, is_main_process: bool) -> None
             refusal = [str(error)]
     (message,) = broadcast_object_list(refusal)
     if message is not None:
+        # Every process holds the refusal before any ends: the launcher stops the others once one has ended.
+        PartialState().wait_for_everyone()
         raise TrainingError(message)
 
 
@@ -51,4 +54,4 @@ def refuse_existing_output_dir(output_dir: Path, *, overwrite: bool, resume: str
     if overwrite or not output_dir.is_dir() or not any(output_dir.iterdir()):
         return
     continue_it = f"pass {resume} to continue it or " if resume else "pass "
-    raise TrainingError(f"{output_dir} is not empty: {continue_it}--overwrite_output_dir to train into it anyway")
+    raise TrainingError(f"{output_dir} is not empty: {continue_it}--overwrite_output_dir to write into it anyway")

@@ -341,11 +341,14 @@ class LmTrainer:
         and tokenizer that each holds besides are left out."""
         parameter_bytes = sum(parameter.nbytes for parameter in self.model.parameters())
         checkpoint_bytes = parameter_bytes * (1 + OPTIMIZER_STATES_PER_PARAMETER[self.args.optimizer])
-        checkpoints = sum(map(self._is_save_step, range(self.step + 1, self.max_steps + 1)))
+        save_steps = self.args.save_steps
+        checkpoints = self.max_steps // save_steps - self.step // save_steps  # the multiples in (step, max_steps]
+        if self.max_steps % save_steps and self.step < self.max_steps:
+            checkpoints += 1  # the last step's
         check_free_space(
             self.output_dir,
             checkpoints * checkpoint_bytes + parameter_bytes,
-            what=f"{checkpoints} checkpoint(s) of {format_bytes(checkpoint_bytes)} and the model",
+            what=f"{checkpoints:,} checkpoint(s) of {format_bytes(checkpoint_bytes)} and the model",
             error=TrainingError,
         )
 
