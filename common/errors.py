@@ -15,6 +15,7 @@ __all__ = [
     "DataFileError",
     "ElmoError",
     "EmbedError",
+    "TrainingError",
     "exit_on_error",
     "first_line",
     "report_error",
@@ -36,6 +37,11 @@ class DataFileError(ElmoError, ValueError):
 class EmbedError(ElmoError):
     """What stops `elmo-embed`: bad input or options, an unusable model, an output in the way, or a failure in the
     middle of the file (whose message says how to resume)."""
+
+
+class TrainingError(ElmoError):
+    """What stops a training script: its output folder in use or in the way, a damaged checkpoint, a full disk
+    (the message names what was saved and how to resume)."""
 
 
 def first_line(error: BaseException) -> str:

@@ -12,15 +12,18 @@ import random
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
 from original_files import small_options
 from safetensors.torch import load_file
+from test_output_lock import _start_holder
 from transformers import AutoModel, AutoModelForPreTraining
 
 import modeling_elmo  # noqa: F401  (registers the Auto classes)
+from common.output_lock import lock_path
 from training.pretraining.evaluate_perplexity import main as evaluate_main
 from training.pretraining.perplexity import evaluate_perplexity
 from training.pretraining.pretrain import LmTrainer, parse_args
@@ -68,15 +71,44 @@ def _arguments(corpus: Path, output: Path, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-def _launch_two_processes(arguments: list[str], script: tuple[str, ...] = ("-m", "training.pretrain")) -> None:
-    """`accelerate launch` two processes of the module, or of `script=("training/pretrain.py",)`, the file."""
+def _launch_two_processes(
+    arguments: list[str],
+    script: tuple[str, ...] = ("-m", "training.pretrain"),
+    *,
+    succeed: bool = True,
+    environment: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess:
+    """`accelerate launch` two processes of the module, or of `script=("training/pretrain.py",)`, the file; a run
+    that must fail (`succeed=False`) is returned for its one-line errors."""
     command = [
         sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
         "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", *script, *arguments,
     ]  # fmt: skip
-    environment = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPOSITORY)}
+    return _run(command, succeed=succeed, environment=environment)
+
+
+def _run_file(arguments: list[str], *, succeed: bool = True) -> subprocess.CompletedProcess:
+    """`python training/pretrain.py ARGUMENTS`, one process, as the user runs the file."""
+    return _run([sys.executable, "training/pretrain.py", *arguments], succeed=succeed)
+
+
+def _run(
+    command: list[str], *, succeed: bool, environment: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPOSITORY), **(environment or {})}
     result = subprocess.run(command, cwd=REPOSITORY, env=environment, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-4000:]
+    assert (result.returncode == 0) == succeed, result.stderr[-4000:]
+    if not succeed:  # one line per process; the only traceback is that of accelerate's launcher, if any
+        tracebacks = result.stderr.count("Traceback (most recent call last)")
+        assert tracebacks == result.stderr.count("raise ChildFailedError("), result.stderr[-4000:]
+    return result
+
+
+def _errors(result: subprocess.CompletedProcess) -> list[str]:
+    """The `error: MESSAGE` lines of a failed run, one per process. Two processes' lines can share a line of the
+    captured stderr: Python prints a SystemExit message and its newline in two writes."""
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    return [f"error: {message}" for line in lines for message in line.split("error: ")[1:]]
 
 
 def _weights(folder: Path) -> dict[str, torch.Tensor]:
@@ -321,3 +353,199 @@ def test_an_existing_output_dir_is_not_overwritten(corpus, tmp_path):
         pretrain_main(_arguments(corpus, tmp_path / "out", "--options_file", str(corpus / "options.json")))
     with pytest.raises(SystemExit, match=r"either --options_file .* or --model_name_or_path"):
         pretrain_main(_arguments(corpus, tmp_path / "other"))
+
+
+def _run_into(corpus: Path, output: Path, *extra: str) -> list[str]:
+    """The arguments of a new biLM from the toy options into `output`."""
+    return _arguments(corpus, output, "--options_file", str(corpus / "options.json"), *extra)
+
+
+def test_a_second_run_into_an_output_dir_in_use_is_refused_by_every_process(corpus, tmp_path):
+    """Another writer holds the output_dir (as a running pretrain.py does): both processes of a second run stop
+    with the same one line naming it, before they write anything, even with --overwrite_output_dir."""
+    output = tmp_path / "out"
+    output.mkdir()
+    (output / "metrics.jsonl").write_text("the first run's\n")
+    holder = _start_holder(output)
+    try:
+        lock_file = lock_path(output).read_text()
+        refused = _launch_two_processes(
+            _run_into(corpus, output, "--max_steps", "4", "--overwrite_output_dir"),
+            script=("training/pretrain.py",),
+            succeed=False,
+        )
+        holder_is = f"is being written by process {holder.pid} (-c {output}): wait for it to finish, or stop it first"
+        message = f"error: {output} {holder_is}"
+        assert _errors(refused) == [message, message], refused.stderr[-4000:]
+        assert [path.name for path in output.iterdir()] == ["metrics.jsonl"]
+        assert (output / "metrics.jsonl").read_text() == "the first run's\n"
+        assert lock_path(output).read_text() == lock_file
+    finally:
+        holder.communicate("\n")
+
+
+# Installed with PYTHONPATH where no tmpfs can be mounted: every safetensors file written under the folder named by
+# TEST_ENOSPC_UNDER fails as on a full disk (before transformers imports save_file, which then is this one).
+_INJECTED_ENOSPC = """
+import errno, os
+_under = os.environ.get("TEST_ENOSPC_UNDER")
+if _under:
+    import safetensors.torch
+    _save_file = safetensors.torch.save_file
+
+    def save_file(tensors, filename, metadata=None):
+        if _under in str(filename):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(filename))
+        return _save_file(tensors, filename, metadata)
+
+    safetensors.torch.save_file = save_file
+"""
+
+
+class SmallDisk:
+    """A folder on a disk with room for one checkpoint of the toy biLM (two processes) but not two: a tmpfs where
+    one can be mounted (as root), else an injected ENOSPC for the files of the second checkpoint."""
+
+    def __init__(self, folder: Path, full_under: str) -> None:
+        self.folder = folder
+        folder.mkdir()
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=450k", "tmpfs", str(folder)], capture_output=True)
+        self.method = "tmpfs" if mounted.returncode == 0 else "injected ENOSPC"
+        self.environment: dict[str, str] = {}
+        if self.method == "injected ENOSPC":
+            (folder.parent / "sitecustomize.py").write_text(_INJECTED_ENOSPC)
+            self.environment = {
+                "PYTHONPATH": f"{folder.parent}{os.pathsep}{REPOSITORY}",
+                "TEST_ENOSPC_UNDER": full_under,
+            }
+
+    def free_space(self) -> None:
+        if self.method == "tmpfs":
+            subprocess.run(["mount", "-o", "remount,size=8m", str(self.folder)], check=True)
+        self.environment = {}
+
+    def release(self) -> None:
+        if self.method == "tmpfs":
+            subprocess.run(["umount", str(self.folder)], check=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path, capsys) -> Iterator[SmallDisk]:
+    disk = SmallDisk(tmp_path / "disk", full_under=".checkpoint-60.partial")
+    with capsys.disabled():
+        print(f"\n[disk full by {disk.method}]", end=" ")
+    yield disk
+    disk.release()
+
+
+def test_a_full_disk_during_a_save_is_one_line_and_the_run_resumes_to_the_same_weights(
+    two_process_run, corpus, small_disk
+):
+    output = small_disk.folder / "out"
+    # --no-space-check: the estimate leaves out the code files of each checkpoint, so it may or may not see that
+    # this disk fills at the second; what is tested here is the save that fails.
+    arguments = _run_into(corpus, output, "--max_steps", "60", "--save_steps", "30", "--no-space-check")
+    full = _launch_two_processes(arguments, succeed=False, environment=small_disk.environment)
+    message = (
+        f"error: {output}/checkpoint-60 was not saved: the disk of {output} is full; the newest intact checkpoint is "
+        f"{output}/checkpoint-30: free some space and resume with --resume_from_checkpoint latest"
+    )
+    assert _errors(full) == [message, message], full.stderr[-4000:]
+    assert sorted(path.name for path in output.iterdir()) == ["checkpoint-30", "metrics.jsonl"]  # no staging left
+    intact, expected = _weights(output / "checkpoint-30"), _weights(two_process_run / "checkpoint-30")
+    assert all(torch.equal(expected[name], intact[name]) for name in expected)
+    small_disk.free_space()
+    _launch_two_processes(
+        [*arguments, "--resume_from_checkpoint", "latest"], script=("training/pretrain.py",),
+        environment=small_disk.environment,
+    )  # fmt: skip
+    final, resumed = _weights(two_process_run / "model"), _weights(output / "model")
+    assert all(torch.equal(final[name], resumed[name]) for name in final)
+    assert (output / "checkpoint-60" / "process-1.json").is_file()
+
+
+def test_a_run_the_disk_has_no_room_for_is_refused_before_training(corpus, tmp_path):
+    output = tmp_path / "out"
+    # A billion checkpoints of the toy biLM need about 420 TB: more than this disk has free.
+    arguments = _run_into(corpus, output, "--max_steps", str(10**9), "--save_steps", "1")
+    (refused,) = _errors(_run_file(arguments, succeed=False))
+    assert refused.startswith(f"error: {output}: 1,000,000,000 checkpoint(s) of 140.1 KB and the model need about ")
+    assert refused.endswith("free some space, write elsewhere, or pass --no-space-check to try anyway")
+    assert not any(output.iterdir())
+
+
+@pytest.fixture(scope="module")
+def one_process_run(corpus, tmp_path_factory) -> Path:
+    """`python training/pretrain.py`, 4 steps saved every 2: checkpoint-2 and checkpoint-4, the last step."""
+    output = tmp_path_factory.mktemp("one") / "out"
+    _run_file(_run_into(corpus, output, "--max_steps", "4", "--save_steps", "2"))
+    return output
+
+
+def test_the_last_step_is_a_checkpoint_that_resumes_to_a_longer_run(one_process_run, corpus, tmp_path):
+    longer = _run_into(corpus, tmp_path / "six", "--max_steps", "6", "--save_steps", "2")
+    _run_file(longer)
+    output = tmp_path / "continued"
+    output.mkdir()
+    shutil.copytree(one_process_run / "checkpoint-4", output / "checkpoint-4")
+    resumed = _run_file(_run_into(corpus, output, "--max_steps", "6", "--save_steps", "2",
+                                  "--resume_from_checkpoint", "latest"))  # fmt: skip
+    assert f"resumed from {output}/checkpoint-4 at step 4; corpus: " in resumed.stderr
+    assert "new biLM" not in resumed.stderr
+    expected, continued = _weights(tmp_path / "six" / "model"), _weights(output / "model")
+    assert all(torch.equal(expected[name], continued[name]) for name in expected)
+
+
+@pytest.mark.parametrize(
+    ("checkpoint", "damaged"),
+    [
+        ("checkpoint-4", "model.safetensors"),
+        ("checkpoint-4", "optimizer.pt"),
+        ("checkpoint-4", "process-0.safetensors"),
+        ("checkpoint-4", "process-0.json"),
+        ("checkpoint-4", "trainer_state.json"),
+        ("checkpoint-2", "optimizer.pt"),  # the first checkpoint: none to use instead
+    ],
+)
+def test_a_truncated_checkpoint_file_is_named_with_the_checkpoint_to_use_instead(
+    one_process_run, corpus, tmp_path, checkpoint, damaged
+):
+    output = tmp_path / "out"
+    shutil.copytree(one_process_run, output)
+    path = output / checkpoint / damaged
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # a copy or a disk that stopped half-way
+    arguments = _run_into(corpus, output, "--max_steps", "6", "--save_steps", "2")
+    (refused,) = _errors(_run_file([*arguments, "--resume_from_checkpoint", str(output / checkpoint)], succeed=False))
+    if checkpoint == "checkpoint-4":
+        intact = output / "checkpoint-2"
+        instead = f"the newest intact checkpoint is {intact}: resume with --resume_from_checkpoint {intact}"
+    else:
+        instead = "there is no intact checkpoint before it: start again with --overwrite_output_dir"
+    assert refused.startswith(f"error: {path} is damaged (")
+    assert refused.endswith(f": the checkpoint {output / checkpoint} cannot be resumed; {instead}"), refused
+
+
+def test_every_process_refuses_a_checkpoint_whose_other_process_file_is_damaged(two_process_run, corpus, tmp_path):
+    output = tmp_path / "out"
+    shutil.copytree(two_process_run, output)
+    path = output / "checkpoint-60" / "process-1.safetensors"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    refused = _launch_two_processes(
+        _run_into(corpus, output, "--max_steps", "60", "--save_steps", "30", "--resume_from_checkpoint", "latest"),
+        succeed=False,
+    )
+    message = (
+        f"error: {path} is damaged (Error while deserializing header: incomplete metadata, file not fully covered): "
+        f"the checkpoint {output}/checkpoint-60 cannot be resumed; the newest intact checkpoint is "
+        f"{output}/checkpoint-30: resume with --resume_from_checkpoint {output}/checkpoint-30"
+    )
+    assert _errors(refused) == [message, message], refused.stderr[-4000:]
+
+
+def test_without_validation_files_the_model_is_saved_without_a_plot(corpus, tmp_path):
+    arguments = _run_into(corpus, tmp_path / "out", "--max_steps", "2")
+    del arguments[arguments.index("--validation_files") : arguments.index("--validation_files") + 2]
+    saved = _run_file(arguments)
+    assert f"saved {tmp_path}/out/model (no --validation_files: no perplexity measured)" in saved.stderr
+    assert not (tmp_path / "out" / "model" / "perplexity.png").exists()
+    assert json.loads((tmp_path / "out" / "model" / "eval_results.json").read_text()) == {"step": 2}

@@ -1,16 +1,22 @@
 """The training scripts end to end on a toy task with the fixture model: they train, evaluate (seqeval F1,
-accuracy), save a reloadable model with its layer weights, and give the same results from cached biLM layers."""
+accuracy), save a reloadable model with its layer weights, and give the same results from cached biLM layers; run
+as files, they refuse a missing model, an --output_dir in use or not empty in one line."""
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
 import json
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import torch
+from test_output_lock import _start_holder
 from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
 
 import modeling_elmo  # noqa: F401  (registers the Auto classes)
@@ -37,6 +43,9 @@ WORD_TAGS = {
 TRAINING = {"do_train": True, "num_train_epochs": 6, "learning_rate": 1e-2, "per_device_train_batch_size": 16}
 QUIET = {"save_strategy": "no", "use_cpu": True, "seed": 0, "report_to": "none", "disable_tqdm": "true"}
 SCORES = ("eval_precision", "eval_recall", "eval_f1", "eval_accuracy")
+REPOSITORY = Path(__file__).resolve().parents[1]
+# Each script (training/NAME.py) with the fixture that gives its data files.
+SCRIPT_DATA = {run_token_classification: "tagging_files", run_classification: "classification_files"}
 
 
 def _arguments(**options: object) -> list[str]:
@@ -247,3 +256,52 @@ def test_the_head_options_help_gives_elmo_configs_defaults(capsys: pytest.Captur
     config = ElmoConfig()
     for name, text in (("mix_dropout", "Dropout on the mix."), ("task_hidden_size", "Task BiLSTM width.")):
         assert f"{text} Default: the model's own configuration ({getattr(config, name)})." in help_text
+
+
+def _refusal(script: ModuleType, arguments: list[str]) -> str:
+    """`python training/SCRIPT.py ARGUMENTS`, as the user runs it, which must stop with one line: that line."""
+    environment = {**os.environ, "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, script.__name__.replace(".", "/") + ".py", *arguments]
+    result = subprocess.run(command, cwd=REPOSITORY, env=environment, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-4000:]
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    return line
+
+
+@pytest.mark.parametrize("script", SCRIPT_DATA, ids=lambda script: script.__name__)
+def test_a_missing_model_is_one_line(script: ModuleType, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    train, _ = request.getfixturevalue(SCRIPT_DATA[script])
+    missing = tmp_path / "no-such-model"
+    arguments = _arguments(
+        model_name_or_path=missing, train_file=train, output_dir=tmp_path / "out", **TRAINING, **QUIET
+    )
+    assert _refusal(script, arguments) == f"error: {missing}: no such model folder"
+
+
+@pytest.mark.parametrize("script", SCRIPT_DATA, ids=lambda script: script.__name__)
+def test_an_output_dir_not_empty_or_in_use_is_refused_and_kept(
+    script: ModuleType, fixture_model_folder: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """As pretrain.py: a folder that holds files is trained into only with --overwrite_output_dir, and never while
+    another run (any script's) writes it."""
+    train, _ = request.getfixturevalue(SCRIPT_DATA[script])
+    output = tmp_path / "out"
+    output.mkdir()
+    (output / "notes.txt").write_text("mine")
+    arguments = _arguments(
+        model_name_or_path=fixture_model_folder,
+        train_file=train,
+        output_dir=output,
+        **{**TRAINING, **QUIET, "num_train_epochs": 1},
+    )
+    not_empty = f"error: {output} is not empty: pass --overwrite_output_dir to write into it anyway"
+    assert _refusal(script, arguments) == not_empty
+    holder = _start_holder(output)
+    try:
+        in_use = _refusal(script, [*arguments, "--overwrite_output_dir"])
+    finally:
+        holder.communicate("\n")
+    assert in_use.startswith(f"error: {output} is being written by process {holder.pid} (-c {output}): ")
+    assert [path.name for path in output.iterdir()] == ["notes.txt"] and (output / "notes.txt").read_text() == "mine"
+    script.main([*arguments, "--overwrite_output_dir"])
+    assert (output / "config.json").is_file() and (output / "notes.txt").read_text() == "mine"

@@ -1,5 +1,5 @@
-"""Command-line options shared by the training scripts: the model, how its head mixes the biLM's layers, and the
-feature cache."""
+"""Command-line options shared by the training scripts: the model, how its head mixes the biLM's layers, the
+feature cache, and the Trainer's options with --overwrite_output_dir."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
+from transformers import TrainingArguments
+
 from modeling_elmo.configuration_elmo import MIX_MODES, TASK_ENCODERS, TASK_HEAD_FIELDS, ElmoConfig
 
 from .feature_cache import STORAGE_DTYPES
 
-__all__ = ["DataFileArguments", "ElmoModelArguments"]
+__all__ = ["DataFileArguments", "ElmoModelArguments", "ElmoTrainingArguments"]
 
 # A new ElmoConfig's value of each field: what a converted biLM's config.json holds.
 _CONFIG_DEFAULTS = {name: parameter.default for name, parameter in inspect.signature(ElmoConfig).parameters.items()}
@@ -116,4 +118,14 @@ class DataFileArguments:
     train_file: str | None = field(default=None, metadata={"help": "Training data (JSON lines); needed by --do_train."})
     validation_file: str | None = field(
         default=None, metadata={"help": "Evaluation data (JSON lines); needed by --do_eval."}
+    )
+
+
+@dataclass
+class ElmoTrainingArguments(TrainingArguments):
+    """The Trainer's options, and the --overwrite_output_dir that they no longer have (pretrain.py has it too)."""
+
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={"help": "Write into an --output_dir that already holds files; without it such a folder is refused."},
     )

@@ -32,7 +32,7 @@ from common.errors import exit_on_error
 from training.finetuning.arguments import DataFileArguments
 from training.finetuning.evaluation import token_classification_metrics
 from training.finetuning.jsonl import JsonLine, label_names, read_json_lines
-from training.finetuning.workflow import TrainingRun, model_label_names, parse_arguments
+from training.finetuning.workflow import TrainingRun, model_label_names, parse_arguments, require_model
 
 TITLE = "token classification"
 
@@ -81,6 +81,7 @@ def encode(sentences: list[Sentence], tokenizer: PreTrainedTokenizerBase, label2
 def main(args: list[str] | None = None) -> dict[str, float]:
     """Run the script with `args` (default: the command line); returns the train and eval metrics."""
     model_args, data_args, training_args = parse_arguments(TokenClassificationDataArguments, args)
+    require_model(model_args.model_name_or_path)
     set_seed(training_args.seed)
     train = read_sentences(data_args.train_file, data_args) if training_args.do_train else None
     validation = read_sentences(data_args.validation_file, data_args) if training_args.do_eval else None

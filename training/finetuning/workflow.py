@@ -1,4 +1,5 @@
-"""The steps both training scripts share: parse the options, load the head, cache the biLM's layers, train,
+"""The steps both training scripts share: parse the options, load the head, hold --output_dir (no other run writes
+it meanwhile; one that holds files is refused without --overwrite_output_dir), cache the biLM's layers, train,
 evaluate, save, write the layer weights and print a summary."""
 
 from __future__ import annotations
@@ -11,17 +12,20 @@ from typing import Any, TypeVar
 
 import datasets
 from datasets import Dataset
-from transformers import AutoConfig, HfArgumentParser, PreTrainedTokenizerBase, Trainer, TrainingArguments
+from transformers import AutoConfig, HfArgumentParser, PreTrainedTokenizerBase, Trainer
 
 import modeling_elmo  # noqa: F401  (registers the ELMo classes with the Auto classes)
+from common.errors import DataFileError, TrainingError
+from common.model_folder import require_model_folder
 from modeling_elmo.modeling_elmo import ElmoTaskModel
+from training.output_dir import exclusive_output_dir, on_main_process, refuse_existing_output_dir
 
-from .arguments import DataFileArguments, ElmoModelArguments
+from .arguments import DataFileArguments, ElmoModelArguments, ElmoTrainingArguments
 from .collator import ElmoCachedFeaturesCollator
 from .feature_cache import cache_bilm_features
 from .layer_weights import write_layer_weights
 
-__all__ = ["TrainingRun", "model_label_names", "parse_arguments"]
+__all__ = ["TrainingRun", "model_label_names", "parse_arguments", "require_model"]
 
 DEFAULT_CACHE_FOLDER = "elmo_bilm_features"
 DataArguments = TypeVar("DataArguments", bound=DataFileArguments)
@@ -29,9 +33,9 @@ DataArguments = TypeVar("DataArguments", bound=DataFileArguments)
 
 def parse_arguments(
     data_class: type[DataArguments], args: list[str] | None
-) -> tuple[ElmoModelArguments, DataArguments, TrainingArguments]:
+) -> tuple[ElmoModelArguments, DataArguments, ElmoTrainingArguments]:
     """Parse `args` (default: the command line) into the model, data and training options; --help exits."""
-    parser = HfArgumentParser((ElmoModelArguments, data_class, TrainingArguments))
+    parser = HfArgumentParser((ElmoModelArguments, data_class, ElmoTrainingArguments))
     # TrainingArguments' --output_dir under the name every command here gives what it writes (a dataclass alias
     # would need a copy of TrainingArguments); SUPPRESS: no default of its own to show in --help.
     parser.add_argument("--output", dest="output_dir", default=argparse.SUPPRESS, help="The same as --output_dir.")
@@ -47,6 +51,12 @@ def parse_arguments(
     return model_args, data_args, training_args
 
 
+def require_model(model_name_or_path: str) -> None:
+    """Raise `DataFileError`, one line, when --model_name_or_path is not an ELMo model folder: before anything
+    loads it (transformers would take a missing path for a Hub name and fail with a traceback)."""
+    require_model_folder(model_name_or_path, DataFileError)
+
+
 def model_label_names(model_name_or_path: str) -> list[str]:
     """The label names of an already fine-tuned head, in id order (for evaluation without training)."""
     config = AutoConfig.from_pretrained(model_name_or_path)
@@ -60,12 +70,12 @@ class TrainingRun:
         self,
         auto_class: type,
         model_args: ElmoModelArguments,
-        training_args: TrainingArguments,
+        training_args: ElmoTrainingArguments,
         label_names: list[str],
         title: str,
     ) -> None:
         if len(label_names) < 2:
-            raise ValueError(f"a classifier needs at least 2 labels, got {label_names}")
+            raise TrainingError(f"a classifier needs at least 2 labels, got {label_names}")
         self.model_args = model_args
         self.training_args = training_args
         self.label_names = label_names
@@ -92,17 +102,25 @@ class TrainingRun:
         compute_metrics: Callable,
     ) -> dict[str, float]:
         """Build the Trainer over the tokenized `train`/`validation` sets (their biLM layers cached under
-        --cache_features), train and save (--do_train), evaluate (--do_eval), print a summary; returns the metrics."""
-        trainer = Trainer(
-            model=self.model,
-            args=self.training_args,
-            train_dataset=self._model_inputs(train),
-            eval_dataset=self._model_inputs(validation),
-            data_collator=ElmoCachedFeaturesCollator() if self.model_args.cache_features else live_collator,
-            processing_class=tokenizer,
-            compute_metrics=compute_metrics,
-        )
-        return self._train_and_evaluate(trainer)
+        --cache_features), train and save (--do_train), evaluate (--do_eval), print a summary; returns the metrics.
+        The lock of --output_dir is held from before anything is written into it to the end."""
+        output_dir = Path(self.training_args.output_dir)
+        is_main_process = self.training_args.process_index == 0
+        with exclusive_output_dir(output_dir, is_main_process=is_main_process):
+            on_main_process(
+                lambda: refuse_existing_output_dir(output_dir, overwrite=self.training_args.overwrite_output_dir),
+                is_main_process=is_main_process,
+            )
+            trainer = Trainer(
+                model=self.model,
+                args=self.training_args,
+                train_dataset=self._model_inputs(train),
+                eval_dataset=self._model_inputs(validation),
+                data_collator=ElmoCachedFeaturesCollator() if self.model_args.cache_features else live_collator,
+                processing_class=tokenizer,
+                compute_metrics=compute_metrics,
+            )
+            return self._train_and_evaluate(trainer)
 
     def _model_inputs(self, dataset: Dataset | None) -> Dataset | None:
         """`dataset` (tokenized, with labels) as the head will read it: with `bilm_layers` under --cache_features."""

@@ -7,43 +7,79 @@ the softmax sampler's and, on a GPU, the GPU's, which dropout draws from there) 
 `process-R.json` (position of its two text streams). All processes write into one hidden temporary folder
 that the main process renames to `checkpoint-N` only when everything is on disk, so a run killed during a
 save leaves the previous checkpoints intact.
+
+A checkpoint damaged afterwards (a truncated copy, a disk that failed) is refused with one line naming the file and
+the newest intact checkpoint before it; "intact" is judged from what shows a truncation without reading the
+tensors: every file present, the JSON parsed, the safetensors headers and the index at the end of `optimizer.pt`
+(a zip archive) readable.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
 from common.atomic_output import partial_path
+from common.errors import TrainingError, first_line
 
 __all__ = [
+    "OPTIMIZER_FILE",
+    "TRAINER_STATE_FILE",
+    "WEIGHTS_FILE",
+    "checkpoint_name",
     "latest_checkpoint",
+    "load_optimizer_state",
     "load_process_state",
+    "load_trainer_state",
+    "load_weights",
+    "refuse_damaged_checkpoint",
+    "save_optimizer_state",
     "save_process_state",
     "staging_folder",
     "write_json",
 ]
 
+WEIGHTS_FILE = "model.safetensors"
+OPTIMIZER_FILE = "optimizer.pt"
+TRAINER_STATE_FILE = "trainer_state.json"
 _CHECKPOINT_NAME = re.compile(r"^checkpoint-(\d+)$")
+# What reading a truncated or damaged file raises: OSError (torch's reader of a truncated file, a missing file),
+# ValueError (JSON that ends early, bytes that are not UTF-8), RuntimeError (torch's zip reader), SafetensorError,
+# BadZipFile. Not pickle.UnpicklingError: a pickle that `weights_only` refuses is not damage but a file to distrust.
+_DAMAGE = (OSError, ValueError, RuntimeError, SafetensorError, zipfile.BadZipFile)
+Read = TypeVar("Read")
+
+
+def checkpoint_name(step: int) -> str:
+    return f"checkpoint-{step}"
+
+
+def _checkpoints(output_dir: Path) -> list[tuple[int, Path]]:
+    """The `checkpoint-N` folders of `output_dir` with their N, newest first."""
+    found = [
+        (int(m.group(1)), path) for path in output_dir.glob("checkpoint-*") if (m := _CHECKPOINT_NAME.match(path.name))
+    ]
+    return sorted(found, reverse=True)
 
 
 def latest_checkpoint(output_dir: Path) -> Path | None:
     """The `checkpoint-N` folder of `output_dir` with the highest N, if any."""
-    found = [
-        (int(m.group(1)), path) for path in output_dir.glob("checkpoint-*") if (m := _CHECKPOINT_NAME.match(path.name))
-    ]
-    return max(found)[1] if found else None
+    found = _checkpoints(output_dir)
+    return found[0][1] if found else None
 
 
 def staging_folder(output_dir: Path, step: int) -> Path:
     """The hidden folder `.checkpoint-N.partial` that every process writes step N's checkpoint into; the main process
     publishes it with `common.atomic_output.publish_folder` once all are done."""
-    return partial_path(output_dir / f"checkpoint-{step}", hidden=True)
+    return partial_path(output_dir / checkpoint_name(step), hidden=True)
 
 
 def save_process_state(
@@ -66,8 +102,107 @@ def save_process_state(
     }
     if device is not None and device.type == "cuda":
         tensors["cuda_rng"] = torch.cuda.get_rng_state(device)
-    save_file(tensors, str(folder / f"process-{rank}.safetensors"))
-    (folder / f"process-{rank}.json").write_text(json.dumps(data_state), encoding="utf-8")
+    save_file(tensors, str(_process_file(folder, rank, ".safetensors")))
+    _process_file(folder, rank, ".json").write_text(json.dumps(data_state), encoding="utf-8")
+
+
+def save_optimizer_state(folder: Path, optimizer: torch.optim.Optimizer) -> None:
+    """`optimizer.pt`. Through a Python file: torch's own file writer reports a full disk as "unexpected pos" only,
+    a Python file's write raises the OSError (ENOSPC) that torch's error then carries."""
+    with open(folder / OPTIMIZER_FILE, "wb") as file:
+        torch.save(optimizer.state_dict(), file)
+
+
+def _process_file(folder: Path, rank: int, suffix: str) -> Path:
+    return folder / f"process-{rank}{suffix}"
+
+
+class _DamagedFile(Exception):
+    """A file of a checkpoint that does not read; the message names it."""
+
+
+def _read(path: Path, read: Callable[[Path], Read]) -> Read:
+    """`read(path)`; a file that cannot be read is a damaged checkpoint (`_DamagedFile`)."""
+    try:
+        return read(path)
+    except FileNotFoundError:
+        raise _DamagedFile(f"{path} is missing") from None
+    except _DAMAGE as error:
+        raise _DamagedFile(f"{path} is damaged ({first_line(error)})") from error
+
+
+def _read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _open_safetensors(path: Path) -> None:
+    with safe_open(path, framework="pt"):  # checks that the file covers what its header lists
+        pass
+
+
+def _open_zip(path: Path) -> None:
+    zipfile.ZipFile(path).close()  # the index is at the end: a truncated archive has none
+
+
+def _check_files(folder: Path) -> None:
+    """Raise `_DamagedFile` for the first file of `folder` that is missing or shows damage without being read."""
+    trainer_state = _read(folder / TRAINER_STATE_FILE, _read_json)
+    _read(folder / WEIGHTS_FILE, _open_safetensors)
+    _read(folder / OPTIMIZER_FILE, _open_zip)
+    for rank in range(trainer_state.get("world_size", 1)):
+        _read(_process_file(folder, rank, ".json"), _read_json)
+        _read(_process_file(folder, rank, ".safetensors"), _open_safetensors)
+
+
+def _is_intact(folder: Path) -> bool:
+    try:
+        _check_files(folder)
+    except _DamagedFile:
+        return False
+    return True
+
+
+def _refusal(folder: Path, damage: _DamagedFile) -> TrainingError:
+    """The one line for a damaged `folder`: which file, and the newest intact checkpoint before it to use instead."""
+    step = int(m.group(1)) if (m := _CHECKPOINT_NAME.match(folder.name)) else None
+    older = [path for number, path in _checkpoints(folder.parent) if step is None or number < step]
+    intact = next((path for path in older if _is_intact(path)), None)
+    instead = (
+        f"the newest intact checkpoint is {intact}: resume with --resume_from_checkpoint {intact}"
+        if intact
+        else "there is no intact checkpoint before it: start again with --overwrite_output_dir"
+    )
+    return TrainingError(f"{damage}: the checkpoint {folder} cannot be resumed; {instead}")
+
+
+def refuse_damaged_checkpoint(folder: Path) -> None:
+    """Raise `TrainingError` when a file of the checkpoint `folder`, of any process, is missing or damaged. Every
+    process checks every file, so that all refuse alike before any of them loads anything."""
+    try:
+        _check_files(folder)
+    except _DamagedFile as damage:
+        raise _refusal(folder, damage) from None
+
+
+def _load(folder: Path, name: str, read: Callable[[Path], Read]) -> Read:
+    """`read` of the file `name` of `folder`, with damage that `refuse_damaged_checkpoint` could not see (the
+    tensors themselves) refused in the same one line."""
+    try:
+        return _read(folder / name, read)
+    except _DamagedFile as damage:
+        raise _refusal(folder, damage) from None
+
+
+def load_weights(folder: Path) -> dict[str, torch.Tensor]:
+    return _load(folder, WEIGHTS_FILE, lambda path: load_file(str(path)))
+
+
+def load_optimizer_state(folder: Path) -> dict[str, Any]:
+    return _load(folder, OPTIMIZER_FILE, lambda path: torch.load(path, weights_only=True))
+
+
+def load_trainer_state(folder: Path) -> dict[str, Any]:
+    return _load(folder, TRAINER_STATE_FILE, _read_json)
 
 
 def load_process_state(folder: Path, rank: int, world_size: int) -> dict[str, Any]:
@@ -78,8 +213,8 @@ def load_process_state(folder: Path, rank: int, world_size: int) -> dict[str, An
             f"{folder} was written by {saved} processes, this run has {world_size}: resume with the same number "
             "of processes (each carries its own text streams and LSTM state)"
         )
-    tensors = load_file(str(folder / f"process-{rank}.safetensors"))
-    data_state = json.loads((folder / f"process-{rank}.json").read_text(encoding="utf-8"))
+    tensors = _load(folder, _process_file(folder, rank, ".safetensors").name, lambda path: load_file(str(path)))
+    data_state = _load(folder, _process_file(folder, rank, ".json").name, _read_json)
     return {**tensors, "data_state": data_state}
 
 

@@ -9,25 +9,35 @@ See the README's "Train your own ELMo".
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import math
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import torch
 from accelerate import Accelerator
-from accelerate.utils import DDPCommunicationHookType, DistributedDataParallelKwargs, set_seed
-from safetensors.torch import load_file
+from accelerate.utils import DDPCommunicationHookType, DistributedDataParallelKwargs, gather_object, set_seed
+from safetensors import SafetensorError
 from tqdm.auto import tqdm
 
 from common.atomic_output import atomic_output_folder, publish_folder
-from common.errors import DataFileError, exit_on_error
+from common.disk_space import NO_SPACE_CHECK, check_free_space, format_bytes, is_disk_full
+from common.errors import DataFileError, TrainingError, exit_on_error, first_line
+from training.output_dir import exclusive_output_dir, on_main_process, refuse_existing_output_dir
 from training.pretraining.checkpoint import (
+    TRAINER_STATE_FILE,
+    checkpoint_name,
     latest_checkpoint,
+    load_optimizer_state,
     load_process_state,
+    load_trainer_state,
+    load_weights,
+    refuse_damaged_checkpoint,
+    save_optimizer_state,
     save_process_state,
     staging_folder,
     write_json,
@@ -47,6 +57,11 @@ from training.pretraining.window_packer import WindowEncoder, WindowPacker
 logger = logging.getLogger("training.pretraining.pretrain")
 # The learning rate of each --optimizer when --learning_rate is not given: 0.2 is bilm-tf's (Adagrad).
 DEFAULT_LEARNING_RATES = {"adagrad": 0.2, "adamw": 1e-3}
+# The tensors of a parameter's size that each --optimizer keeps in optimizer.pt (Adagrad's sum; AdamW's two moments).
+OPTIMIZER_STATES_PER_PARAMETER = {"adagrad": 1, "adamw": 2}
+# What a write of a checkpoint or the model raises when it fails: OSError (a full disk: ENOSPC), torch's
+# RuntimeError (which carries the OSError of its file), SafetensorError (whose text names the OS error).
+_WRITE_ERRORS = (OSError, RuntimeError, SafetensorError)
 
 EXAMPLES = """examples (from the repository root; from the installed package: elmo-build-vocab ..., elmo-pretrain ...
 and accelerate launch ... -m training.pretraining.pretrain ...):
@@ -120,6 +135,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "(the softmax gradient is 1.6 GB at the original size); bf16 needs GPUs. Default: float32.",
     )
     training.add_argument("--resume_from_checkpoint", help="A checkpoint-N folder, or 'latest' in output_dir.")
+    training.add_argument(
+        NO_SPACE_CHECK,
+        action="store_true",
+        help="Start even when the disk of output_dir has less free space than the checkpoints and the model need "
+        "(estimated from the parameters and the optimizer's state).",
+    )
     return parser.parse_args(argv)
 
 
@@ -213,10 +234,18 @@ class LmTrainer:
 
     # --- the loop ------------------------------------------------------------------------------------------
     def train(self) -> dict[str, Any]:
+        """Train into output_dir, which no other run may write meanwhile: its lock is held from before the first
+        write to the end."""
+        with exclusive_output_dir(self.output_dir, is_main_process=self.accelerator.is_main_process):
+            return self._train()
+
+    def _train(self) -> dict[str, Any]:
         args, accelerator = self.args, self.accelerator
-        self._prepare_output_dir()
+        on_main_process(self._prepare_output_dir, is_main_process=accelerator.is_main_process)
         if args.resume_from_checkpoint:
             self._resume(self._checkpoint_to_resume())
+        if not args.no_space_check:
+            on_main_process(self._check_free_space, is_main_process=accelerator.is_main_process)
         if accelerator.is_main_process:
             logger.info("%s; corpus: %s", self.start_summary, self.corpus.summary())
             logger.info(
@@ -244,7 +273,7 @@ class LmTrainer:
             eval_steps = args.eval_steps or args.save_steps
             if self.validation_files and (self.step % eval_steps == 0 or self.step == self.max_steps):
                 self._evaluate()
-            if self.step % args.save_steps == 0 and self.step < self.max_steps:
+            if self._is_save_step(self.step):
                 self._save_checkpoint()
         bar.close()
         return self._save_final_model()
@@ -291,23 +320,43 @@ class LmTrainer:
         self.accelerator.wait_for_everyone()
 
     # --- saving and resuming -------------------------------------------------------------------------------
+    def _is_save_step(self, step: int) -> bool:
+        """Whether `step` ends with a checkpoint: every --save_steps, and the last step (as the Trainer), so that
+        the end of the run can be resumed too (with a larger --max_steps, or to write the model again)."""
+        return step % self.args.save_steps == 0 or step == self.max_steps
+
     def _prepare_output_dir(self) -> None:
+        """On the main process, holding the output lock."""
         args = self.args
-        existing = self.output_dir.is_dir() and any(self.output_dir.iterdir())
-        if existing and not (args.overwrite_output_dir or args.resume_from_checkpoint):
-            raise SystemExit(
-                f"{self.output_dir} is not empty: pass --resume_from_checkpoint to continue it or "
-                "--overwrite_output_dir to train into it anyway"
-            )
-        if self.accelerator.is_main_process:
-            self.output_dir.mkdir(parents=True, exist_ok=True)
-        self.accelerator.wait_for_everyone()
+        refuse_existing_output_dir(
+            self.output_dir,
+            overwrite=args.overwrite_output_dir or bool(args.resume_from_checkpoint),
+            resume="--resume_from_checkpoint",
+        )
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+
+    def _check_free_space(self) -> None:
+        """Refuse to start a run that would fill the disk before its end: the checkpoints still to write (every
+        one is kept) and the model, estimated from the parameters and the optimizer's state; the few files of code
+        and tokenizer that each holds besides are left out."""
+        parameter_bytes = sum(parameter.nbytes for parameter in self.model.parameters())
+        checkpoint_bytes = parameter_bytes * (1 + OPTIMIZER_STATES_PER_PARAMETER[self.args.optimizer])
+        save_steps = self.args.save_steps
+        checkpoints = self.max_steps // save_steps - self.step // save_steps  # the multiples in (step, max_steps]
+        if self.max_steps % save_steps and self.step < self.max_steps:
+            checkpoints += 1  # the last step's
+        check_free_space(
+            self.output_dir,
+            checkpoints * checkpoint_bytes + parameter_bytes,
+            what=f"{checkpoints:,} checkpoint(s) of {format_bytes(checkpoint_bytes)} and the model",
+            error=TrainingError,
+        )
 
     def _checkpoint_to_resume(self) -> Path:
         name = self.args.resume_from_checkpoint
         folder = latest_checkpoint(self.output_dir) if name == "latest" else Path(name)
-        if folder is None or not (folder / "trainer_state.json").is_file():
-            raise SystemExit(f"no checkpoint to resume from: {name!r} (looked in {self.output_dir})")
+        if folder is None or not (folder / TRAINER_STATE_FILE).is_file():
+            raise TrainingError(f"no checkpoint to resume from: {name!r} (looked in {self.output_dir})")
         return folder
 
     def _save_folder(self, folder: Path) -> None:
@@ -317,43 +366,70 @@ class LmTrainer:
         self.tokenizer.save_pretrained(folder)
         self.vocabulary.save(folder / VOCABULARY_FILE)
 
+    @contextmanager
+    def _saving(self, target: Path, staging: Path | None = None) -> Iterator[None]:
+        """Write part of `target` inside the block, on every process. A write that fails on any process (a full
+        disk) stops all of them alike, with one line naming `target`, the newest checkpoint saved and how to
+        continue, once the main process removed `staging`; the checkpoints saved before stay as they are. The
+        failures are gathered from every process, which also makes the block's end a barrier."""
+        failure: str | None = None
+        try:
+            yield
+        except _WRITE_ERRORS as error:
+            failure = self._not_saved(target, error)
+        failures = [message for message in gather_object([failure]) if message is not None]
+        if failures:
+            if staging is not None and self.accelerator.is_main_process:
+                shutil.rmtree(staging, ignore_errors=True)
+            raise TrainingError(failures[0])
+
+    def _not_saved(self, target: Path, error: BaseException) -> str:
+        full = is_disk_full(error)
+        why = f"the disk of {self.output_dir} is full" if full else first_line(error)
+        latest = latest_checkpoint(self.output_dir)
+        saved = f"the newest intact checkpoint is {latest}" if latest else "no checkpoint was saved before it"
+        then = "resume with --resume_from_checkpoint latest" if latest else "start again with --overwrite_output_dir"
+        return f"{target} was not saved: {why}; {saved}: {'free some space and ' if full else ''}{then}"
+
     def _save_checkpoint(self) -> None:
-        accelerator = self.accelerator
+        is_main = self.accelerator.is_main_process
+        target = self.output_dir / checkpoint_name(self.step)
         staging = staging_folder(self.output_dir, self.step)
-        if accelerator.is_main_process:
-            shutil.rmtree(staging, ignore_errors=True)  # left by a run killed while saving
-            staging.mkdir(parents=True)
-            self._save_folder(staging)
-            torch.save(self.optimizer.state_dict(), staging / "optimizer.pt")
-            write_json(
-                staging / "trainer_state.json",
-                {
-                    "step": self.step,
-                    "max_steps": self.max_steps,
-                    "world_size": self.world_size,
-                    "args": vars(self.args),
-                },
+        with self._saving(target, staging):
+            if is_main:
+                shutil.rmtree(staging, ignore_errors=True)  # left by a run killed while saving
+                staging.mkdir(parents=True)
+        with self._saving(target, staging):
+            if is_main:
+                self._save_folder(staging)
+                save_optimizer_state(staging, self.optimizer)
+                write_json(
+                    staging / TRAINER_STATE_FILE,
+                    {
+                        "step": self.step,
+                        "max_steps": self.max_steps,
+                        "world_size": self.world_size,
+                        "args": vars(self.args),
+                    },
+                )
+            save_process_state(
+                staging,
+                self.rank,
+                lstm_state=self.lstm_state,
+                sampler_generator=self.sampler_generator,
+                data_state={"packers": [packer.state_dict() for packer in self.packers]},
+                device=self.accelerator.device,
             )
-        accelerator.wait_for_everyone()
-        save_process_state(
-            staging,
-            self.rank,
-            lstm_state=self.lstm_state,
-            sampler_generator=self.sampler_generator,
-            data_state={"packers": [packer.state_dict() for packer in self.packers]},
-            device=self.accelerator.device,
-        )
-        accelerator.wait_for_everyone()
-        if accelerator.is_main_process:
-            publish_folder(staging, self.output_dir / f"checkpoint-{self.step}")
-        accelerator.wait_for_everyone()
+        with self._saving(target, staging):
+            if is_main:
+                publish_folder(staging, target)
 
     def _resume(self, folder: Path) -> None:
+        refuse_damaged_checkpoint(folder)
         saved = load_process_state(folder, self.rank, self.world_size)
         model = self.accelerator.unwrap_model(self.model)
-        weights = load_file(str(folder / "model.safetensors"))
-        model.load_state_dict(weights)
-        self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", weights_only=True))
+        model.load_state_dict(load_weights(folder))
+        self.optimizer.load_state_dict(load_optimizer_state(folder))
         device = self.accelerator.device
         torch.set_rng_state(saved["torch_rng"])
         if "cuda_rng" in saved and device.type == "cuda":
@@ -362,25 +438,28 @@ class LmTrainer:
         for packer, state in zip(self.packers, saved["data_state"]["packers"], strict=True):
             packer.load_state_dict(state)
         self.lstm_state = (saved["lstm_h"].to(device), saved["lstm_c"].to(device))
-        trainer_state = json.loads((folder / "trainer_state.json").read_text(encoding="utf-8"))
-        self.step = trainer_state["step"]
+        self.step = load_trainer_state(folder)["step"]
         self.metrics.truncate_after(self.step)
-        if self.accelerator.is_main_process:
-            logger.info("resumed from %s at step %d", folder, self.step)
+        # The weights now come from the checkpoint, not from where the run first started.
+        self.start_summary = f"resumed from {folder} at step {self.step}"
 
     def _save_final_model(self) -> dict[str, Any]:
+        """output_dir/model, with the last validation perplexity and its plot (when there are --validation_files)."""
         results: dict[str, Any] = {}
+        final = self.output_dir / "model"
+        with self._saving(final):  # atomic_output_folder removes its own staging folder
+            if self.accelerator.is_main_process:
+                if self.validation_files:
+                    results = self.metrics.last_evaluation() or {}
+                with atomic_output_folder(final, overwrite=True) as staging:
+                    self._save_folder(staging)
+                    write_json(staging / "eval_results.json", {"step": self.step, **results})
+                    write_json(staging / "training_args.json", vars(self.args))
+                    if self.validation_files:
+                        self.metrics.plot(staging / "perplexity.png")
         if self.accelerator.is_main_process:
-            if self.validation_files:
-                results = self.metrics.last_evaluation() or {}
-            final = self.output_dir / "model"
-            with atomic_output_folder(final, overwrite=True) as staging:
-                self._save_folder(staging)
-                write_json(staging / "eval_results.json", {"step": self.step, **results})
-                write_json(staging / "training_args.json", vars(self.args))
-                self.metrics.plot(staging / "perplexity.png")
-            logger.info("saved %s (%s)", final, ", ".join(f"{k} {v:.2f}" for k, v in results.items() if "perplex" in k))
-        self.accelerator.wait_for_everyone()
+            measured = ", ".join(f"{key} {value:.2f}" for key, value in results.items() if "perplex" in key)
+            logger.info("saved %s (%s)", final, measured or "no --validation_files: no perplexity measured")
         return results
 
 
