@@ -279,6 +279,21 @@ def test_a_missing_model_is_one_line(script: ModuleType, tmp_path: Path, request
 
 
 @pytest.mark.parametrize("script", SCRIPT_DATA, ids=lambda script: script.__name__)
+def test_a_hub_name_that_does_not_load_is_one_line(
+    script: ModuleType, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name that is no folder may be a Hub model (fine-tuning takes both); one that cannot be loaded (here: no
+    network) is refused in one line naming it."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    train, _ = request.getfixturevalue(SCRIPT_DATA[script])
+    arguments = _arguments(
+        model_name_or_path="someone/no-such-elmo", train_file=train, output_dir=tmp_path / "out", **TRAINING, **QUIET
+    )
+    line = _refusal(script, arguments)
+    assert line.startswith("error: someone/no-such-elmo: no such model folder or Hub model (")
+
+
+@pytest.mark.parametrize("script", SCRIPT_DATA, ids=lambda script: script.__name__)
 def test_an_output_dir_not_empty_or_in_use_is_refused_and_kept(
     script: ModuleType, fixture_model_folder: Path, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

@@ -15,8 +15,8 @@ from datasets import Dataset
 from transformers import AutoConfig, HfArgumentParser, PreTrainedTokenizerBase, Trainer
 
 import modeling_elmo  # noqa: F401  (registers the ELMo classes with the Auto classes)
-from common.errors import DataFileError, TrainingError
-from common.model_folder import require_model_folder
+from common.errors import DataFileError, TrainingError, first_line
+from common.model_folder import model_type_problem, require_model_folder
 from modeling_elmo.modeling_elmo import ElmoTaskModel
 from training.output_dir import exclusive_output_dir, on_main_process, refuse_existing_output_dir
 
@@ -52,9 +52,18 @@ def parse_arguments(
 
 
 def require_model(model_name_or_path: str) -> None:
-    """Raise `DataFileError`, one line, when --model_name_or_path is not an ELMo model folder: before anything
-    loads it (transformers would take a missing path for a Hub name and fail with a traceback)."""
-    require_model_folder(model_name_or_path, DataFileError)
+    """Raise `DataFileError`, one line, when --model_name_or_path is neither an ELMo model folder nor a Hub
+    repository of one: before anything loads it (transformers fails on a missing path with a traceback)."""
+    require_model_folder(model_name_or_path, DataFileError, hub=True)
+    if Path(model_name_or_path).exists():
+        return
+    try:  # a Hub name: its config (cached for the loads that follow) tells whether it is there and an ELMo
+        model_type = AutoConfig.from_pretrained(model_name_or_path).model_type
+    except (OSError, ValueError) as error:
+        raise DataFileError(f"{model_name_or_path}: no such model folder or Hub model ({first_line(error)})") from None
+    problem = model_type_problem(model_name_or_path, model_type)
+    if problem:
+        raise DataFileError(problem)
 
 
 def model_label_names(model_name_or_path: str) -> list[str]:
