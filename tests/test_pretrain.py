@@ -525,6 +525,29 @@ def test_a_truncated_checkpoint_file_is_named_with_the_checkpoint_to_use_instead
     assert refused.endswith(f": the checkpoint {output / checkpoint} cannot be resumed; {instead}"), refused
 
 
+class _RunsCode:
+    """Unpickled, it would create the file `path`: what a checkpoint from outside may hold."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (Path.touch, (self.path,))
+
+
+def test_an_optimizer_state_that_holds_code_is_refused_in_one_line(one_process_run, corpus, tmp_path):
+    output = tmp_path / "out"
+    shutil.copytree(one_process_run, output)
+    path, ran = output / "checkpoint-4" / "optimizer.pt", tmp_path / "the-code-ran"
+    torch.save({"state": _RunsCode(ran)}, path)
+    arguments = _run_into(corpus, output, "--max_steps", "6", "--save_steps", "2", "--resume_from_checkpoint", "latest")
+    (refused,) = _errors(_run_file(arguments, succeed=False))
+    assert refused.startswith(
+        f"error: {path}: the file holds code (Python objects other than tensors), which is not loaded: the checkpoint "
+    )
+    assert not ran.exists()
+
+
 def test_every_process_refuses_a_checkpoint_whose_other_process_file_is_damaged(two_process_run, corpus, tmp_path):
     output = tmp_path / "out"
     shutil.copytree(two_process_run, output)

@@ -17,6 +17,7 @@ tensors: every file present, the JSON parsed, the safetensors headers and the in
 from __future__ import annotations
 
 import json
+import pickle
 import re
 import zipfile
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from safetensors.torch import load_file, save_file
 
 from common.atomic_output import partial_path
 from common.errors import TrainingError, first_line
+from common.safe_load import holds_code
 
 __all__ = [
     "OPTIMIZER_FILE",
@@ -127,6 +129,8 @@ def _read(path: Path, read: Callable[[Path], Read]) -> Read:
         return read(path)
     except FileNotFoundError:
         raise _DamagedFile(f"{path} is missing") from None
+    except pickle.UnpicklingError:  # weights_only=True refused to build an object: not a file to trust
+        raise _DamagedFile(holds_code(path)) from None
     except _DAMAGE as error:
         raise _DamagedFile(f"{path} is damaged ({first_line(error)})") from error
 
