@@ -6,12 +6,11 @@ from __future__ import annotations
 import inspect
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from bad_inputs import embed_one_line
 
 from modeling_elmo import ElmoConfig, ElmoModel
 from modeling_elmo.configuration_elmo import FIELD_CHECKS
@@ -57,9 +56,7 @@ def test_every_field_is_checked() -> None:
 
 def test_elmo_embed_names_config_json_and_the_field(fixture_model_folder: Path, tmp_path: Path) -> None:
     folder = _folder_with(fixture_model_folder, tmp_path / "model", cell_size="512")
-    (tmp_path / "in.txt").write_text("a sentence\n")
-    command = [sys.executable, "-m", "inference.embed", tmp_path / "in.txt", tmp_path / "out.hdf5", "--model", folder]
-    completed = subprocess.run(list(map(str, command)), capture_output=True, text=True)
+    completed = embed_one_line(folder, tmp_path)
     assert completed.returncode == 2
     assert completed.stderr == (
         f"elmo-embed: error: {folder / 'config.json'}: ElmoConfig: cell_size must be a positive int, got '512'\n"

@@ -7,40 +7,18 @@ import errno
 import fcntl
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 
 import pytest
+from lock_holder import start_lock_holder
 
 from common.disk_space import check_free_space, format_bytes, is_disk_full
 from common.errors import EmbedError
 from common.output_lock import lock_path, output_lock
 
-# A process that holds the lock of its argument until it reads a line on stdin (or is killed).
-_HOLDER = textwrap.dedent(
-    """
-    import sys
-    from common.errors import EmbedError
-    from common.output_lock import output_lock
-    with output_lock(sys.argv[1], error=EmbedError):
-        print("locked", flush=True)
-        sys.stdin.readline()
-    """
-)
-
-
-def _start_holder(target):
-    holder = subprocess.Popen(
-        [sys.executable, "-c", _HOLDER, str(target)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    assert holder.stdout.readline().strip() == "locked"
-    return holder
-
 
 def test_a_second_writer_is_refused_naming_the_first(tmp_path):
     target = tmp_path / "out.hdf5"
-    holder = _start_holder(target)
+    holder = start_lock_holder(target)
     try:
         with pytest.raises(EmbedError, match=rf"out.hdf5 is being written by process {holder.pid} \(-c "):
             with output_lock(target, error=EmbedError):
@@ -56,7 +34,7 @@ def test_a_second_writer_is_refused_naming_the_first(tmp_path):
 
 def test_a_killed_holder_leaves_no_lock_behind(tmp_path):
     target = tmp_path / "model"
-    holder = _start_holder(target)
+    holder = start_lock_holder(target)
     holder.send_signal(signal.SIGKILL)
     holder.wait()
     assert lock_path(target).exists()  # its file stays, but the kernel dropped the lock

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from bad_inputs import RunsAShellCommand
+from lock_holder import start_lock_holder
 from original_files import small_options
 from safetensors.torch import load_file
-from test_output_lock import _start_holder
 from transformers import AutoModel, AutoModelForPreTraining
 
 import modeling_elmo  # noqa: F401  (registers the Auto classes)
@@ -366,7 +367,7 @@ def test_a_second_run_into_an_output_dir_in_use_is_refused_by_every_process(corp
     output = tmp_path / "out"
     output.mkdir()
     (output / "metrics.jsonl").write_text("the first run's\n")
-    holder = _start_holder(output)
+    holder = start_lock_holder(output)
     try:
         lock_file = lock_path(output).read_text()
         refused = _launch_two_processes(
@@ -525,21 +526,11 @@ def test_a_truncated_checkpoint_file_is_named_with_the_checkpoint_to_use_instead
     assert refused.endswith(f": the checkpoint {output / checkpoint} cannot be resumed; {instead}"), refused
 
 
-class _RunsCode:
-    """Unpickled, it would create the file `path`: what a checkpoint from outside may hold."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def __reduce__(self):
-        return (Path.touch, (self.path,))
-
-
 def test_an_optimizer_state_that_holds_code_is_refused_in_one_line(one_process_run, corpus, tmp_path):
     output = tmp_path / "out"
     shutil.copytree(one_process_run, output)
     path, ran = output / "checkpoint-4" / "optimizer.pt", tmp_path / "the-code-ran"
-    torch.save({"state": _RunsCode(ran)}, path)
+    torch.save({"state": RunsAShellCommand(ran)}, path)
     arguments = _run_into(corpus, output, "--max_steps", "6", "--save_steps", "2", "--resume_from_checkpoint", "latest")
     (refused,) = _errors(_run_file(arguments, succeed=False))
     assert refused.startswith(

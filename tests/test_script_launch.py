@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from modeling_elmo import DEFAULT_MODEL
+
 REPOSITORY = Path(__file__).resolve().parents[1]
 SCRIPTS = [
     "training/pretrain.py",
@@ -103,7 +105,7 @@ def test_a_fine_tuning_console_script_reports_bad_data_in_one_line(
 ) -> None:
     train = tmp_path / "train.jsonl"
     train.write_text("{not json\n", encoding="utf-8")
-    arguments = ["--model_name_or_path", "unused", "--train_file", str(train), "--do_train"]
+    arguments = ["--model_name_or_path", DEFAULT_MODEL, "--train_file", str(train), "--do_train"]
     monkeypatch.setattr(sys, "argv", [name, *arguments, "--output_dir", str(tmp_path / "out")])
     with pytest.raises(SystemExit) as exit_info:
         _console_script(name)()

@@ -16,7 +16,7 @@ from types import ModuleType
 
 import pytest
 import torch
-from test_output_lock import _start_holder
+from lock_holder import start_lock_holder
 from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
 
 import modeling_elmo  # noqa: F401  (registers the Auto classes)
@@ -311,7 +311,7 @@ def test_an_output_dir_not_empty_or_in_use_is_refused_and_kept(
     )
     not_empty = f"error: {output} is not empty: pass --overwrite_output_dir to write into it anyway"
     assert _refusal(script, arguments) == not_empty
-    holder = _start_holder(output)
+    holder = start_lock_holder(output)
     try:
         in_use = _refusal(script, [*arguments, "--overwrite_output_dir"])
     finally:

@@ -3,27 +3,15 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from bad_inputs import RunsAShellCommand, embed_one_line
 from elmoformanylangs_files import write_small_model
 
 from conversion.cli import main
-
-
-class _RunsAShellCommand:
-    """A pickled object whose unpickling would run `touch PATH`: what a malicious pickle holds."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def __reduce__(self) -> tuple:
-        return os.system, (f"touch {self.path}",)
 
 
 def _convert(model_dir: Path, output: Path) -> int:
@@ -33,7 +21,7 @@ def _convert(model_dir: Path, output: Path) -> int:
 def test_elmoformanylangs_pickle_that_holds_code(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     model_dir = write_small_model(tmp_path / "theirs")
     ran = tmp_path / "the-code-ran"
-    torch.save({"weight": _RunsAShellCommand(ran)}, model_dir / "encoder.pkl")
+    torch.save({"weight": RunsAShellCommand(ran)}, model_dir / "encoder.pkl")
     assert _convert(model_dir, tmp_path / "ours") == 2
     assert capsys.readouterr().err == (
         f"elmo-convert: error: {model_dir / 'encoder.pkl'}: the file holds code (Python objects other than tensors),"
@@ -56,10 +44,8 @@ def test_elmo_embed_model_whose_pytorch_model_bin_holds_code(fixture_model_folde
     folder = Path(shutil.copytree(fixture_model_folder, tmp_path / "model"))
     (folder / "model.safetensors").unlink()
     ran = tmp_path / "the-code-ran"
-    torch.save({"weight": _RunsAShellCommand(ran)}, folder / "pytorch_model.bin")
-    (tmp_path / "in.txt").write_text("a sentence\n")
-    command = [sys.executable, "-m", "inference.embed", tmp_path / "in.txt", tmp_path / "out.hdf5", "--model", folder]
-    completed = subprocess.run(list(map(str, command)), capture_output=True, text=True)
+    torch.save({"weight": RunsAShellCommand(ran)}, folder / "pytorch_model.bin")
+    completed = embed_one_line(folder, tmp_path)
     assert completed.returncode == 2
     assert completed.stderr == (
         f"elmo-embed: error: {folder} (its pytorch_model.bin): the file holds code (Python objects other than"
