@@ -66,6 +66,7 @@ and accelerate launch ... -m training.pretraining.pretrain ...):
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
+        allow_abbrev=False,
         description=__doc__.split("\n\n")[0],
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -73,12 +74,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     data = parser.add_argument_group("data")
     data.add_argument("--train_files", required=True, nargs="+", help="Glob(s) of text shards: one sentence per line.")
     data.add_argument("--validation_files", nargs="+", help="Glob(s) of held-out text for perplexity.")
-    data.add_argument("--vocab_file", "--vocab", required=True, help="bilm-tf vocabulary (build_vocab.py writes one).")
+    data.add_argument("--vocab_file", required=True, help="bilm-tf vocabulary (build_vocab.py writes one).")
     model = parser.add_argument_group("model (one of)")
     model.add_argument("--options_file", help="bilm-tf options.json: train a new biLM of that shape.")
-    model.add_argument(
-        "--model_name_or_path", "--model", help="A saved biLM or language-model folder to continue from."
-    )
+    model.add_argument("--model_name_or_path", help="A saved biLM or language-model folder to continue from.")
     model.add_argument(
         "--num_sampled",
         type=int,
@@ -86,7 +85,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     model.add_argument("--dropout", type=float, help="Dropout of the LSTM inputs and outputs. Default: the model's.")
     training = parser.add_argument_group("training")
-    training.add_argument("--output_dir", "--output", required=True)
+    training.add_argument("--output_dir", required=True)
     training.add_argument("--overwrite_output_dir", action="store_true", help="Train into an existing output_dir.")
     training.add_argument("--max_steps", type=int, help="Optimizer steps; overrides --num_train_epochs.")
     training.add_argument("--num_train_epochs", type=float, default=1.0)
