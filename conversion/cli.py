@@ -38,6 +38,7 @@ A sentence-transformers folder (averaged ELMo sentence vectors; needs sentence-t
 def _build_parser(commands: Sequence[ConverterCommand]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="elmo-convert",
+        allow_abbrev=False,
         description="Convert ELMo weights between the original formats and transformers model folders.",
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -48,6 +49,7 @@ def _build_parser(commands: Sequence[ConverterCommand]) -> argparse.ArgumentPars
             command.name,
             help=command.summary,
             description=command.summary,
+            allow_abbrev=False,
             epilog=_EXAMPLES,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )

@@ -54,10 +54,7 @@ def _allennlp_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _elmoformanylangs_arguments(parser: argparse.ArgumentParser) -> None:
-    # --model names the folder a command reads, in every command; --model-dir is the spelling this one had first.
-    parser.add_argument(
-        "--model", "--model-dir", dest="model", required=True, help="folder with config.json, char.dic, *.pkl"
-    )
+    parser.add_argument("--model", required=True, help="folder with config.json, char.dic, *.pkl")
     parser.add_argument("--output", required=True, help="model folder to create")
     add_model_page_arguments(parser)
 

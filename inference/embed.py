@@ -84,6 +84,7 @@ the output at its peak, the end of the merge: the segments and the merged file, 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="elmo-embed",
+        allow_abbrev=False,
         description="ELMo vectors of every line of a text file, written to hdf5 in AllenNLP's `elmo` layout.",
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,

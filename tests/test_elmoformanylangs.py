@@ -44,7 +44,7 @@ def _ours(folder: Path) -> list[np.ndarray]:
 def test_every_layer_matches_elmoformanylangs(word_dim: int, legacy_format: bool, tmp_path: Path) -> None:
     model_dir = write_small_model(tmp_path / "theirs", seed=word_dim, word_dim=word_dim, legacy_format=legacy_format)
     output = tmp_path / "ours"
-    assert main(["elmoformanylangs", "--model-dir", str(model_dir), "--output", str(output)]) == 0
+    assert main(["elmoformanylangs", "--model", str(model_dir), "--output", str(output)]) == 0
     worst = 0.0
     for theirs, ours in zip(_theirs(model_dir), _ours(output), strict=True):
         assert theirs.shape == ours.shape
@@ -53,12 +53,10 @@ def test_every_layer_matches_elmoformanylangs(word_dim: int, legacy_format: bool
     assert worst < 5e-6
 
 
-# --model is what every command calls the model it reads; --model-dir is this command's first spelling, kept.
-@pytest.mark.parametrize("model_flag", ["--model", "--model-dir"])
-def test_tokenizer_reads_code_points_and_word_ids(model_flag: str, tmp_path: Path) -> None:
+def test_tokenizer_reads_code_points_and_word_ids(tmp_path: Path) -> None:
     model_dir = write_small_model(tmp_path / "theirs")
     output = tmp_path / "ours"
-    assert main(["elmoformanylangs", model_flag, str(model_dir), "--output", str(output)]) == 0
+    assert main(["elmoformanylangs", "--model", str(model_dir), "--output", str(output)]) == 0
     tokenizer = AutoTokenizer.from_pretrained(output)
     encoded = tokenizer([["café", "zzz", "😀"]], is_split_into_words=True, return_tensors="pt")
     assert set(encoded) == {"input_ids", "attention_mask", "input_word_ids"}
@@ -68,31 +66,25 @@ def test_tokenizer_reads_code_points_and_word_ids(model_flag: str, tmp_path: Pat
     assert encoded["input_word_ids"][0, 1] == special["oov"] and encoded["input_word_ids"][0, 0] != special["oov"]
 
 
-def test_help_names_model_and_its_first_spelling(capsys: pytest.CaptureFixture) -> None:
-    with pytest.raises(SystemExit):
-        main(["elmoformanylangs", "--help"])
-    assert "--model MODEL, --model-dir MODEL" in capsys.readouterr().out  # not only argparse's prefix matching
-
-
 def test_dictionary_that_does_not_match_the_weights(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     model_dir = write_small_model(tmp_path / "theirs")
     with open(model_dir / "word.dic", "a", encoding="utf-8") as file:
         file.write("extra\t11\n")
-    assert main(["elmoformanylangs", "--model-dir", str(model_dir), "--output", str(tmp_path / "ours")]) == 2
+    assert main(["elmoformanylangs", "--model", str(model_dir), "--output", str(tmp_path / "ours")]) == 2
     assert "word_emb_layer.embedding.weight has shape (11, 3), the config and dictionaries imply (12, 3)" in (
         capsys.readouterr().err
     )
 
 
 def test_not_a_model_folder(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    assert main(["elmoformanylangs", "--model-dir", str(tmp_path), "--output", str(tmp_path / "ours")]) == 2
+    assert main(["elmoformanylangs", "--model", str(tmp_path), "--output", str(tmp_path / "ours")]) == 2
     assert "not an ELMoForManyLangs model folder (no config.json)" in capsys.readouterr().err
 
 
 def test_token_embeddings_and_export(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     model_dir = write_small_model(tmp_path / "theirs")
     output = tmp_path / "ours"
-    assert main(["elmoformanylangs", "--model-dir", str(model_dir), "--output", str(output)]) == 0
+    assert main(["elmoformanylangs", "--model", str(model_dir), "--output", str(output)]) == 0
     vocabulary = tmp_path / "vocab.txt"
     vocabulary.write_text("café\nzzz\n")
     embeddings = tmp_path / "embeddings.hdf5"

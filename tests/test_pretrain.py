@@ -443,9 +443,9 @@ def test_a_full_disk_during_a_save_is_one_line_and_the_run_resumes_to_the_same_w
     two_process_run, corpus, small_disk
 ):
     output = small_disk.folder / "out"
-    # --no-space-check: the estimate leaves out the code files of each checkpoint, so it may or may not see that
+    # --no_space_check: the estimate leaves out the code files of each checkpoint, so it may or may not see that
     # this disk fills at the second; what is tested here is the save that fails.
-    arguments = _run_into(corpus, output, "--max_steps", "60", "--save_steps", "30", "--no-space-check")
+    arguments = _run_into(corpus, output, "--max_steps", "60", "--save_steps", "30", "--no_space_check")
     full = _launch_two_processes(arguments, succeed=False, environment=small_disk.environment)
     message = (
         f"error: {output}/checkpoint-60 was not saved: the disk of {output} is full; the newest intact checkpoint is "
@@ -471,7 +471,7 @@ def test_a_run_the_disk_has_no_room_for_is_refused_before_training(corpus, tmp_p
     arguments = _run_into(corpus, output, "--max_steps", str(10**9), "--save_steps", "1")
     (refused,) = _errors(_run_file(arguments, succeed=False))
     assert refused.startswith(f"error: {output}: 1,000,000,000 checkpoint(s) of 140.1 KB and the model need about ")
-    assert refused.endswith("free some space, write elsewhere, or pass --no-space-check to try anyway")
+    assert refused.endswith("free some space, write elsewhere, or pass --no_space_check to try anyway")
     assert not any(output.iterdir())
 
 

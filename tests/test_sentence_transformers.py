@@ -137,7 +137,7 @@ def test_each_layers_choice_gives_its_documented_vectors(
 def test_a_model_with_a_word_embedding_gets_its_word_ids(tmp_path: Path) -> None:
     """An ELMoForManyLangs model (code-point characters, a word embedding) through the same route."""
     source = write_small_model(tmp_path / "many-langs", word_dim=3)
-    assert main(["elmoformanylangs", "--model-dir", str(source), "--output", str(tmp_path / "elmo-zh")]) == 0
+    assert main(["elmoformanylangs", "--model", str(source), "--output", str(tmp_path / "elmo-zh")]) == 0
     model = _load(_convert(tmp_path / "elmo-zh", tmp_path / "elmo-zh-st"))
     texts = ["the naïve cat .", "жизнь 中文 unknown-word", "", "café"]
     expected = manual_sentence_vectors(tmp_path / "elmo-zh", texts).numpy()

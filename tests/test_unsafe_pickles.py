@@ -15,7 +15,7 @@ from conversion.cli import main
 
 
 def _convert(model_dir: Path, output: Path) -> int:
-    return main(["elmoformanylangs", "--model-dir", str(model_dir), "--output", str(output)])
+    return main(["elmoformanylangs", "--model", str(model_dir), "--output", str(output)])
 
 
 def test_elmoformanylangs_pickle_that_holds_code(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -4,7 +4,6 @@ evaluate, save, write the layer weights and print a summary."""
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any, TypeVar
 
 import datasets
 from datasets import Dataset
-from transformers import AutoConfig, HfArgumentParser, PreTrainedTokenizerBase, Trainer
+from transformers import AutoConfig, PreTrainedTokenizerBase, Trainer
 
 import modeling_elmo  # noqa: F401  (registers the ELMo classes with the Auto classes)
 from common.errors import DataFileError, TrainingError, first_line
@@ -20,7 +19,7 @@ from common.model_folder import model_type_problem, require_model_folder
 from modeling_elmo.modeling_elmo import ElmoTaskModel
 from training.output_dir import exclusive_output_dir, on_main_process, refuse_existing_output_dir
 
-from .arguments import DataFileArguments, ElmoModelArguments, ElmoTrainingArguments
+from .arguments import DataFileArguments, ElmoModelArguments, ElmoTrainingArguments, OneSpellingArgumentParser
 from .collator import ElmoCachedFeaturesCollator
 from .feature_cache import cache_bilm_features
 from .layer_weights import write_layer_weights
@@ -35,10 +34,7 @@ def parse_arguments(
     data_class: type[DataArguments], args: list[str] | None
 ) -> tuple[ElmoModelArguments, DataArguments, ElmoTrainingArguments]:
     """Parse `args` (default: the command line) into the model, data and training options; --help exits."""
-    parser = HfArgumentParser((ElmoModelArguments, data_class, ElmoTrainingArguments))
-    # TrainingArguments' --output_dir under the name every command here gives what it writes (a dataclass alias
-    # would need a copy of TrainingArguments); SUPPRESS: no default of its own to show in --help.
-    parser.add_argument("--output", dest="output_dir", default=argparse.SUPPRESS, help="The same as --output_dir.")
+    parser = OneSpellingArgumentParser((ElmoModelArguments, data_class, ElmoTrainingArguments))
     model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=args)
     if not (training_args.do_train or training_args.do_eval):
         parser.error("nothing to do: pass --do_train (with --train_file) and/or --do_eval (with --validation_file)")

@@ -22,6 +22,7 @@ EXAMPLES = """example (from the repository root; installed: elmo-build-vocab --t
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
+        allow_abbrev=False,
         description=__doc__.split("\n\n")[0],
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,

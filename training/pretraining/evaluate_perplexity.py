@@ -31,15 +31,14 @@ EXAMPLES = """examples (from the repository root; installed: elmo-evaluate-perpl
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
+        allow_abbrev=False,
         description=__doc__.split("\n\n")[0],
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--model_name_or_path", "--model", required=True, help="A language-model folder (with vocab.txt)."
-    )
+    parser.add_argument("--model_name_or_path", required=True, help="A language-model folder (with vocab.txt).")
     parser.add_argument("--files", required=True, nargs="+", help="Glob(s) of held-out text, one sentence per line.")
-    parser.add_argument("--vocab_file", "--vocab", help="Score on this vocabulary (default: the model's vocab.txt).")
+    parser.add_argument("--vocab_file", help="Score on this vocabulary (default: the model's vocab.txt).")
     parser.add_argument("--batch_size", type=int, default=32, help="Streams per window.")
     parser.add_argument("--unroll_steps", type=int, default=20)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")

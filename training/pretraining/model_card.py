@@ -137,6 +137,7 @@ def link_code_files_to_package(folder: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
+        allow_abbrev=False,
         description=__doc__.split("\n\n")[0],
         epilog=EXAMPLE,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -25,7 +25,7 @@ from safetensors import SafetensorError
 from tqdm.auto import tqdm
 
 from common.atomic_output import atomic_output_folder, publish_folder
-from common.disk_space import NO_SPACE_CHECK, check_free_space, format_bytes, is_disk_full
+from common.disk_space import check_free_space, format_bytes, is_disk_full
 from common.errors import DataFileError, TrainingError, exit_on_error, first_line
 from training.output_dir import exclusive_output_dir, on_main_process, refuse_existing_output_dir
 from training.pretraining.checkpoint import (
@@ -57,6 +57,8 @@ from training.pretraining.window_packer import WindowEncoder, WindowPacker
 logger = logging.getLogger("training.pretraining.pretrain")
 # The learning rate of each --optimizer when --learning_rate is not given: 0.2 is bilm-tf's (Adagrad).
 DEFAULT_LEARNING_RATES = {"adagrad": 0.2, "adamw": 1e-3}
+# The free-space check's off switch, in the underscore style of this script's options (elmo-* tools: NO_SPACE_CHECK).
+NO_SPACE_CHECK_FLAG = "--no_space_check"
 # The tensors of a parameter's size that each --optimizer keeps in optimizer.pt (Adagrad's sum; AdamW's two moments).
 OPTIMIZER_STATES_PER_PARAMETER = {"adagrad": 1, "adamw": 2}
 # What a write of a checkpoint or the model raises when it fails: OSError (a full disk: ENOSPC), torch's
@@ -81,6 +83,7 @@ and accelerate launch ... -m training.pretraining.pretrain ...):
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
+        allow_abbrev=False,
         description=__doc__.split("\n\n")[0],
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -88,12 +91,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     data = parser.add_argument_group("data")
     data.add_argument("--train_files", required=True, nargs="+", help="Glob(s) of text shards: one sentence per line.")
     data.add_argument("--validation_files", nargs="+", help="Glob(s) of held-out text for perplexity.")
-    data.add_argument("--vocab_file", "--vocab", required=True, help="bilm-tf vocabulary (build_vocab.py writes one).")
+    data.add_argument("--vocab_file", required=True, help="bilm-tf vocabulary (build_vocab.py writes one).")
     model = parser.add_argument_group("model (one of)")
     model.add_argument("--options_file", help="bilm-tf options.json: train a new biLM of that shape.")
-    model.add_argument(
-        "--model_name_or_path", "--model", help="A saved biLM or language-model folder to continue from."
-    )
+    model.add_argument("--model_name_or_path", help="A saved biLM or language-model folder to continue from.")
     model.add_argument(
         "--num_sampled",
         type=int,
@@ -101,7 +102,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     model.add_argument("--dropout", type=float, help="Dropout of the LSTM inputs and outputs. Default: the model's.")
     training = parser.add_argument_group("training")
-    training.add_argument("--output_dir", "--output", required=True)
+    training.add_argument("--output_dir", required=True)
     training.add_argument("--overwrite_output_dir", action="store_true", help="Train into an existing output_dir.")
     training.add_argument("--max_steps", type=int, help="Optimizer steps; overrides --num_train_epochs.")
     training.add_argument("--num_train_epochs", type=float, default=1.0)
@@ -136,7 +137,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     training.add_argument("--resume_from_checkpoint", help="A checkpoint-N folder, or 'latest' in output_dir.")
     training.add_argument(
-        NO_SPACE_CHECK,
+        NO_SPACE_CHECK_FLAG,
         action="store_true",
         help="Start even when the disk of output_dir has less free space than the checkpoints and the model need "
         "(estimated from the parameters and the optimizer's state).",
@@ -350,6 +351,7 @@ class LmTrainer:
             checkpoints * checkpoint_bytes + parameter_bytes,
             what=f"{checkpoints:,} checkpoint(s) of {format_bytes(checkpoint_bytes)} and the model",
             error=TrainingError,
+            flag=NO_SPACE_CHECK_FLAG,
         )
 
     def _checkpoint_to_resume(self) -> Path:

@@ -12,7 +12,7 @@ WORK=${WORK:-runs/default_model}
 OUTPUT=${OUTPUT:-modeling_elmo/default_model}
 mkdir -p "$WORK"
 
-python training/recipes/prepare_default_corpus.py --out "$WORK/corpus"
+python training/recipes/prepare_default_corpus.py --output_dir "$WORK/corpus"
 python training/build_vocab.py --train_files "$WORK/corpus/train/*.txt" --output "$WORK/vocab.txt" \
     --min_count 3 --max_size 16000
 

@@ -22,7 +22,7 @@ separated by single spaces, as the biLM trainer reads them:
 
 Example (from the repository root):
 
-    python training/recipes/prepare_default_corpus.py --out /work/corpus/default
+    python training/recipes/prepare_default_corpus.py --output_dir /work/corpus/default
 """
 
 from __future__ import annotations
@@ -430,8 +430,8 @@ def write_sources(out: Path, args, stats: dict, heldout_titles: dict, shards: in
         "# Training corpus of the default ELMo biLM",
         "",
         "Built by `python -m training.recipes.prepare_default_corpus "
-        f"--sources {','.join(args.sources)} --heldout-fraction {args.heldout_fraction} --shards {shards} "
-        f"--seed {args.seed} --max-words {args.max_words}`.",
+        f"--sources {','.join(args.sources)} --heldout_fraction {args.heldout_fraction} --shards {shards} "
+        f"--seed {args.seed} --max_words {args.max_words}`.",
         "One sentence a line, words (from `modeling_elmo.split_words`) separated by single spaces; "
         f"`train/shard-*.txt` ({shards} shards, sentences shuffled with seed {args.seed}), `heldout.txt` "
         "(whole documents held out, in document order; per source in `heldout_by_source/`).",
@@ -507,11 +507,12 @@ def write_sources(out: Path, args, stats: dict, heldout_titles: dict, shards: in
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
+        allow_abbrev=False,
         description=__doc__.split("\n\n")[0],
-        epilog="example: python training/recipes/prepare_default_corpus.py --out /work/corpus/default",
+        epilog="example: python training/recipes/prepare_default_corpus.py --output_dir /work/corpus/default",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--out", "--output", type=Path, required=True, help="output directory (created)")
+    parser.add_argument("--output_dir", type=Path, required=True, help="output directory (created)")
     parser.add_argument(
         "--cache",
         type=Path,
@@ -525,9 +526,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="comma-separated subset of: wikipedia, shakespeare, kjv",
     )
     parser.add_argument("--shards", type=int, default=10, help="number of training shards")
-    parser.add_argument("--heldout-fraction", type=float, default=0.02, help="fraction of words held out")
+    parser.add_argument("--heldout_fraction", type=float, default=0.02, help="fraction of words held out")
     parser.add_argument("--seed", type=int, default=12345, help="seed of the held-out choice and the shuffle")
-    parser.add_argument("--max-words", type=int, default=200, help="longer sentences are left out")
+    parser.add_argument("--max_words", type=int, default=200, help="longer sentences are left out")
     args = parser.parse_args(argv)
     unknown = set(args.sources) - set(SOURCE_INFO)
     if unknown or not args.sources:
@@ -564,7 +565,7 @@ def main(argv: list[str] | None = None) -> None:
             file=sys.stderr,
         )
 
-    out = args.out
+    out = args.output_dir
     (out / "train").mkdir(parents=True, exist_ok=True)
     (out / "heldout_by_source").mkdir(exist_ok=True)
     for old in (out / "train").glob("shard-*.txt"):
