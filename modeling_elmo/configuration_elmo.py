@@ -58,8 +58,9 @@ TASK_ENCODERS = ("bilstm", "none")
 
 
 # Field checks: each takes one field's value and raises ValueError("must be EXPECTED, got VALUE") when it does not
-# fit; `FIELD_CHECKS` names each field's. One-value checks are what huggingface_hub's strict dataclasses call field
-# validators, so an `@strict` ElmoConfig can take them over as `validated_field(FIELD_CHECKS[name])`.
+# fit; `FIELD_CHECKS` names each field's. They are `@strict` ElmoConfig's field validators (`_checked`), run whenever
+# a field is set; `check_fields` runs them on a mapping of values. (transformers declares its configs as strict
+# dataclasses from 5.4 on: `pyproject.toml`'s lower bound.)
 def _value_check(expected: str, fits: Callable[[Any], bool], *, optional: bool = False) -> Callable[[Any], None]:
     expected += " or null" if optional else ""
 
