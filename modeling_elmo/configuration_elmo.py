@@ -1,11 +1,14 @@
 """Configuration of an ELMo bidirectional language model (Peters et al., 2018)."""
 
-from __future__ import annotations
-
+import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
+from functools import wraps
 from typing import Any
 
+from huggingface_hub.dataclasses import strict, validated_field
+from huggingface_hub.errors import StrictDataclassClassValidationError, StrictDataclassFieldValidationError
 from transformers import PreTrainedConfig
 
 __all__ = [
@@ -55,8 +58,9 @@ TASK_ENCODERS = ("bilstm", "none")
 
 
 # Field checks: each takes one field's value and raises ValueError("must be EXPECTED, got VALUE") when it does not
-# fit; `FIELD_CHECKS` names each field's. One-value checks are what huggingface_hub's strict dataclasses call field
-# validators, so an `@strict` ElmoConfig can take them over as `validated_field(FIELD_CHECKS[name])`.
+# fit; `FIELD_CHECKS` names each field's. They are `@strict` ElmoConfig's field validators (`_checked`), run whenever
+# a field is set; `check_fields` runs them on a mapping of values. (transformers declares its configs as strict
+# dataclasses from 5.4 on: `pyproject.toml`'s lower bound.)
 def _value_check(expected: str, fits: Callable[[Any], bool], *, optional: bool = False) -> Callable[[Any], None]:
     expected += " or null" if optional else ""
 
@@ -158,6 +162,46 @@ def check_fields(values: Mapping[str, Any]) -> None:
                 raise ValueError(f"ElmoConfig: {name} {error}") from None
 
 
+def _checked(name: str, default: Any) -> Any:
+    """A field of `default` checked by `FIELD_CHECKS[name]` whenever it is set."""
+    return validated_field(FIELD_CHECKS[name], default=default)
+
+
+def _one_line_errors(cls: type) -> type:
+    """`@strict`'s refusals as one ValueError line, "ElmoConfig: FIELD must be EXPECTED, got VALUE" (strict's own
+    say "Validation error for field ..." and the cause on a second line, and are no ValueError), and the class's
+    signature as its own fields then `**kwargs` (`PreTrainedConfig`'s fields), as `__init__` took them."""
+    strict_setattr, strict_validate = cls.__setattr__, cls.validate
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        try:
+            strict_setattr(self, name, value)
+        except StrictDataclassFieldValidationError as error:
+            check_fields({name: value})  # a value that fits its type but not its check, or fits neither
+            raise ValueError(f"ElmoConfig: {name} {error.__cause__}") from None  # a type wrong for a base field
+
+    @wraps(strict_validate)
+    def validate(self) -> None:
+        try:
+            strict_validate(self)
+        except StrictDataclassClassValidationError as error:
+            message = str(error.__cause__)
+            raise ValueError(message if message.startswith("ElmoConfig: ") else f"ElmoConfig: {message}") from None
+
+    cls.__setattr__ = __setattr__
+    cls.validate = validate
+    base_fields = {f.name for f in fields(PreTrainedConfig)}
+    own = [f for f in fields(cls) if f.name not in base_fields]
+    parameters = [
+        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.type) for f in own
+    ]
+    kwargs = inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)
+    cls.__signature__ = inspect.Signature([*parameters, kwargs])
+    self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    cls.__init__.__signature__ = inspect.Signature([self_parameter, *parameters, kwargs])
+    return cls
+
+
 # The fields that only the task heads read (how they mix the layers, and the head itself); every other field
 # shapes the biLM, so changing one of these leaves the biLM's layers as they were.
 TASK_HEAD_FIELDS = (
@@ -177,6 +221,8 @@ TASK_HEAD_FIELDS = (
 )
 
 
+@_one_line_errors
+@strict
 class ElmoConfig(PreTrainedConfig):
     r"""Configuration of [`ElmoModel`]: the character CNN, highway layers and the two biLSTM stacks.
 
@@ -229,113 +275,85 @@ class ElmoConfig(PreTrainedConfig):
 
     model_type = "elmo"
 
-    def __init__(
-        self,
-        *,
-        char_vocab_size: int = BILM_TF_CHAR_VOCAB_SIZE,
-        max_characters_per_token: int = 50,
-        char_embedding_dim: int = 16,
-        char_cnn_filters: Sequence[Sequence[int]] = ORIGINAL_CHAR_CNN_FILTERS,
-        char_cnn_activation: str = "relu",
-        num_highway_layers: int = 2,
-        projection_dim: int = 512,
-        cell_size: int = 4096,
-        num_hidden_layers: int = 2,
-        cell_clip: float | None = 3.0,
-        proj_clip: float | None = 3.0,
-        use_skip_connections: bool = True,
-        lstm_forget_bias: float = 1.0,
-        bow_char_id: int = BILM_TF_CHAR_IDS["bow"],
-        eow_char_id: int = BILM_TF_CHAR_IDS["eow"],
-        bos_char_id: int = BILM_TF_CHAR_IDS["bos"],
-        eos_char_id: int = BILM_TF_CHAR_IDS["eos"],
-        char_pad_id: int = BILM_TF_CHAR_IDS["pad"],
-        word_vocab_size: int = 0,
-        word_embedding_dim: int = 0,
-        bos_word_id: int | None = None,
-        eos_word_id: int | None = None,
-        vocab_size: int | None = None,
-        dropout: float = 0.1,
-        training_options: dict | None = None,
-        initializer_range: float = 0.02,
-        mix_mode: str = "scalar_mix",
-        mix_layers: Sequence[int] | None = None,
-        mix_layer_norm: bool = False,
-        mix_l2_coefficient: float = 0.0,
-        mix_dropout: float = 0.5,
-        mix_initial_weights: Sequence[float] | None = None,
-        mix_trainable: bool = True,
-        num_output_representations: int = 1,
-        freeze_bilm: bool = True,
-        task_encoder: str = "bilstm",
-        task_hidden_size: int = 200,
-        task_num_layers: int = 1,
-        classifier_dropout: float = 0.1,
-        **kwargs,
-    ) -> None:
-        # Every parameter as given, before the conversions below (int clips to float, tuples to lists) could fail on it.
-        check_fields(locals())
-        widest = max(width for width, _ in char_cnn_filters)
-        if widest > max_characters_per_token:
+    char_vocab_size: int = _checked("char_vocab_size", BILM_TF_CHAR_VOCAB_SIZE)
+    max_characters_per_token: int = _checked("max_characters_per_token", 50)
+    char_embedding_dim: int = _checked("char_embedding_dim", 16)
+    char_cnn_filters: Sequence[Sequence[int]] = _checked("char_cnn_filters", ORIGINAL_CHAR_CNN_FILTERS)
+    char_cnn_activation: str = _checked("char_cnn_activation", "relu")
+    num_highway_layers: int = _checked("num_highway_layers", 2)
+    projection_dim: int = _checked("projection_dim", 512)
+    cell_size: int = _checked("cell_size", 4096)
+    num_hidden_layers: int = _checked("num_hidden_layers", 2)
+    cell_clip: float | int | None = _checked("cell_clip", 3.0)
+    proj_clip: float | int | None = _checked("proj_clip", 3.0)
+    use_skip_connections: bool = _checked("use_skip_connections", True)
+    lstm_forget_bias: float | int = _checked("lstm_forget_bias", 1.0)
+    bow_char_id: int = _checked("bow_char_id", BILM_TF_CHAR_IDS["bow"])
+    eow_char_id: int = _checked("eow_char_id", BILM_TF_CHAR_IDS["eow"])
+    bos_char_id: int = _checked("bos_char_id", BILM_TF_CHAR_IDS["bos"])
+    eos_char_id: int = _checked("eos_char_id", BILM_TF_CHAR_IDS["eos"])
+    char_pad_id: int = _checked("char_pad_id", BILM_TF_CHAR_IDS["pad"])
+    word_vocab_size: int = _checked("word_vocab_size", 0)
+    word_embedding_dim: int = _checked("word_embedding_dim", 0)
+    bos_word_id: int | None = _checked("bos_word_id", None)
+    eos_word_id: int | None = _checked("eos_word_id", None)
+    vocab_size: int | None = _checked("vocab_size", None)
+    dropout: float | int = _checked("dropout", 0.1)
+    training_options: dict | None = _checked("training_options", None)
+    initializer_range: float | int = _checked("initializer_range", 0.02)
+    mix_mode: str = _checked("mix_mode", "scalar_mix")
+    mix_layers: Sequence[int] | None = _checked("mix_layers", None)
+    mix_layer_norm: bool = _checked("mix_layer_norm", False)
+    mix_l2_coefficient: float | int = _checked("mix_l2_coefficient", 0.0)
+    mix_dropout: float | int = _checked("mix_dropout", 0.5)
+    mix_initial_weights: Sequence[float | int] | None = _checked("mix_initial_weights", None)
+    mix_trainable: bool = _checked("mix_trainable", True)
+    num_output_representations: int = _checked("num_output_representations", 1)
+    freeze_bilm: bool = _checked("freeze_bilm", True)
+    task_encoder: str = _checked("task_encoder", "bilstm")
+    task_hidden_size: int = _checked("task_hidden_size", 200)
+    task_num_layers: int = _checked("task_num_layers", 1)
+    classifier_dropout: float | int = _checked("classifier_dropout", 0.1)
+
+    def __post_init__(self, **kwargs) -> None:
+        # Each field has passed its check as given; now the forms it is kept in (clips as floats, lists for tuples).
+        self.char_cnn_filters = [list(pair) for pair in self.char_cnn_filters]
+        self.cell_clip = None if self.cell_clip is None else float(self.cell_clip)
+        self.proj_clip = None if self.proj_clip is None else float(self.proj_clip)
+        self.training_options = dict(self.training_options or {})
+        self.mix_layers = None if self.mix_layers is None else list(self.mix_layers)
+        if self.mix_initial_weights is not None:
+            self.mix_initial_weights = [float(w) for w in self.mix_initial_weights]
+        kwargs.setdefault("auto_map", dict(ELMO_AUTO_MAP))
+        super().__post_init__(**kwargs)
+
+    # Checks across fields: `@strict` runs every `validate_*` method once the fields are set.
+    def validate_char_cnn_filters(self) -> None:
+        widest = max(width for width, _ in self.char_cnn_filters)
+        if widest > self.max_characters_per_token:
             raise ValueError(
                 f"ElmoConfig: char_cnn_filters must be no wider than max_characters_per_token "
-                f"({max_characters_per_token}), got a filter of width {widest}"
+                f"({self.max_characters_per_token}), got a filter of width {widest}"
             )
-        if word_embedding_dim and (not word_vocab_size or bos_word_id is None or eos_word_id is None):
-            raise ValueError("ElmoConfig: a word embedding needs word_vocab_size, bos_word_id and eos_word_id")
-        if word_embedding_dim and max(bos_word_id, eos_word_id) >= word_vocab_size:
-            raise ValueError(
-                f"ElmoConfig: bos_word_id and eos_word_id must lie in 0..{word_vocab_size - 1} (word_vocab_size "
-                f"{word_vocab_size}), got {bos_word_id} and {eos_word_id}"
-            )
-        self.char_vocab_size = char_vocab_size
-        self.max_characters_per_token = max_characters_per_token
-        self.char_embedding_dim = char_embedding_dim
-        self.char_cnn_filters = [list(pair) for pair in char_cnn_filters]
-        self.char_cnn_activation = char_cnn_activation
-        self.num_highway_layers = num_highway_layers
-        self.projection_dim = projection_dim
-        self.cell_size = cell_size
-        self.num_hidden_layers = num_hidden_layers
-        self.cell_clip = None if cell_clip is None else float(cell_clip)
-        self.proj_clip = None if proj_clip is None else float(proj_clip)
-        self.use_skip_connections = use_skip_connections
-        self.lstm_forget_bias = lstm_forget_bias
-        self.bow_char_id = bow_char_id
-        self.eow_char_id = eow_char_id
-        self.bos_char_id = bos_char_id
-        self.eos_char_id = eos_char_id
-        self.char_pad_id = char_pad_id
-        self.word_vocab_size = word_vocab_size
-        self.word_embedding_dim = word_embedding_dim
-        self.bos_word_id = bos_word_id
-        self.eos_word_id = eos_word_id
-        self.vocab_size = vocab_size
-        self.dropout = dropout
-        self.training_options = dict(training_options or {})
-        self.initializer_range = initializer_range
-        self.mix_mode = mix_mode
-        self.mix_layers = None if mix_layers is None else list(mix_layers)
-        self.mix_layer_norm = mix_layer_norm
-        self.mix_l2_coefficient = mix_l2_coefficient
-        self.mix_dropout = mix_dropout
-        self.mix_initial_weights = None if mix_initial_weights is None else [float(w) for w in mix_initial_weights]
-        self.mix_trainable = mix_trainable
-        self.num_output_representations = num_output_representations
-        self.freeze_bilm = freeze_bilm
-        self.task_encoder = task_encoder
-        self.task_hidden_size = task_hidden_size
-        self.task_num_layers = task_num_layers
-        self.classifier_dropout = classifier_dropout
-        if not all(0 < char_id < char_vocab_size for char_id in self.special_char_ids.values()):
-            raise ValueError(
-                f"ElmoConfig: special character ids {self.special_char_ids} must lie in 1..{char_vocab_size - 1}"
-            )
-        self._check_mixing()
-        kwargs.setdefault("auto_map", dict(ELMO_AUTO_MAP))
-        super().__init__(**kwargs)
 
-    def _check_mixing(self) -> None:
+    def validate_word_embedding(self) -> None:
+        if not self.word_embedding_dim:
+            return
+        if not self.word_vocab_size or self.bos_word_id is None or self.eos_word_id is None:
+            raise ValueError("ElmoConfig: a word embedding needs word_vocab_size, bos_word_id and eos_word_id")
+        if max(self.bos_word_id, self.eos_word_id) >= self.word_vocab_size:
+            raise ValueError(
+                f"ElmoConfig: bos_word_id and eos_word_id must lie in 0..{self.word_vocab_size - 1} (word_vocab_size "
+                f"{self.word_vocab_size}), got {self.bos_word_id} and {self.eos_word_id}"
+            )
+
+    def validate_special_char_ids(self) -> None:
+        if not all(0 < char_id < self.char_vocab_size for char_id in self.special_char_ids.values()):
+            raise ValueError(
+                f"ElmoConfig: special character ids {self.special_char_ids} must lie in 1..{self.char_vocab_size - 1}"
+            )
+
+    def validate_mixing(self) -> None:
         layers = self.mixed_layers
         if not layers or len(set(layers)) != len(layers) or not all(0 <= x <= self.num_hidden_layers for x in layers):
             raise ValueError(

@@ -610,10 +610,12 @@ class ElmoPreTrainedModel(PreTrainedModel):
     _no_split_modules = ["ElmoCharacterEncoder", "ElmoLstmStack"]
 
     def _initialize_weights(self, module: nn.Module, is_custom_code: bool = False) -> None:
-        # As Hub remote code, transformers would skip modules without parameters of their own (the character
-        # encoder, highway and LSTM layers, whose initialisation spans their sub-layers). Every init below uses
-        # transformers' `init` functions, which leave loaded weights alone, so the remote-code guard is not needed.
-        super()._initialize_weights(module, is_custom_code=False)
+        # transformers has no public hook for this. As code outside transformers (this package, or Hub remote
+        # code), a module without parameters of its own would be taken as loaded and skipped: the character
+        # encoder, highway and LSTM layers, whose initialisation spans their sub-layers. Every init below uses
+        # transformers' `init` functions, which leave loaded weights alone, so that guard is not needed. (The flag
+        # is passed by position: transformers 5.4 names it `is_remote_code`.)
+        super()._initialize_weights(module, False)
 
     def _init_weights(self, module: nn.Module) -> None:
         """bilm-tf's initialisation for the biLM and the softmax (what training from scratch starts from)."""
@@ -645,10 +647,8 @@ def _init_character_encoder(module: ElmoCharacterEncoder, config: ElmoConfig) ->
     """bilm-tf: characters uniform in [-1, 1], convolutions normal with std sqrt(1 / (width * E)) (relu) or
     uniform in [-0.05, 0.05] (tanh), the projection normal with std sqrt(1 / F), biases zero."""
     embedding = module.char_embedding.weight
-    if not getattr(embedding, "_is_hf_initialized", False):
-        with torch.no_grad():
-            embedding.uniform_(-1.0, 1.0)
-            embedding[0].zero_()
+    init.uniform_(embedding, -1.0, 1.0)
+    init.copy_(embedding, torch.cat([torch.zeros_like(embedding[:1]), embedding[1:]]))  # (row 0 alone: no flag)
     for convolution in module.convolutions:
         if config.char_cnn_activation == "relu":
             width = convolution.kernel_size[0]
@@ -1034,6 +1034,8 @@ class ElmoTaskModel(ElmoPreTrainedModel):
 
     @classmethod
     def from_pretrained(cls, *args, **kwargs):
+        # transformers 5 calls no public hook of the model once the weights are loaded (only `tie_weights` and
+        # `eval`, which have their own jobs), so the public `from_pretrained` is where the freezing is redone.
         loaded = super().from_pretrained(*args, **kwargs)
         model = loaded[0] if isinstance(loaded, tuple) else loaded  # output_loading_info=True gives a tuple
         model._fix_what_the_config_fixes()  # loading replaces the parameters, and with them their requires_grad
