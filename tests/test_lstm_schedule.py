@@ -6,6 +6,7 @@ layers; float32 convolutions stay IEEE float32 on CUDA without changing the user
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -13,7 +14,9 @@ import torch
 from ragged_batches import run_batches
 from torch.autograd.profiler import record_function
 
+import modeling_elmo.lstm_elmo
 import modeling_elmo.modeling_elmo
+import modeling_elmo.onednn_elmo
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
 from modeling_elmo.lstm_elmo import _run_layer_by_layer, _run_wavefront, run_lstm_stacks
 from modeling_elmo.modeling_elmo import (
@@ -362,3 +365,72 @@ def test_an_empty_batch_gives_empty_outputs(model: ElmoModel, implementation: st
     assert output.last_hidden_state.shape == (0, 0, 32)
     assert [layer.shape for layer in output.hidden_states] == [(0, 0, 32)] * 3
     assert output.state[0].shape == (2, 2, 0, 16) and output.state[1].shape == (2, 2, 0, 32)
+
+
+@pytest.fixture
+def schedule_calls(monkeypatch) -> list[tuple[str, int]]:
+    """Which schedule ran, for the stacks of which model: ("wavefront" or "layer_by_layer", id of the first
+    stack), one per `run_lstm_stacks` call (counting calls, not timing)."""
+    calls = []
+    for name in ("_run_wavefront", "_run_layer_by_layer"):
+        run = getattr(modeling_elmo.lstm_elmo, name)
+
+        def counting(stacks, *args, run=run, name=name, **kwargs):
+            calls.append((name.removeprefix("_run_"), id(stacks[0])))
+            return run(stacks, *args, **kwargs)
+
+        monkeypatch.setattr(modeling_elmo.lstm_elmo, name, counting)
+    return calls
+
+
+def test_two_models_in_one_process_run_each_its_own_implementation(fixture_model_folder, schedule_calls) -> None:
+    """The choice is the model's: setting one model's (at load, or after) changes no other model's, even of the
+    same class; so are oneDNN (an option of layer_by_layer) and the compiled cell."""
+    wavefront = ElmoModel.from_pretrained(fixture_model_folder, lstm_implementation="wavefront").eval()
+    auto = ElmoModel.from_pretrained(fixture_model_folder).eval()
+    plain = ElmoModel.from_pretrained(fixture_model_folder).eval()
+    plain.set_lstm_implementation("layer_by_layer", onednn=False)
+    inputs = ElmoTokenizer()([["a", "b", "c"], ["d"]], is_split_into_words=True, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        for model in (wavefront, auto, plain, wavefront, auto):
+            model(**inputs)
+    first = {model: id(model.forward_lstm) for model in (wavefront, auto, plain)}
+    assert schedule_calls == [
+        ("wavefront", first[wavefront]),
+        ("layer_by_layer", first[auto]),
+        ("layer_by_layer", first[plain]),
+        ("wavefront", first[wavefront]),
+        ("layer_by_layer", first[auto]),
+    ]
+    assert (wavefront.config.lstm_implementation, auto.config.lstm_implementation) == ("wavefront", "auto")
+    assert auto.lstm_onednn and not plain.lstm_onednn
+    if modeling_elmo.onednn_elmo.onednn_available():
+        assert auto.forward_lstm.layers[0].onednn_weights._packed, "oneDNN did not run for the auto model"
+    assert not plain.forward_lstm.layers[0].onednn_weights._packed, "oneDNN ran for the model that turned it off"
+
+
+def test_from_pretrained_with_the_wavefront_runs_it_to_the_same_numbers(
+    fixture_model_folder, schedule_calls, tmp_path
+) -> None:
+    """`from_pretrained(folder, lstm_implementation="wavefront")` runs the wavefront (on CPU, where "auto" runs
+    layer by layer), to the numbers of layer_by_layer; the choice is not saved, and a wrong one fails at load."""
+    batches = {}
+    for implementation in ("layer_by_layer", "wavefront"):
+        model = ElmoModel.from_pretrained(fixture_model_folder, lstm_implementation=implementation).eval()
+        schedule_calls.clear()
+        batches[implementation] = run_batches(model)
+        assert schedule_calls and {name for name, _ in schedule_calls} == {implementation}
+    for wavefront, layer_by_layer in zip(batches["wavefront"], batches["layer_by_layer"], strict=True):
+        torch.testing.assert_close(wavefront, layer_by_layer, rtol=1e-4, atol=1e-5)
+    model.save_pretrained(tmp_path)
+    assert "lstm_implementation" not in json.loads((tmp_path / "config.json").read_text())
+    assert json.loads((tmp_path / "config.json").read_text()) == json.loads(
+        (fixture_model_folder / "config.json").read_text()
+    )
+    assert ElmoModel.from_pretrained(tmp_path).config.lstm_implementation == "auto"
+    with pytest.raises(ValueError, match="lstm_implementation"):
+        ElmoModel.from_pretrained(fixture_model_folder, lstm_implementation="fast")
+    with pytest.raises(ValueError, match="lstm_implementation"):
+        model.set_lstm_implementation("fast")
+    with pytest.raises(ValueError, match="lstm_implementation"):
+        ElmoConfig(lstm_implementation="fast")
