@@ -30,7 +30,6 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPOSITORY))  # count the working tree's code, whatever is installed
 
 from modeling_elmo import DEFAULT_MODEL, ElmoModel, ElmoTokenizer  # noqa: E402
-from modeling_elmo.modeling_elmo import ElmoLstmLayer, ElmoLstmStack  # noqa: E402
 
 MARKERS = {"<S>", "</S>", "<UNK>", ""}
 CHAR_ENCODER = "char_encoder"
@@ -88,9 +87,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--max-words", type=int, default=30)
     parser.add_argument("--seed", type=int, default=0, help="of the sentences")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, ... (default %(default)s)")
-    parser.add_argument("--plain", action="store_true", help="without oneDNN on CPU (ElmoLstmLayer.use_onednn=False)")
     parser.add_argument(
-        "--wavefront", action="store_true", help="every LSTM layer together, as on GPUs (ElmoLstmStack.wavefront=True)"
+        "--plain", action="store_true", help="without oneDNN on CPU (set_lstm_implementation(onednn=False))"
+    )
+    parser.add_argument(
+        "--wavefront",
+        action="store_true",
+        help='every LSTM layer together, as on GPUs (lstm_implementation="wavefront")',
     )
     parser.add_argument("--top", type=int, default=0, help="also print the N most called operators")
     return parser.parse_args()
@@ -98,11 +101,9 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
-    if args.plain:
-        ElmoLstmLayer.use_onednn = False
-    if args.wavefront:
-        ElmoLstmStack.wavefront = True
-    model = ElmoModel.from_pretrained(args.model).to(args.device).eval()
+    implementation = "wavefront" if args.wavefront else "auto"
+    model = ElmoModel.from_pretrained(args.model, lstm_implementation=implementation).to(args.device).eval()
+    model.set_lstm_implementation(onednn=not args.plain)
     sentences = make_batch(args.model, args.batch_size, args.min_words, args.max_words, args.seed)
     inputs = ElmoTokenizer.from_pretrained(args.model)(
         sentences, is_split_into_words=True, padding=True, return_tensors="pt"

@@ -14,6 +14,7 @@ from transformers import PreTrainedConfig
 __all__ = [
     "BILM_TF_CHAR_IDS",
     "BILM_TF_CHAR_VOCAB_SIZE",
+    "LSTM_IMPLEMENTATIONS",
     "ORIGINAL_CHAR_CNN_FILTERS",
     "TASK_HEAD_FIELDS",
     "ElmoConfig",
@@ -55,6 +56,8 @@ def framed_char_ids(
 CHAR_CNN_ACTIVATIONS = ("relu", "tanh")
 MIX_MODES = ("scalar_mix", "average", "layer", "concat", "per_token")
 TASK_ENCODERS = ("bilstm", "none")
+# How the LSTM stacks run (see lstm_elmo.py): a choice of the loaded model, like transformers' attn_implementation.
+LSTM_IMPLEMENTATIONS = ("auto", "layer_by_layer", "wavefront")
 
 
 # Field checks: each takes one field's value and raises ValueError("must be EXPECTED, got VALUE") when it does not
@@ -125,6 +128,7 @@ FIELD_CHECKS: dict[str, Callable[[Any], None]] = {
     "proj_clip": _CLIP,
     "use_skip_connections": _BOOL,
     "lstm_forget_bias": _NUMBER,
+    "lstm_implementation": _choice_check(LSTM_IMPLEMENTATIONS),
     # (the character and word ids' upper bounds depend on the vocabulary sizes: checked once every field fits)
     **dict.fromkeys(("bow_char_id", "eow_char_id", "bos_char_id", "eos_char_id", "char_pad_id"), _POSITIVE_INT),
     "word_vocab_size": _COUNT,
@@ -247,7 +251,9 @@ class ElmoConfig(PreTrainedConfig):
     `lstm_forget_bias` is added to the forget gate at run time, as TensorFlow's `LSTMCell` does (bilm-tf
     weights store the bias without it; ELMoForManyLangs weights include it, so theirs is 0). Every output
     layer is `2 * projection_dim` wide (`hidden_size`). Training-only options of `options.json` (batch size,
-    epochs, ...) are kept verbatim in `training_options`.
+    epochs, ...) are kept verbatim in `training_options`. `lstm_implementation` (`auto`, `layer_by_layer` or
+    `wavefront`) chooses how the LSTM stacks run, not what they compute; like transformers' `attn_implementation`
+    it is set per model (`from_pretrained(..., lstm_implementation=...)`) and not saved.
 
     The token layer can also be ELMoForManyLangs': a character vocabulary of code points (in the tokenizer,
     any `char_vocab_size`), other ids for the characters that build the `<S>`/`</S>` words (`bow_char_id`,
@@ -288,6 +294,7 @@ class ElmoConfig(PreTrainedConfig):
     proj_clip: float | int | None = _checked("proj_clip", 3.0)
     use_skip_connections: bool = _checked("use_skip_connections", True)
     lstm_forget_bias: float | int = _checked("lstm_forget_bias", 1.0)
+    lstm_implementation: str = _checked("lstm_implementation", "auto")
     bow_char_id: int = _checked("bow_char_id", BILM_TF_CHAR_IDS["bow"])
     eow_char_id: int = _checked("eow_char_id", BILM_TF_CHAR_IDS["eow"])
     bos_char_id: int = _checked("bos_char_id", BILM_TF_CHAR_IDS["bos"])
@@ -369,6 +376,12 @@ class ElmoConfig(PreTrainedConfig):
                 f"ElmoConfig: mix_initial_weights has {len(self.mix_initial_weights)} values for {len(layers)} "
                 "mixed layers"
             )
+
+    def to_dict(self) -> dict[str, Any]:
+        # lstm_implementation is the loaded model's choice, not saved (as transformers' attn_implementation).
+        output = super().to_dict()
+        output.pop("lstm_implementation", None)
+        return output
 
     @property
     def mixed_layers(self) -> list[int]:

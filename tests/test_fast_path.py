@@ -11,7 +11,6 @@ import torch
 from ragged_batches import BATCHES, run_batches
 
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
-from modeling_elmo.modeling_elmo import ElmoLstmLayer
 from modeling_elmo.onednn_elmo import onednn_available
 
 requires_onednn = pytest.mark.skipif(not onednn_available(), reason="this torch build has no working oneDNN linear")
@@ -44,6 +43,14 @@ def assert_all_close(actual: list[torch.Tensor], expected: list[torch.Tensor], a
         torch.testing.assert_close(a.double(), e.double(), rtol=0, atol=atol, msg=lambda m, i=index: f"#{i}: {m}")
 
 
+def _without_onednn(model: ElmoModel) -> ElmoModel:
+    """A copy of `model` (same weights) whose layer-by-layer products run on torch, not oneDNN."""
+    copy = ElmoModel(model.config).eval()
+    copy.load_state_dict(model.state_dict())
+    copy.set_lstm_implementation(onednn=False)
+    return copy
+
+
 def float64_copy(model: ElmoModel) -> ElmoModel:
     copy = ElmoModel(model.config).eval()
     copy.load_state_dict(model.state_dict())
@@ -51,12 +58,13 @@ def float64_copy(model: ElmoModel) -> ElmoModel:
 
 
 @requires_onednn
-def test_onednn_path_equals_the_plain_path_and_float64(model: ElmoModel, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_onednn_path_equals_the_plain_path_and_float64(model: ElmoModel) -> None:
     fast = run_batches(model)
     assert set(model.forward_lstm.layers[0].onednn_weights._packed) == {"state", "output"}, "oneDNN did not run"
     exact = run_batches(float64_copy(model))
-    monkeypatch.setattr(ElmoLstmLayer, "use_onednn", False)
-    plain = run_batches(model)
+    plain_model = _without_onednn(model)
+    plain = run_batches(plain_model)
+    assert not plain_model.forward_lstm.layers[0].onednn_weights._packed, "oneDNN ran with onednn=False"
     assert_all_close(fast, exact, atol=1e-5)
     assert_all_close(plain, exact, atol=1e-5)
 
@@ -76,7 +84,7 @@ def test_low_precision_onednn_path_stays_close(model: ElmoModel, dtype: torch.dt
 
 
 @requires_onednn
-def test_packed_weights_follow_weight_changes(model: ElmoModel, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_packed_weights_follow_weight_changes(model: ElmoModel) -> None:
     """A weight modified in place (an optimizer step, load_state_dict) or replaced is packed again, never
     served stale."""
     changed = float64_copy(model).float().eval()
@@ -88,7 +96,7 @@ def test_packed_weights_follow_weight_changes(model: ElmoModel, monkeypatch: pyt
         for layer in changed.forward_lstm.layers:  # another tensor in its place
             layer.state_projection.weight = torch.nn.Parameter(layer.state_projection.weight.flip(0))
     fast = run_batches(changed)
-    monkeypatch.setattr(ElmoLstmLayer, "use_onednn", False)
+    changed.set_lstm_implementation(onednn=False)
     assert_all_close(fast, run_batches(changed), atol=1e-5)
 
 

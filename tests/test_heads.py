@@ -29,7 +29,6 @@ from modeling_elmo import (
     ElmoModel,
     ElmoTokenizer,
 )
-from modeling_elmo.modeling_elmo import ElmoLstmStack
 
 # An empty sentence, padding, an empty-string word, a word over the 48 bytes kept, multi-byte characters.
 AWKWARD = [["a", "bb"], [], ["", "x" * 60, "é", "日本語"], ["The", "café", "is", "open", "."]]
@@ -69,41 +68,51 @@ def test_a_heads_folder_loads_as_the_whole_base_model(tmp_path: Path) -> None:
 
 def _lstm_steps(model, inputs: dict[str, torch.Tensor], **kwargs) -> dict[int, int]:
     """How many LSTM cell steps each biLSTM layer (1, 2, ...) of `model`'s biLM ran, both directions together:
-    each layer's own steps when the layers run one after another, the wavefront's steps when they run together
-    (one cell call steps `gates.shape[0]` layers of both directions at once, the lowest first)."""
+    each layer's own steps when the layers run one after another (the layer last called), the wavefront's steps
+    when they run together (one cell call steps `gates.shape[0]` layers of both directions at once, the lowest
+    first)."""
     elmo = model.elmo if hasattr(model, "elmo") else model
-    stacks = (elmo.forward_lstm, elmo.backward_lstm)
-    layers = [(index, layer, layer.cell) for stack in stacks for index, layer in enumerate(stack.layers, start=1)]
+    layers = [
+        (index, layer)
+        for stack in (elmo.forward_lstm, elmo.backward_lstm)
+        for index, layer in enumerate(stack.layers, start=1)
+    ]
     steps: dict[int, int] = {}
-    for index, layer, step in layers:
+    running, step = [1], elmo.lstm_cell
 
-        def counting(gates, c, clip, index=index, step=step):
-            groups = gates.shape[0] // 2 if gates.dim() == 3 else 1  # the wavefront's (L * 2, batch, 4C)
-            for stepped in range(index, index + groups):
-                steps[stepped] = steps.get(stepped, 0) + 1
-            return step(gates, c, clip)
+    def counting(gates, c, clip):
+        lowest, groups = (1, gates.shape[0] // 2) if gates.dim() == 3 else (running[0], 1)
+        for stepped in range(lowest, lowest + groups):
+            steps[stepped] = steps.get(stepped, 0) + 1
+        return step(gates, c, clip)
 
-        layer.cell = counting
+    hooks = [
+        layer.register_forward_pre_hook(lambda *_, index=index: running.__setitem__(0, index))
+        for index, layer in layers
+    ]
+    elmo.lstm_cell = counting
     try:
         with torch.no_grad():
             model(**inputs, **kwargs)
     finally:
-        for _, layer, step in layers:
-            layer.cell = step
+        elmo.lstm_cell = step
+        for hook in hooks:
+            hook.remove()
     return steps
 
 
-@pytest.mark.parametrize("wavefront", [False, True], ids=["layer by layer", "wavefront"])
-def test_a_head_mixing_the_lower_layers_runs_no_layer_above_them(wavefront: bool, monkeypatch) -> None:
-    monkeypatch.setattr(ElmoLstmStack, "wavefront", wavefront)
+@pytest.mark.parametrize("implementation", ["layer_by_layer", "wavefront"])
+def test_a_head_mixing_the_lower_layers_runs_no_layer_above_them(implementation: str) -> None:
     inputs = ElmoTokenizer.from_pretrained(DEFAULT_MODEL)(
         AWKWARD, is_split_into_words=True, padding=True, return_tensors="pt"
     )
-    plain = ElmoModel.from_pretrained(DEFAULT_MODEL).eval()
+    plain = ElmoModel.from_pretrained(DEFAULT_MODEL, lstm_implementation=implementation).eval()
     everything, first_only = _lstm_steps(plain, inputs), _lstm_steps(plain, inputs, num_layers=1)
     assert sorted(everything) == [1, 2] and sorted(first_only) == [1]
     for mix_layers, expected in (([0, 1], first_only), ([0], {}), (None, everything)):
-        head = ElmoForTokenClassification.from_pretrained(DEFAULT_MODEL, num_labels=3, mix_layers=mix_layers).eval()
+        head = ElmoForTokenClassification.from_pretrained(
+            DEFAULT_MODEL, num_labels=3, mix_layers=mix_layers, lstm_implementation=implementation
+        ).eval()
         assert _lstm_steps(head, inputs) == expected, f"mix_layers={mix_layers}"
 
 

@@ -12,6 +12,7 @@ import torch
 from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification, AutoTokenizer, pipeline
 from without_the_package import run_without_the_package
 
+import modeling_elmo.lstm_elmo
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
 
 SENTENCES = [["The", "naïve", "café", ""], ["x" * 60], []]
@@ -24,7 +25,7 @@ def _encode(tokenizer: ElmoTokenizer) -> dict[str, torch.Tensor]:
 def test_saved_folder_has_code_and_full_auto_map(fixture_model_folder: Path) -> None:
     names = {path.name for path in fixture_model_folder.iterdir()}
     assert {"config.json", "model.safetensors", "tokenizer_config.json"} <= names
-    assert {"configuration_elmo.py", "modeling_elmo.py", "tokenization_elmo.py"} <= names
+    assert {"configuration_elmo.py", "modeling_elmo.py", "lstm_elmo.py", "tokenization_elmo.py"} <= names
     assert not any(name.endswith((".bin", ".pt", ".pkl")) for name in names)
     auto_map = json.loads((fixture_model_folder / "config.json").read_text())["auto_map"]
     assert auto_map["AutoConfig"] == "configuration_elmo.ElmoConfig"
@@ -106,6 +107,52 @@ def test_heads_load_as_remote_code(fixture_model_folder: Path, tmp_path: Path) -
         expected = head(**_encode(tokenizer)).logits
     stdout = _load_as_remote_code(tmp_path / "head", "AutoModelForSequenceClassification", expected, tmp_path)
     assert "remote code OK ElmoForSequenceClassification ElmoTokenizer" in stdout
+
+
+_REMOTE_WAVEFRONT_SCRIPT = """
+    import importlib, json, sys
+
+    import numpy as np, torch
+    import transformers
+
+    folder, sentences, expected = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+    model = transformers.AutoModel.from_pretrained(folder, trust_remote_code=True, lstm_implementation="wavefront")
+    model.eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
+    lstm = importlib.import_module(type(model).__module__.rsplit(".", 1)[0] + ".lstm_elmo")
+    assert lstm.__name__.startswith("transformers_modules"), lstm.__name__
+    calls, run = [], lstm._run_wavefront
+    lstm._run_wavefront = lambda *args, **kwargs: calls.append(1) or run(*args, **kwargs)
+    inputs = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        output = model(**inputs).last_hidden_state.numpy()
+    assert calls == [1], calls
+    assert np.allclose(output, np.load(expected), rtol=1e-4, atol=1e-5), np.abs(output - np.load(expected)).max()
+    print("remote wavefront OK", model.config.lstm_implementation)
+    """
+
+
+def test_remote_code_carries_the_lstm_module_and_runs_the_wavefront(fixture_model_folder: Path, tmp_path: Path) -> None:
+    """`save_pretrained` copies lstm_elmo.py (modeling_elmo.py imports it); loaded as remote code where the package
+    cannot be imported, with `lstm_implementation="wavefront"`, the copy's wavefront runs, to the numbers of the
+    package's layer_by_layer."""
+    model = AutoModel.from_pretrained(fixture_model_folder, lstm_implementation="layer_by_layer").eval()
+    model.save_pretrained(tmp_path / "saved")
+    AutoTokenizer.from_pretrained(fixture_model_folder).save_pretrained(tmp_path / "saved")
+    saved = tmp_path / "saved" / "lstm_elmo.py"
+    assert saved.read_text() == (Path(modeling_elmo.lstm_elmo.__file__)).read_text()
+    with torch.no_grad():
+        expected = model(**_encode(AutoTokenizer.from_pretrained(fixture_model_folder))).last_hidden_state
+    np.save(tmp_path / "expected.npy", expected.numpy())
+    completed = run_without_the_package(
+        _REMOTE_WAVEFRONT_SCRIPT,
+        str(tmp_path / "saved"),
+        json.dumps(SENTENCES),
+        str(tmp_path / "expected.npy"),
+        work=tmp_path,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "remote wavefront OK wavefront" in completed.stdout
 
 
 def test_feature_extraction_pipeline(fixture_model_folder: Path) -> None:

@@ -6,6 +6,7 @@ layers; float32 convolutions stay IEEE float32 on CUDA without changing the user
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -13,17 +14,17 @@ import torch
 from ragged_batches import run_batches
 from torch.autograd.profiler import record_function
 
+import modeling_elmo.lstm_elmo
 import modeling_elmo.modeling_elmo
+import modeling_elmo.onednn_elmo
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
+from modeling_elmo.lstm_elmo import _run_layer_by_layer, _run_wavefront, run_lstm_stacks
 from modeling_elmo.modeling_elmo import (
     ElmoLstmLayer,
     ElmoLstmStack,
     _distinct_rows,
     _exact_float32_convolutions,
     _packed_columns,
-    _run_layer_by_layer,
-    _run_wavefront,
-    run_lstm_stacks,
 )
 
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -133,16 +134,17 @@ def test_dropout_hits_every_layer_input_and_the_skip_connection_adds_the_dropped
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_cpus_run_layer_by_layer_unless_told_otherwise(dtype: torch.dtype, monkeypatch) -> None:
     """On CPU each layer of each direction runs alone, through the layer modules (oneDNN serving float32
-    inference where it can); `ElmoLstmStack.wavefront = True` runs the wavefront there too, to the same numbers."""
+    inference where it can); `implementation="wavefront"` runs the wavefront there too, to the same numbers."""
     stacks = make_stacks("clipped, 3 layers", dtype)
     inputs, batch_sizes, state = make_inputs(stacks, dtype)
     calls, forward = [], ElmoLstmLayer.forward
-    monkeypatch.setattr(ElmoLstmLayer, "forward", lambda self, *args: calls.append(self) or forward(self, *args))
+    monkeypatch.setattr(
+        ElmoLstmLayer, "forward", lambda self, *args, **kwargs: calls.append(self) or forward(self, *args, **kwargs)
+    )
     with torch.no_grad():
         layer_by_layer = run_lstm_stacks(stacks, inputs, batch_sizes, state, 2)
         assert calls == [*stacks[0].layers[:2], *stacks[1].layers[:2]]
-        monkeypatch.setattr(ElmoLstmStack, "wavefront", True)
-        wavefront = run_lstm_stacks(stacks, inputs, batch_sizes, state, 2)
+        wavefront = run_lstm_stacks(stacks, inputs, batch_sizes, state, 2, implementation="wavefront")
     assert len(calls) == 4
     assert_same(wavefront, layer_by_layer, atol=1e-5 if dtype == torch.float32 else 1e-12)
 
@@ -152,7 +154,7 @@ def test_other_devices_run_the_wavefront(monkeypatch) -> None:
     stacks = [stack.to("meta") for stack in make_stacks("clipped, 3 layers", torch.float32)]
     inputs, batch_sizes, state = make_inputs(stacks, torch.float32)
     calls = []
-    monkeypatch.setattr(ElmoLstmLayer, "forward", lambda self, *args: calls.append(self))
+    monkeypatch.setattr(ElmoLstmLayer, "forward", lambda self, *args, **kwargs: calls.append(self))
     outputs, (h, c) = run_lstm_stacks(stacks, inputs.to("meta"), batch_sizes, tuple(s.to("meta") for s in state), 3)
     assert not calls
     assert [output.shape for output in outputs] == [inputs.shape] * 3
@@ -168,15 +170,16 @@ def model() -> ElmoModel:
     return ElmoModel(config).eval()
 
 
-def test_the_model_computes_the_same_as_a_wavefront(model: ElmoModel, monkeypatch) -> None:
+def test_the_model_computes_the_same_as_a_wavefront(model: ElmoModel) -> None:
     """The whole biLM, with state carried between batches, and its gradients (fine-tuning)."""
     runs = []
-    for wavefront in (False, True):
-        monkeypatch.setattr(ElmoLstmStack, "wavefront", wavefront)
+    for implementation in ("layer_by_layer", "wavefront"):
+        model.set_lstm_implementation(implementation)
         model.zero_grad()
         results = run_batches(model, grad=True)
         sum(result.sum() for result in results).backward()
         runs.append([result.detach() for result in results] + [p.grad.clone() for p in model.parameters()])
+    model.set_lstm_implementation("auto")
     for layer_by_layer, wavefront in zip(*runs, strict=True):
         torch.testing.assert_close(wavefront, layer_by_layer, rtol=1e-4, atol=1e-5)
 
@@ -208,7 +211,7 @@ def _inside_encoder(event) -> bool:
 
 
 @pytest.mark.parametrize("layers", [1, 2, 3])
-def test_operator_calls_per_step_stay_few_whatever_the_layers(layers: int, monkeypatch) -> None:
+def test_operator_calls_per_step_stay_few_whatever_the_layers(layers: int) -> None:
     """The wavefront (the schedule of GPUs) takes at most 50 operator calls for one step of all layers and both
     directions (measured on CPU: 34-42 for 1-3 layers): the count grows by at most that per step.
 
@@ -217,7 +220,6 @@ def test_operator_calls_per_step_stay_few_whatever_the_layers(layers: int, monke
     stays the bound whatever the number of layers. Counted as the
     increase from sentences of up to 20 words to twice as long (the fixed costs of a forward cancel); the
     character encoder's calls are left out (they depend on the distinct words, not on the steps)."""
-    monkeypatch.setattr(ElmoLstmStack, "wavefront", True)
     torch.manual_seed(0)
     config = ElmoConfig(
         char_embedding_dim=4,
@@ -225,6 +227,7 @@ def test_operator_calls_per_step_stay_few_whatever_the_layers(layers: int, monke
         projection_dim=8,
         cell_size=16,
         num_hidden_layers=layers,
+        lstm_implementation="wavefront",
     )
     model = ElmoModel(config).eval()
     short = [20, 3, 12, 20, 7, 15, 1, 9]
@@ -353,11 +356,81 @@ def test_distinct_rows_are_exact_groups() -> None:
     assert len(first) == len(torch.unique(rows, dim=0))
 
 
-@pytest.mark.parametrize("wavefront", [False, True])
-def test_an_empty_batch_gives_empty_outputs(model: ElmoModel, wavefront: bool, monkeypatch) -> None:
-    monkeypatch.setattr(ElmoLstmStack, "wavefront", wavefront)
+@pytest.mark.parametrize("implementation", ["layer_by_layer", "wavefront"])
+def test_an_empty_batch_gives_empty_outputs(model: ElmoModel, implementation: str) -> None:
+    model.set_lstm_implementation(implementation)
     with torch.no_grad():
         output = model(**ElmoTokenizer()([], return_tensors="pt"), output_hidden_states=True, use_cache=True)
+    model.set_lstm_implementation("auto")
     assert output.last_hidden_state.shape == (0, 0, 32)
     assert [layer.shape for layer in output.hidden_states] == [(0, 0, 32)] * 3
     assert output.state[0].shape == (2, 2, 0, 16) and output.state[1].shape == (2, 2, 0, 32)
+
+
+@pytest.fixture
+def schedule_calls(monkeypatch) -> list[tuple[str, int]]:
+    """Which schedule ran, for the stacks of which model: ("wavefront" or "layer_by_layer", id of the first
+    stack), one per `run_lstm_stacks` call (counting calls, not timing)."""
+    calls = []
+    for name in ("_run_wavefront", "_run_layer_by_layer"):
+        run = getattr(modeling_elmo.lstm_elmo, name)
+
+        def counting(stacks, *args, run=run, name=name, **kwargs):
+            calls.append((name.removeprefix("_run_"), id(stacks[0])))
+            return run(stacks, *args, **kwargs)
+
+        monkeypatch.setattr(modeling_elmo.lstm_elmo, name, counting)
+    return calls
+
+
+def test_two_models_in_one_process_run_each_its_own_implementation(fixture_model_folder, schedule_calls) -> None:
+    """The choice is the model's: setting one model's (at load, or after) changes no other model's, even of the
+    same class; so are oneDNN (an option of layer_by_layer) and the compiled cell."""
+    wavefront = ElmoModel.from_pretrained(fixture_model_folder, lstm_implementation="wavefront").eval()
+    auto = ElmoModel.from_pretrained(fixture_model_folder).eval()
+    plain = ElmoModel.from_pretrained(fixture_model_folder).eval()
+    plain.set_lstm_implementation("layer_by_layer", onednn=False)
+    inputs = ElmoTokenizer()([["a", "b", "c"], ["d"]], is_split_into_words=True, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        for model in (wavefront, auto, plain, wavefront, auto):
+            model(**inputs)
+    first = {model: id(model.forward_lstm) for model in (wavefront, auto, plain)}
+    assert schedule_calls == [
+        ("wavefront", first[wavefront]),
+        ("layer_by_layer", first[auto]),
+        ("layer_by_layer", first[plain]),
+        ("wavefront", first[wavefront]),
+        ("layer_by_layer", first[auto]),
+    ]
+    assert (wavefront.config.lstm_implementation, auto.config.lstm_implementation) == ("wavefront", "auto")
+    assert auto.lstm_onednn and not plain.lstm_onednn
+    if modeling_elmo.onednn_elmo.onednn_available():
+        assert auto.forward_lstm.layers[0].onednn_weights._packed, "oneDNN did not run for the auto model"
+    assert not plain.forward_lstm.layers[0].onednn_weights._packed, "oneDNN ran for the model that turned it off"
+
+
+def test_from_pretrained_with_the_wavefront_runs_it_to_the_same_numbers(
+    fixture_model_folder, schedule_calls, tmp_path
+) -> None:
+    """`from_pretrained(folder, lstm_implementation="wavefront")` runs the wavefront (on CPU, where "auto" runs
+    layer by layer), to the numbers of layer_by_layer; the choice is not saved, and a wrong one fails at load."""
+    batches = {}
+    for implementation in ("layer_by_layer", "wavefront"):
+        model = ElmoModel.from_pretrained(fixture_model_folder, lstm_implementation=implementation).eval()
+        schedule_calls.clear()
+        batches[implementation] = run_batches(model)
+        assert schedule_calls and {name for name, _ in schedule_calls} == {implementation}
+    for wavefront, layer_by_layer in zip(batches["wavefront"], batches["layer_by_layer"], strict=True):
+        torch.testing.assert_close(wavefront, layer_by_layer, rtol=1e-4, atol=1e-5)
+    model.save_pretrained(tmp_path)
+    assert "lstm_implementation" not in json.loads((tmp_path / "config.json").read_text())
+    assert json.loads((tmp_path / "config.json").read_text()) == json.loads(
+        (fixture_model_folder / "config.json").read_text()
+    )
+    assert ElmoModel.from_pretrained(tmp_path).config.lstm_implementation == "auto"
+    with pytest.raises(ValueError, match="lstm_implementation"):
+        ElmoModel.from_pretrained(fixture_model_folder, lstm_implementation="fast")
+    with pytest.raises(ValueError, match="lstm_implementation"):
+        model.set_lstm_implementation("fast")
+    with pytest.raises(ValueError, match="lstm_implementation"):
+        ElmoConfig(lstm_implementation="fast")

@@ -1,0 +1,1 @@
+../lstm_elmo.py

@@ -1,0 +1,369 @@
+"""How the LSTM stacks run: the two schedules, their matrix-product back-ends and the weights they keep.
+
+The stacks themselves (their weights) are `ElmoLstmLayer` and `ElmoLstmStack` in `modeling_elmo.py`; this module
+only executes them, the way transformers keeps its attention kernels beside the model. `config.lstm_implementation`
+chooses per model (see [`run_lstm_stacks`]), as `attn_implementation` does for attention:
+
+- `"layer_by_layer"`: one layer of one direction after another over the rows still running (CPUs). Its products
+  run on oneDNN for CPU inference (option `onednn=True`, see `onednn_elmo.py`) or on torch (`_LayerProducts`).
+- `"wavefront"`: every layer of both directions together, as batched products (GPUs; `_StackedLstmProducts`).
+- `"auto"`: the wavefront on every device but CPUs.
+
+Both take the element-wise step as the option `cell` ([`lstm_cell_step`], or a compiled version of it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import torch
+from torch import nn
+
+from .configuration_elmo import LSTM_IMPLEMENTATIONS
+from .onednn_elmo import onednn_applies, onednn_linear
+
+if TYPE_CHECKING:
+    from .modeling_elmo import ElmoLstmLayer, ElmoLstmStack
+
+__all__ = ["LstmState", "lstm_cell_step", "lstm_schedule", "run_lstm_layer", "run_lstm_stacks"]
+
+LstmState = tuple[torch.Tensor, torch.Tensor]
+LstmCell = Callable[[torch.Tensor, torch.Tensor, "float | None"], LstmState]
+
+
+def lstm_cell_step(gates: torch.Tensor, c: torch.Tensor, cell_clip: float | None) -> LstmState:
+    """The element-wise part of one step of TensorFlow's LSTM cell, for any number of sequences.
+
+    `gates` (..., 4C) are the input and state projections plus bias (forget bias included), in blocks `i, j,
+    f, o`; `c` (..., C) the cell state. Returns `o * tanh(c')` (..., C), the input of the output projection,
+    and the new cell state `c'` (..., C).
+    """
+    size = c.shape[-1]
+    # Slices rather than split(): fewer operator calls. (One sigmoid over all four blocks would save two more, but
+    # its wasted quarter cost 1% of a forward on CPU.)
+    i, j, f, o = (gates[..., block * size : (block + 1) * size] for block in range(4))
+    c = torch.addcmul(torch.sigmoid(f) * c, torch.sigmoid(i), torch.tanh(j))
+    if cell_clip is not None:
+        c = c.clamp(-cell_clip, cell_clip)
+    return torch.sigmoid(o) * torch.tanh(c), c
+
+
+def run_lstm_stacks(
+    stacks: Sequence[ElmoLstmStack],
+    inputs: torch.Tensor,
+    batch_sizes: list[int],
+    state: LstmState,
+    num_layers: int,
+    *,
+    dropout: float = 0.0,
+    implementation: str = "auto",
+    onednn: bool = True,
+    cell: LstmCell = lstm_cell_step,
+) -> tuple[list[torch.Tensor], LstmState]:
+    """Run D stacks of one shape (ELMo's forward and backward directions), each over its own inputs, all with
+    the same `batch_sizes` (each row has the same length read either way).
+
+    `inputs` (D, batch, time, P) with rows sorted by length, longest first; `batch_sizes[t]` rows still run at
+    step t. `state` is `(h, c)` of shapes (D, layers, batch, P) and (D, layers, batch, C). Returns one output
+    (D, batch, time, P) per layer, zero past each row's length, for the first `num_layers` layers only, and the
+    state after each row's last step laid out as `state` (the layers above are not run and keep theirs).
+
+    `dropout` (LM training) drops the input of every layer, as bilm-tf's `DropoutWrapper` around the
+    residual cell did: the skip connection adds the dropped input.
+
+    On GPUs every layer of every direction advances together, as a wavefront (see [`_run_wavefront`]): 35-45
+    operator calls per step for all of them, and the calls, not the arithmetic, bound the speed there. On CPUs
+    the arithmetic does: each layer of each direction runs alone over the rows still running (oneDNN serving
+    the products for inference, see [`ElmoLstmLayer.forward`]), so that its weights stay in the CPU's caches
+    from step to step (training at the original size took 1.4x the CPU time as a wavefront).
+
+    `implementation` (one of `LSTM_IMPLEMENTATIONS`; a model passes its `config.lstm_implementation`) chooses:
+    `"auto"` as above, `"layer_by_layer"` or `"wavefront"` on any device. `onednn` (layer by layer only) lets CPU
+    inference run the products on oneDNN; `cell` is the element-wise step (see [`lstm_cell_step`]).
+    """
+    if lstm_schedule(implementation, inputs.device) == "wavefront":
+        return _run_wavefront(stacks, inputs, batch_sizes, state, num_layers, dropout, cell=cell)
+    return _run_layer_by_layer(stacks, inputs, batch_sizes, state, num_layers, dropout, onednn=onednn, cell=cell)
+
+
+def lstm_schedule(implementation: str, device: torch.device) -> str:
+    """The schedule that `implementation` runs on `device`: `"layer_by_layer"` or `"wavefront"`."""
+    if implementation not in LSTM_IMPLEMENTATIONS:
+        raise ValueError(f"lstm_implementation must be one of {LSTM_IMPLEMENTATIONS}, got {implementation!r}")
+    if implementation == "auto":
+        return "layer_by_layer" if device.type == "cpu" else "wavefront"
+    return implementation
+
+
+def _run_layer_by_layer(
+    stacks: Sequence[ElmoLstmStack],
+    inputs: torch.Tensor,
+    batch_sizes: list[int],
+    state: LstmState,
+    num_layers: int,
+    dropout: float,
+    *,
+    onednn: bool = True,
+    cell: LstmCell = lstm_cell_step,
+) -> tuple[list[torch.Tensor], LstmState]:
+    """[`run_lstm_stacks`] one layer of one direction after another (see [`run_lstm_layer`])."""
+    outputs = [[] for _ in range(num_layers)]  # [layer][direction]
+    h, c = ([list(layers.unbind(0)) for layers in part] for part in state)  # [direction][layer]
+    for direction, stack in enumerate(stacks):
+        layer_input = inputs[direction]
+        for index, layer in enumerate(stack.layers[:num_layers]):
+            if dropout:
+                layer_input = nn.functional.dropout(layer_input, p=dropout, training=True)
+            layer_state = (h[direction][index], c[direction][index])
+            output, (h[direction][index], c[direction][index]) = layer(
+                layer_input, batch_sizes, layer_state, onednn=onednn, cell=cell
+            )
+            if index > 0 and stack.use_skip_connections:
+                output = output + layer_input
+            outputs[index].append(output)
+            layer_input = output
+    final_state = tuple(torch.stack([torch.stack(layers) for layers in part]) for part in (h, c))
+    return [torch.stack(directions) for directions in outputs], final_state
+
+
+def _run_wavefront(
+    stacks: Sequence[ElmoLstmStack],
+    inputs: torch.Tensor,
+    batch_sizes: list[int],
+    state: LstmState,
+    num_layers: int,
+    dropout: float,
+    *,
+    cell: LstmCell = lstm_cell_step,
+) -> tuple[list[torch.Tensor], LstmState]:
+    """[`run_lstm_stacks`] with every layer of every direction advancing together, as a wavefront.
+
+    Layer l runs its step t at iteration `t + l * lag`, so each iteration makes one batched product for the
+    state, one element-wise cell and one batched product for the output of all L * D layers (group `l * D + d`).
+    The iterations go in chunks of `lag`: at the start of a chunk layer l takes the outputs that layer l - 1
+    made in the chunk before, `lag` steps of them, and projects them in one batched product with the other
+    layers' inputs (layer 0's are the `inputs`).
+
+    Every row of every layer is computed at every iteration, and a mask keeps the state of a layer before its
+    first step and after a row's last: padding costs arithmetic but no operator calls, and the shapes stay the
+    same from step to step. Without gradients the stacked weights are kept (see [`_StackedLstmProducts`]).
+    """
+    h0, c0 = state
+    directions, batch, steps, width = inputs.shape
+    layers = [stack.layers[index] for index in range(num_layers) for stack in stacks]
+    if not layers or not steps or not batch:
+        projection = h0.shape[-1]
+        return [inputs.new_zeros(directions, batch, steps, projection) for _ in range(num_layers)], state
+    first, groups, device = layers[0], len(layers), inputs.device
+    lag = _wavefront_lag(batch, steps, first.positions_per_chunk)
+    iterations = steps + (num_layers - 1) * lag
+    chunks = -(-iterations // lag)
+    products = _StackedLstmProducts(layers)
+
+    lengths = (torch.tensor(batch_sizes, device=device)[:, None] > torch.arange(batch, device=device)).sum(dim=0)
+    running, everyone_runs = _wavefront_masks(batch_sizes, lengths, num_layers, directions, lag)
+    # Layer 0's inputs chunk by chunk, (chunks, 1, D, lag, B, P), zero past the last step.
+    tokens = nn.functional.pad(inputs, (0, 0, 0, chunks * lag - steps)).view(directions, batch, chunks, lag, width)
+    tokens = tokens.permute(2, 0, 3, 1, 4).unsqueeze(1).contiguous()
+    # The skip connection of each layer, as a weight on its input: (L, 1, 1, 1, 1).
+    skip = inputs.new_tensor([0.0] + [float(stacks[0].use_skip_connections)] * (num_layers - 1))
+    skip = skip.view(num_layers, 1, 1, 1, 1)
+    # The clip as tensors: clamp() given numbers makes one operator call more each time.
+    clip = first.proj_clip
+    proj_clip = None if clip is None else (inputs.new_tensor(-clip), inputs.new_tensor(clip))
+
+    h = h0[:, :num_layers].transpose(0, 1).reshape(groups, batch, -1)
+    c = c0[:, :num_layers].transpose(0, 1).reshape(groups, batch, -1)
+    chunk_outputs, below = [], inputs.new_zeros(num_layers - 1, directions, lag, batch, width)
+    for chunk in range(chunks):
+        start = chunk * lag
+        count = min(lag, iterations - start)
+        layer_inputs = torch.cat([tokens[chunk], below])  # (L, D, lag, B, P)
+        if dropout:
+            layer_inputs = nn.functional.dropout(layer_inputs, p=dropout, training=True)
+        input_gates = products.input(layer_inputs.view(groups, lag * batch, width))
+        input_gates = input_gates.view(groups, lag, batch, input_gates.shape[-1])
+        step_outputs = []
+        for offset in range(count):
+            gates = products.state(h, input_gates[:, offset])
+            hidden, new_c = cell(gates, c, first.cell_clip)
+            new_h = products.output(hidden)
+            new_h = new_h if proj_clip is None else new_h.clamp(*proj_clip)
+            if everyone_runs[start + offset]:
+                h, c = new_h, new_c
+            else:
+                keep = running[start + offset]
+                h, c = torch.where(keep, new_h, h), torch.where(keep, new_c, c)
+            step_outputs.append(new_h)
+        # (L, D, count, B, P): the layers' outputs, plus their (dropped) input where a skip connection adds it
+        # (layer 0 adds 0 * its input: exact, the inputs being finite).
+        outputs = torch.stack(step_outputs, dim=1).view(num_layers, directions, count, batch, width)
+        outputs = torch.addcmul(outputs, layer_inputs if count == lag else layer_inputs[:, :, :count], skip)
+        chunk_outputs.append(outputs)
+        below = outputs[:-1]
+    # Layer l's step t is at iteration t + l * lag; positions past a row's length (computed, masked) are zeroed.
+    by_iteration = torch.cat(chunk_outputs, dim=2)  # (L, D, iterations, B, P)
+    by_step = torch.stack([by_iteration[index, :, index * lag : index * lag + steps] for index in range(num_layers)])
+    valid = (torch.arange(steps, device=device)[:, None] < lengths)[:, :, None]  # (T, B, 1)
+    layer_outputs = torch.where(valid, by_step, 0.0).transpose(2, 3).unbind(0)  # L x (D, B, T, P)
+    h = torch.cat([h.view(num_layers, directions, batch, h.shape[-1]).transpose(0, 1), h0[:, num_layers:]], dim=1)
+    c = torch.cat([c.view(num_layers, directions, batch, c.shape[-1]).transpose(0, 1), c0[:, num_layers:]], dim=1)
+    return list(layer_outputs), (h, c)
+
+
+def _wavefront_masks(
+    batch_sizes: list[int], lengths: torch.Tensor, num_layers: int, directions: int, lag: int
+) -> tuple[torch.Tensor, list[bool]]:
+    """Which rows each layer of each direction runs at each iteration of the wavefront, (S, L * D, B, 1) with
+    rows of `lengths` (B,), and for each iteration whether all of them run (then no mask is needed)."""
+    steps, batch, device = len(batch_sizes), len(lengths), lengths.device
+    iterations = steps + (num_layers - 1) * lag
+    layer_of_group = torch.arange(num_layers * directions, device=device) // directions
+    step_of_group = torch.arange(iterations, device=device)[:, None] - layer_of_group * lag  # (S, L * D)
+    running = ((step_of_group[..., None] >= 0) & (step_of_group[..., None] < lengths))[..., None]
+    everyone_runs = [
+        all(0 <= s - layer * lag < steps and batch_sizes[s - layer * lag] == batch for layer in range(num_layers))
+        for s in range(iterations)
+    ]
+    return running, everyone_runs
+
+
+def _wavefront_lag(batch: int, steps: int, positions_per_chunk: int) -> int:
+    """Steps per chunk of the wavefront, which each layer also runs behind the one below: at most
+    `positions_per_chunk` positions per input product, and about sqrt(steps), which balances the iterations
+    that the lag adds ((layers - 1) * lag) against the calls made once per chunk (steps / lag chunks)."""
+    return max(1, min(positions_per_chunk // max(batch, 1), math.isqrt(steps)))
+
+
+class _StackedLstmProducts:
+    """The matrix products of G layers of one shape as batched products, one call for all of them (any device;
+    gradients flow). Where no gradient is wanted the stacked weights are kept (on the first layer) until a
+    weight changes: they take as much memory again as the layers' weights."""
+
+    def __init__(self, layers: Sequence[ElmoLstmLayer]) -> None:
+        def stacked(name: str, sources: tuple[torch.Tensor, ...], derive) -> torch.Tensor:
+            if torch.is_grad_enabled() and any(source.requires_grad for source in sources):
+                return derive()
+            return layers[0].stacked_weights.get(f"{name} of {len(layers)}", sources, derive)
+
+        def weights(name: str, sources: tuple[torch.Tensor, ...]) -> torch.Tensor:
+            """The weights (G, out, in) as bmm's right-hand side (G, in, out)."""
+            return stacked(name, sources, lambda: torch.stack(sources)).mT
+
+        self.input_weight = weights("input", tuple(layer.input_projection.weight for layer in layers))
+        self.state_weight = weights("state", tuple(layer.state_projection.weight for layer in layers))
+        self.output_weight = weights("output", tuple(layer.output_projection.weight for layer in layers))
+        biases = tuple(layer.input_projection.bias for layer in layers)
+        self.bias = stacked("bias", biases, lambda: torch.stack([layer._gate_bias() for layer in layers]))[:, None]
+
+    def input(self, x: torch.Tensor) -> torch.Tensor:
+        """(G, positions, in) -> the input gates with bias (G, positions, 4C)."""
+        return torch.baddbmm(self.bias, x, self.input_weight)
+
+    def state(self, h: torch.Tensor, input_gates: torch.Tensor) -> torch.Tensor:
+        """(G, rows, P) and (G, rows, 4C) -> all gates (G, rows, 4C)."""
+        return torch.baddbmm(input_gates, h, self.state_weight)
+
+    def output(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(G, rows, C) -> the output projection (G, rows, P), not clipped."""
+        return torch.bmm(hidden, self.output_weight)
+
+
+def run_lstm_layer(
+    layer: ElmoLstmLayer,
+    inputs: torch.Tensor,
+    batch_sizes: list[int],
+    state: LstmState,
+    *,
+    onednn: bool = True,
+    cell: LstmCell = lstm_cell_step,
+) -> tuple[torch.Tensor, LstmState]:
+    """One layer of one direction, as `ElmoLstmLayer.forward` runs it: over `inputs` (batch, time, input_size)
+    whose rows are sorted by length, longest first.
+
+    `batch_sizes[t]` is the number of rows still running at step t; only those are computed. `state` is
+    `(h, c)` of shapes (batch, P) and (batch, C). Returns the outputs (batch, time, P), zero past each
+    row's length, and the state after each row's last step.
+    """
+    h, c = state
+    batch, steps, width = inputs.shape
+    onednn = onednn and onednn_applies(inputs, h, c, *layer.parameters())
+    products = (_OneDnnLayerProducts if onednn else _LayerProducts)(layer)
+    # The positions to compute, step after step the rows still running (the first batch_sizes[t]), as indices
+    # into batch * steps.
+    by_position = inputs.reshape(batch * steps, width)
+    running = torch.arange(batch, device=inputs.device) < torch.tensor(batch_sizes, device=inputs.device)[:, None]
+    step, row = running.nonzero().unbind(1)
+    running = row * steps + step
+    step_outputs, finished, first_position = [], [], 0
+    for chunk in _chunks(batch_sizes, layer.positions_per_chunk):
+        count = sum(batch_sizes[step] for step in chunk)
+        input_gates = products.input(by_position.index_select(0, running[first_position : first_position + count]))
+        first_position, offset = first_position + count, 0
+        for step in chunk:
+            rows = batch_sizes[step]
+            if rows < h.shape[0]:  # the last rows ended at the previous step: their state is final
+                finished.append((h[rows:], c[rows:]))
+                h, c = h[:rows], c[:rows]
+            gates = products.state(h, input_gates[offset : offset + rows])
+            offset += rows
+            hidden, c = cell(gates, c, layer.cell_clip)
+            h = _clip(products.output(hidden), layer.proj_clip)
+            step_outputs.append(h)
+    finished.append((h, c))
+    outputs = inputs.new_zeros(batch * steps, layer.output_projection.out_features)
+    if step_outputs:
+        outputs = outputs.index_copy(0, running, torch.cat(step_outputs))
+    h, c = (torch.cat(parts[::-1]) for parts in zip(*finished, strict=True))
+    return outputs.view(batch, steps, outputs.shape[-1]), (h, c)
+
+
+def _chunks(batch_sizes: list[int], positions_per_chunk: int) -> list[range]:
+    """Consecutive steps of at most `positions_per_chunk` positions together (at least one step each)."""
+    chunks, start, positions = [], 0, 0
+    for step, rows in enumerate(batch_sizes):
+        if positions and positions + rows > positions_per_chunk:
+            chunks.append(range(start, step))
+            start, positions = step, 0
+        positions += rows
+    return [*chunks, range(start, len(batch_sizes))] if batch_sizes else []
+
+
+def _clip(x: torch.Tensor, clip: float | None) -> torch.Tensor:
+    return x if clip is None else x.clamp(-clip, clip)
+
+
+class _LayerProducts:
+    """The matrix products of one layer's steps (any device; gradients flow)."""
+
+    def __init__(self, layer: ElmoLstmLayer) -> None:
+        self.layer = layer
+        self.bias = layer._gate_bias()
+
+    def input(self, x: torch.Tensor) -> torch.Tensor:
+        """(positions, in) -> the input gates with bias (positions, 4C)."""
+        return nn.functional.linear(x, self.layer.input_projection.weight, self.bias)
+
+    def state(self, h: torch.Tensor, input_gates: torch.Tensor) -> torch.Tensor:
+        """(rows, P) and (rows, 4C) -> all gates (rows, 4C)."""
+        return torch.addmm(input_gates, h, self.layer.state_projection.weight.T)
+
+    def output(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(rows, C) -> the output projection (rows, P), not clipped."""
+        return hidden @ self.layer.output_projection.weight.T
+
+
+class _OneDnnLayerProducts(_LayerProducts):
+    """The same products on oneDNN (CPU, no gradients), the state and output weights packed."""
+
+    def input(self, x: torch.Tensor) -> torch.Tensor:
+        return onednn_linear(x, self.layer.input_projection.weight, self.bias)
+
+    def state(self, h: torch.Tensor, input_gates: torch.Tensor) -> torch.Tensor:
+        # The addition apart: oneDNN's fused one (a binary post-op) took 3% longer here.
+        return self.layer.onednn_weights.linear("state", h, self.layer.state_projection.weight).add_(input_gates)
+
+    def output(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.layer.onednn_weights.linear("output", hidden, self.layer.output_projection.weight)
