@@ -53,7 +53,14 @@ def run_embed(lines_file: Path, options: Sequence[str], cache: str | None, threa
     if threads:
         environment["OMP_NUM_THREADS"] = str(threads)
     with tempfile.TemporaryDirectory() as folder:
-        command = [sys.executable, "-m", "inference.embed", str(lines_file), f"{folder}/out.hdf5", *options]
+        command = [
+            sys.executable,
+            "-m",
+            "elmo_transformers.inference.embed",
+            str(lines_file),
+            f"{folder}/out.hdf5",
+            *options,
+        ]
         process = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         output = process.stdout.read().decode()
         _, status, usage = os.wait4(process.pid, 0)

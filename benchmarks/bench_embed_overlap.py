@@ -12,13 +12,10 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from inference.embedding import embed_file
+from elmo_transformers.inference.embedding import embed_file
 from modeling_elmo import DEFAULT_MODEL
 
 

@@ -39,8 +39,8 @@ from datasets import Dataset
 from torch.utils.data import DataLoader
 from transformers import DataCollatorForTokenClassification
 
+from elmo_transformers.training import ElmoCachedFeaturesCollator, cache_bilm_features
 from modeling_elmo import ElmoConfig, ElmoForTokenClassification, ElmoModel, ElmoTokenizer
-from training import ElmoCachedFeaturesCollator, cache_bilm_features
 
 NUM_LABELS = 5
 

@@ -47,9 +47,6 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-sys.path.insert(0, str(REPO))  # benchmark the working tree, whatever is installed
-sys.path.insert(1, str(HERE))
-
 import allennlp_stubs  # noqa: E402
 from bench_inference import (  # noqa: E402
     MixedLayersModel,
@@ -59,9 +56,9 @@ from bench_inference import (  # noqa: E402
     markdown_table,
 )
 
-from conversion.allennlp import load_allennlp_model  # noqa: E402
-from conversion.variants import VARIANTS  # noqa: E402
-from inference.embedding import embed_file  # noqa: E402
+from elmo_transformers.conversion.allennlp import load_allennlp_model  # noqa: E402
+from elmo_transformers.conversion.variants import VARIANTS  # noqa: E402
+from elmo_transformers.inference.embedding import embed_file  # noqa: E402
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -195,7 +192,8 @@ def bench_forward(args, models: dict[str, ElmoModel], float64: ElmoModel, allenn
 
 
 def bench_elmo_embed(args, model: ElmoModel, device: torch.device, work: Path) -> list[str]:
-    """`elmo-embed` (inference.embedding.embed_file) over --embed-lines generated lines, per dtype: words/s."""
+    """`elmo-embed` (elmo_transformers.inference.embedding.embed_file) over --embed-lines generated lines, per dtype:
+    words/s."""
     folder = work / "model"
     model.save_pretrained(folder)
     ElmoTokenizer().save_pretrained(folder)

@@ -13,7 +13,7 @@ What it does, in one run:
    parameters), as ``options.json`` + ``weights.hdf5`` in the original layout (``tests/original_files.py``,
    scaled by fan-in so that activations look like a trained model's: token vectors of std ~1.2, a few percent
    of the LSTM outputs at the clip of 3) to ``--work-dir``. AllenNLP loads that file itself; this package
-   converts it with its own converter (``conversion.allennlp.load_allennlp_model``).
+   converts it with its own converter (``elmo_transformers.conversion.allennlp.load_allennlp_model``).
 3. Makes deterministic batches of random sentences of 10-30 words for each batch size (``--batches
    SIZE:COUNT,...``): words repeat as in real text (Zipf over the default model's 16,000-word vocabulary),
    one in 20 is awkward (non-ASCII, punctuation, a word over 48 bytes); see ``make_sentences``.
@@ -63,14 +63,11 @@ import torch.nn.functional as F
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-sys.path.insert(0, str(REPO))  # benchmark the working tree, whatever is installed
-sys.path.insert(1, str(HERE))
-
 from bench_common import WorkerProcess, time_group  # noqa: E402
 
-from common.options import config_from_options  # noqa: E402
-from conversion.allennlp import load_allennlp_model  # noqa: E402
-from conversion.variants import VARIANTS  # noqa: E402
+from elmo_transformers.common.options import config_from_options  # noqa: E402
+from elmo_transformers.conversion.allennlp import load_allennlp_model  # noqa: E402
+from elmo_transformers.conversion.variants import VARIANTS  # noqa: E402
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer  # noqa: E402
 
 ALLENNLP = "AllenNLP 0.9.0 `_ElmoBiLm`"
@@ -101,8 +98,8 @@ RANKED_WORDS = [
 
 
 def ensure_weights(work_dir: Path, seed: int, shape: str = "original") -> tuple[Path, Path]:
-    """options.json + weights.hdf5 of a released shape (``conversion.variants.VARIANTS``, default the original
-    model's) with random weights, written once per shape and seed."""
+    """options.json + weights.hdf5 of a released shape (``elmo_transformers.conversion.variants.VARIANTS``, default the
+    original model's) with random weights, written once per shape and seed."""
     options = VARIANTS[shape].options
     folder = work_dir / f"{shape}-seed{seed}"
     options_path, weights_path, done = folder / "options.json", folder / "weights.hdf5", folder / "complete"

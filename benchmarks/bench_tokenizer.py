@@ -49,10 +49,8 @@ import numpy as np
 import torch
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
 from bench_common import WorkerProcess, time_group  # noqa: E402
-from bench_inference import (  # noqa: E402  (it puts the repository first on sys.path: this working tree runs)
+from bench_inference import (  # noqa: E402
     DEFAULT_ALLENNLP_VENV,
     cpu_model,
     git_description,

@@ -13,17 +13,15 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
+from bench_inference import flops_per_position, measure_matmul_peak
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.bench_inference import flops_per_position, measure_matmul_peak
-from conversion.variants import VARIANTS
-from training.pretraining.pretrain import LmTrainer, parse_args
+from elmo_transformers.conversion.variants import VARIANTS
+from elmo_transformers.training.pretraining.pretrain import LmTrainer, parse_args
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 SHAPES = {

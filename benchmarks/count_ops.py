@@ -20,16 +20,12 @@ import argparse
 import collections
 import contextlib
 import random
-import sys
 from pathlib import Path
 
 import torch
 from torch.autograd.profiler import record_function
 
-REPOSITORY = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPOSITORY))  # count the working tree's code, whatever is installed
-
-from modeling_elmo import DEFAULT_MODEL, ElmoModel, ElmoTokenizer  # noqa: E402
+from modeling_elmo import DEFAULT_MODEL, ElmoModel, ElmoTokenizer
 
 MARKERS = {"<S>", "</S>", "<UNK>", ""}
 CHAR_ENCODER = "char_encoder"

@@ -25,9 +25,9 @@ from pos_taggers import (
 )
 from torch import nn
 
+from elmo_transformers.training import FEATURES_COLUMN, ElmoCachedFeaturesCollator
+from elmo_transformers.training.finetuning.layer_weights import layer_weights
 from modeling_elmo import ElmoForTokenClassification
-from training import FEATURES_COLUMN, ElmoCachedFeaturesCollator
-from training.finetuning.layer_weights import layer_weights
 
 __all__ = ["GRADIENT_CLIP", "RunResult", "run_one"]
 

@@ -47,7 +47,7 @@ import transformers
 from pip_download import pip_download
 from scipy.stats import ConstantInputWarning, pearsonr, spearmanr
 
-from conversion.sentence_embeddings import convert_to_sentence_transformers, describe_layers
+from elmo_transformers.conversion.sentence_embeddings import convert_to_sentence_transformers, describe_layers
 from modeling_elmo import DEFAULT_MODEL, ElmoConfig, ElmoModel, ElmoTokenizer, split_words
 
 GENSIM = "gensim==4.4.0"

@@ -14,6 +14,5 @@ and it imports nothing of theirs (only `modeling_elmo`).
   metadata every page shares, file checksums;
 * `vocabulary`: bilm-tf's vocabulary file format and its special words `<S>`, `</S>`, `<UNK>`;
 * `options`: bilm-tf's `options.json` <-> `ElmoConfig`, one table (`OPTION_FIELDS`) read both ways;
-* `model_folder`: whether a path is a usable ELMo model folder, and the one line that names what is wrong;
-* `moved_modules`: old import paths of modules that moved kept working (each package lists what moved out of it).
+* `model_folder`: whether a path is a usable ELMo model folder, and the one line that names what is wrong.
 """

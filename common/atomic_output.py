@@ -2,10 +2,10 @@
 
 Three writers share the steps here (the staging path beside the target, the permissions of a shared output, the
 rename that publishes it): the one-process `atomic_output_file` / `atomic_output_folder` of the converters and
-the model pages, which hold the output's lock (`common.output_lock`) from before their first check until the
-rename; the checkpoints of `training.pretraining.checkpoint`, a fixed hidden staging folder that every process
-writes into before the main process publishes it; and `elmo-embed`'s resumable `OUT.partial`
-(`inference.hdf5_output`), a fixed name that a later run finds and continues.
+the model pages, which hold the output's lock (`elmo_transformers.common.output_lock`) from before their first check
+until the rename; the checkpoints of `elmo_transformers.training.pretraining.checkpoint`, a fixed hidden staging folder
+that every process writes into before the main process publishes it; and `elmo-embed`'s resumable `OUT.partial`
+(`elmo_transformers.inference.hdf5_output`), a fixed name that a later run finds and continues.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from common.disk_space import is_disk_full
-from common.errors import ConversionError, ElmoError
-from common.output_lock import output_lock
+from elmo_transformers.common.disk_space import is_disk_full
+from elmo_transformers.common.errors import ConversionError, ElmoError
+from elmo_transformers.common.output_lock import output_lock
 
 __all__ = [
     "atomic_output_file",

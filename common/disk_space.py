@@ -12,7 +12,7 @@ import errno
 import shutil
 from pathlib import Path
 
-from common.errors import ElmoError
+from elmo_transformers.common.errors import ElmoError
 
 __all__ = ["NO_SPACE_CHECK", "check_free_space", "format_bytes", "is_disk_full"]
 

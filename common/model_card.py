@@ -1,6 +1,7 @@
 """The Hub model page (README.md) of an ELMo folder, built from the repository's `model_card.md`: what every page
 shares (the card metadata of an ELMo biLM, the architecture fields, checksums of named files). A converted folder's
-page adds its source and parity (`conversion.model_card`), a trained one its run (`training.pretraining.model_card`).
+page adds its source and parity (`elmo_transformers.conversion.model_card`), a trained one its run
+(`elmo_transformers.training.pretraining.model_card`).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from pathlib import Path
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from safetensors import SafetensorError, safe_open
 
-from common.errors import first_line
+from elmo_transformers.common.errors import first_line
 from modeling_elmo import ElmoConfig
 
 __all__ = [

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from common.errors import ConversionError
+from elmo_transformers.common.errors import ConversionError
 from modeling_elmo import ElmoConfig
 from modeling_elmo.configuration_elmo import BILM_TF_CHAR_VOCAB_SIZE, CHAR_CNN_ACTIVATIONS
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from common.errors import ElmoError
+from elmo_transformers.common.errors import ElmoError
 
 __all__ = ["lock_path", "output_lock"]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from common.errors import first_line
+from elmo_transformers.common.errors import first_line
 
 __all__ = ["holds_code", "load_tensors"]
 

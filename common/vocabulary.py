@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from common.errors import ConversionError, ElmoError
+from elmo_transformers.common.errors import ConversionError, ElmoError
 from modeling_elmo.tokenization_elmo import BOS_WORD, EOS_WORD
 
 __all__ = ["SPECIAL_WORDS", "UNK_WORD", "read_vocabulary_lines"]

@@ -7,16 +7,6 @@ subcommand runs. The three that write a model folder finish with `saving.save_co
 reload, float64 parity, model page).
 """
 
-from common.errors import ConversionError
-from common.moved_modules import keep_old_paths
+from elmo_transformers.common.errors import ConversionError
 
 __all__ = ["ConversionError"]
-
-# The shared plumbing that lived here before it got its own package, `common`.
-keep_old_paths(
-    {
-        "conversion.errors": "common.errors",
-        "conversion.atomic_output": "common.atomic_output",
-        "conversion.options": "common.options",
-    }
-)

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from common.atomic_output import atomic_output_folder
-from common.errors import ConversionError
-from common.model_folder import require_model_folder
-from common.options import config_from_options, options_from_config, read_options
+from elmo_transformers.common.atomic_output import atomic_output_folder
+from elmo_transformers.common.errors import ConversionError
+from elmo_transformers.common.model_folder import require_model_folder
+from elmo_transformers.common.options import config_from_options, options_from_config, read_options
 from modeling_elmo import ElmoConfig, ElmoModel
 
 from .allennlp_hdf5 import read_allennlp_weights, write_allennlp_weights

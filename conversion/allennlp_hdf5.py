@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from common.errors import ConversionError
+from elmo_transformers.common.errors import ConversionError
 from modeling_elmo import ElmoConfig
 
 from .weight_mapping import WeightMapping, character_embedding, check_finite, same, transposed

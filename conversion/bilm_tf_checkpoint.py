@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from common.errors import ConversionError
-from common.options import config_from_options, read_options
-from common.vocabulary import SPECIAL_WORDS
+from elmo_transformers.common.errors import ConversionError
+from elmo_transformers.common.options import config_from_options, read_options
+from elmo_transformers.common.vocabulary import SPECIAL_WORDS
 from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM
 
 from .allennlp_hdf5 import weight_mappings

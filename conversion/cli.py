@@ -1,5 +1,5 @@
-"""The `elmo-convert` command. Parsing its arguments imports no torch (`conversion.command`): `--help` and an
-argument error come at once; the converter a subcommand needs is imported when it runs."""
+"""The `elmo-convert` command. Parsing its arguments imports no torch (`elmo_transformers.conversion.command`): `--help`
+and an argument error come at once; the converter a subcommand needs is imported when it runs."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from common.disk_space import NO_SPACE_CHECK
-from common.errors import ElmoError, report_error
+from elmo_transformers.common.disk_space import NO_SPACE_CHECK
+from elmo_transformers.common.errors import ElmoError, report_error
 
 from .command import COMMANDS, ConverterCommand
 

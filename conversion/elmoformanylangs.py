@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from common.errors import ConversionError
-from common.safe_load import load_tensors
+from elmo_transformers.common.errors import ConversionError
+from elmo_transformers.common.safe_load import load_tensors
 from modeling_elmo import ORIGINAL_CHAR_CNN_FILTERS, ElmoConfig, ElmoModel, ElmoTokenizer
 
 from .model_card import SourceDescription, model_page_source

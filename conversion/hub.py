@@ -6,7 +6,7 @@ from pathlib import Path
 
 from huggingface_hub import HfApi, ModelCard
 
-from common.errors import ConversionError
+from elmo_transformers.common.errors import ConversionError
 
 __all__ = ["check_model_folder", "push_folder"]
 

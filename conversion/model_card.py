@@ -1,6 +1,6 @@
-"""The Hub model page (README.md) of a converted folder, built from `model_card.md` (`common.model_card`), with
-the checksums of the source files and the parity figure measured on that folder against a float64 computation from
-the source weights."""
+"""The Hub model page (README.md) of a converted folder, built from `model_card.md`
+(`elmo_transformers.common.model_card`), with the checksums of the source files and the parity figure measured on that
+folder against a float64 computation from the source weights."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 from huggingface_hub import ModelCard
 
-from common.model_card import elmo_card_data, file_sha256, render_model_card
+from elmo_transformers.common.model_card import elmo_card_data, file_sha256, render_model_card
 from modeling_elmo import ElmoModel, ElmoTokenizer
 
 __all__ = ["PARITY_SENTENCES", "SourceDescription", "measure_parity", "model_page_source", "write_model_card"]

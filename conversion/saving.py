@@ -10,9 +10,9 @@ from typing import TypeVar
 
 import torch
 
-from common.atomic_output import atomic_output_folder
-from common.disk_space import check_free_space
-from common.errors import ConversionError
+from elmo_transformers.common.atomic_output import atomic_output_folder
+from elmo_transformers.common.disk_space import check_free_space
+from elmo_transformers.common.errors import ConversionError
 from modeling_elmo import ElmoModel, ElmoPreTrainedModel, ElmoTokenizer
 
 from .model_card import SourceDescription, measure_parity, write_model_card
@@ -34,7 +34,7 @@ def weight_bytes(model: torch.nn.Module) -> int:
 
 def require_room(output: str | Path, needed: int, what: str, *, space_check: bool) -> None:
     """Refuse, before anything large is written, an `output` whose disk has less than the `needed` bytes free
-    (`common.disk_space.check_free_space`), unless `space_check` is off (`--no-space-check`)."""
+    (`elmo_transformers.common.disk_space.check_free_space`), unless `space_check` is off (`--no-space-check`)."""
     if space_check:
         check_free_space(output, needed, what=what, error=ConversionError)
 

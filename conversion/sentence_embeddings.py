@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 
 from huggingface_hub import ModelCard, ModelCardData
 
-from common.atomic_output import atomic_output_folder
-from common.errors import ConversionError
-from common.model_card import render_model_card
-from common.model_folder import require_model_folder
+from elmo_transformers.common.atomic_output import atomic_output_folder
+from elmo_transformers.common.errors import ConversionError
+from elmo_transformers.common.model_card import render_model_card
+from elmo_transformers.common.model_folder import require_model_folder
 from modeling_elmo import ElmoConfig
 
 from .saving import require_room, weight_bytes

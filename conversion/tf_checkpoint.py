@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common.errors import ConversionError
+from elmo_transformers.common.errors import ConversionError
 
 __all__ = [
     "TensorEntry",

@@ -10,9 +10,9 @@ import h5py
 import torch
 from tqdm.auto import tqdm
 
-from common.atomic_output import atomic_output_file
-from common.errors import ConversionError
-from common.vocabulary import read_vocabulary_lines
+from elmo_transformers.common.atomic_output import atomic_output_file
+from elmo_transformers.common.errors import ConversionError
+from elmo_transformers.common.vocabulary import read_vocabulary_lines
 from modeling_elmo import ElmoTokenizer
 
 from .allennlp import load_converted_model

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from common.errors import ConversionError
+from elmo_transformers.common.errors import ConversionError
 
 __all__ = ["WeightMapping", "character_embedding", "check_finite", "same", "transposed"]
 

@@ -1,7 +1,7 @@
 """The `elmo-embed` command: ELMo vectors of every line of a text file, in AllenNLP's `elmo` command layout.
 
-The run itself is `inference.embedding.embed_file`, imported once the arguments are parsed: `--help` and argument
-errors come without loading torch and transformers.
+The run itself is `elmo_transformers.inference.embedding.embed_file`, imported once the arguments are parsed: `--help`
+and argument errors come without loading torch and transformers.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from common.atomic_output import partial_path
-from common.disk_space import NO_SPACE_CHECK
-from common.errors import ElmoError, report_error
+from elmo_transformers.common.atomic_output import partial_path
+from elmo_transformers.common.disk_space import NO_SPACE_CHECK
+from elmo_transformers.common.errors import ElmoError, report_error
 
 from .options import DTYPE_NAMES, LAYER_CHOICES
 

@@ -13,9 +13,9 @@ from safetensors import SafetensorError
 from transformers import PreTrainedConfig
 
 import modeling_elmo
-from common.errors import EmbedError, first_line
-from common.model_folder import damaged_weights_problem, model_type_problem, require_model_folder
-from common.safe_load import holds_code
+from elmo_transformers.common.errors import EmbedError, first_line
+from elmo_transformers.common.model_folder import damaged_weights_problem, model_type_problem, require_model_folder
+from elmo_transformers.common.safe_load import holds_code
 from modeling_elmo import ElmoConfig, ElmoLayerMix, ElmoModel, ElmoTokenizer
 
 from .options import DTYPE_NAMES, LAYER_CHOICES

@@ -3,7 +3,7 @@
 The input is read in windows of a few thousand lines; each window is sorted by length into batches, embedded
 and written, so memory does not grow with the corpus (except the "sentence_to_index" mapping, which holds
 every distinct line, as AllenNLP's does: `--forget-sentences` leaves it out). The command line is
-`inference.embed`, which imports this module (and torch) only once its arguments are parsed.
+`elmo_transformers.inference.embed`, which imports this module (and torch) only once its arguments are parsed.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from common.atomic_output import partial_path
-from common.disk_space import check_free_space, is_disk_full
-from common.errors import EmbedError, first_line
-from common.model_card import file_sha256
-from common.output_lock import output_lock
+from elmo_transformers.common.atomic_output import partial_path
+from elmo_transformers.common.disk_space import check_free_space, is_disk_full
+from elmo_transformers.common.errors import EmbedError, first_line
+from elmo_transformers.common.model_card import file_sha256
+from elmo_transformers.common.output_lock import output_lock
 from modeling_elmo.onednn_elmo import onednn_available
 
 from .batching import Piece, bucketed_batches
@@ -123,12 +123,12 @@ def embed_file(
     strings, one per vector). Empty lines get a dataset of 0 words; undecodable bytes are embedded as U+FFFD;
     lines of more than `max_words` words are embedded in pieces of at most `max_words` words, concatenated.
     The input may be gzip-compressed; one that is mostly not UTF-8 text is refused before anything is written.
-    The file is built in the folder `OUT.partial` and merged into `OUT` when complete (`inference.hdf5_output`);
-    with `resume` an existing `OUT.partial` started from the same input content (wherever it lies now) keeps
-    its finished lines and only the others are embedded, in the batches of an uninterrupted run, so that the
-    file is the same. With `space_check` a run is refused when the disk clearly cannot hold the output. With
-    `overlap` (by default on a GPU) a thread reads and tokenizes the next batches and another writes the
-    finished ones while the device computes: the file is the same, written in the same order. `command` (the
+    The file is built in the folder `OUT.partial` and merged into `OUT` when complete
+    (`elmo_transformers.inference.hdf5_output`); with `resume` an existing `OUT.partial` started from the same input
+    content (wherever it lies now) keeps its finished lines and only the others are embedded, in the batches of an
+    uninterrupted run, so that the file is the same. With `space_check` a run is refused when the disk clearly cannot
+    hold the output. With `overlap` (by default on a GPU) a thread reads and tokenizes the next batches and another
+    writes the finished ones while the device computes: the file is the same, written in the same order. `command` (the
     command line, by default this process's) is recorded in the file and shown in the advice to resume.
     """
     input_file, output = Path(input_file), Path(output)

@@ -45,9 +45,9 @@ import numpy as np
 from h5py import _errors as h5py_errors
 from tqdm.auto import tqdm
 
-from common.atomic_output import partial_path, publish_file, refuse_existing
-from common.errors import EmbedError
-from common.output_lock import lock_path
+from elmo_transformers.common.atomic_output import partial_path, publish_file, refuse_existing
+from elmo_transformers.common.errors import EmbedError
+from elmo_transformers.common.output_lock import lock_path
 
 __all__ = [
     "SEGMENT_BYTES",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from common.errors import EmbedError, first_line
+from elmo_transformers.common.errors import EmbedError, first_line
 
 __all__ = ["Line", "check_text", "content_sha256", "open_input", "read_lines"]
 

@@ -3,5 +3,5 @@
 __all__ = ["DTYPE_NAMES", "LAYER_CHOICES"]
 
 LAYER_CHOICES = ("all", "top", "average", "mix")
-# The model dtypes (torch's names): `inference.embedder.DTYPES` maps them to torch's dtypes.
+# The model dtypes (torch's names): `elmo_transformers.inference.embedder.DTYPES` maps them to torch's dtypes.
 DTYPE_NAMES = ("float32", "bfloat16", "float16")

@@ -22,5 +22,13 @@ class RunsAShellCommand:
 def embed_one_line(model: Path, tmp_path: Path) -> subprocess.CompletedProcess:
     """`elmo-embed` (as a module, in a new process) on a one-line file with `--model MODEL`."""
     (tmp_path / "in.txt").write_text("a sentence\n")
-    command = [sys.executable, "-m", "inference.embed", tmp_path / "in.txt", tmp_path / "out.hdf5", "--model", model]
+    command = [
+        sys.executable,
+        "-m",
+        "elmo_transformers.inference.embed",
+        tmp_path / "in.txt",
+        tmp_path / "out.hdf5",
+        "--model",
+        model,
+    ]
     return subprocess.run(list(map(str, command)), capture_output=True, text=True)

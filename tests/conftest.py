@@ -90,7 +90,7 @@ def elmo_fixture(allennlp_fixtures: Path) -> Path:
 @pytest.fixture(scope="session")
 def fixture_model_folder(elmo_fixture: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The fixture model converted with `elmo-convert allennlp`."""
-    from conversion.cli import main
+    from elmo_transformers.conversion.cli import main
 
     output = tmp_path_factory.mktemp("converted") / "elmo-fixture"
     exit_code = main(

@@ -11,8 +11,8 @@ from pathlib import Path
 _HOLDER = textwrap.dedent(
     """
     import sys
-    from common.errors import EmbedError
-    from common.output_lock import output_lock
+    from elmo_transformers.common.errors import EmbedError
+    from elmo_transformers.common.output_lock import output_lock
     with output_lock(sys.argv[1], error=EmbedError):
         print("locked", flush=True)
         sys.stdin.readline()

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from common.atomic_output import atomic_output_file, atomic_output_folder, partial_path, publish_file, publish_folder
-from common.errors import ConversionError
+from elmo_transformers.common.atomic_output import (
+    atomic_output_file,
+    atomic_output_folder,
+    partial_path,
+    publish_file,
+    publish_folder,
+)
+from elmo_transformers.common.errors import ConversionError
 
 
 def test_staging_paths_sit_beside_the_target(tmp_path):

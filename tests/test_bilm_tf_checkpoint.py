@@ -21,14 +21,19 @@ import torch
 from huggingface_hub import ModelCard
 from transformers import AutoModel, AutoModelForPreTraining, AutoTokenizer
 
-from common.errors import ConversionError
-from common.model_card import file_sha256
-from common.options import config_from_options
-from conversion import tf_checkpoint
-from conversion.allennlp_hdf5 import weight_mappings
-from conversion.bilm_tf_checkpoint import checkpoint_name
-from conversion.cli import main
-from conversion.tf_checkpoint import crc32c, list_tf_checkpoint, read_tf_checkpoint, resolve_checkpoint_prefix
+from elmo_transformers.common.errors import ConversionError
+from elmo_transformers.common.model_card import file_sha256
+from elmo_transformers.common.options import config_from_options
+from elmo_transformers.conversion import tf_checkpoint
+from elmo_transformers.conversion.allennlp_hdf5 import weight_mappings
+from elmo_transformers.conversion.bilm_tf_checkpoint import checkpoint_name
+from elmo_transformers.conversion.cli import main
+from elmo_transformers.conversion.tf_checkpoint import (
+    crc32c,
+    list_tf_checkpoint,
+    read_tf_checkpoint,
+    resolve_checkpoint_prefix,
+)
 from modeling_elmo import ElmoForBidirectionalLM, ElmoModel
 
 DATA = Path(__file__).parent / "data" / "bilm_tf_checkpoint"
@@ -375,7 +380,7 @@ def test_options_that_do_not_match_the_checkpoint(copy: Path, tmp_path: Path, ca
 
 def test_help_has_an_example() -> None:
     completed = subprocess.run(
-        [sys.executable, "-m", "conversion.cli", "bilm-tf-checkpoint", "--help"],
+        [sys.executable, "-m", "elmo_transformers.conversion.cli", "bilm-tf-checkpoint", "--help"],
         capture_output=True,
         text=True,
         check=True,

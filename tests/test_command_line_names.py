@@ -11,14 +11,14 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from conversion.cli import COMMANDS
-from conversion.cli import _build_parser as convert_parser
-from inference.embed import _build_parser as embed_parser
-from training.finetuning.run_classification import ClassificationDataArguments
-from training.finetuning.run_token_classification import TokenClassificationDataArguments
-from training.finetuning.workflow import parse_arguments
-from training.pretraining import build_vocab, evaluate_perplexity, model_card, pretrain
-from training.recipes import prepare_default_corpus
+from elmo_transformers.conversion.cli import COMMANDS
+from elmo_transformers.conversion.cli import _build_parser as convert_parser
+from elmo_transformers.inference.embed import _build_parser as embed_parser
+from elmo_transformers.training.finetuning.run_classification import ClassificationDataArguments
+from elmo_transformers.training.finetuning.run_token_classification import TokenClassificationDataArguments
+from elmo_transformers.training.finetuning.workflow import parse_arguments
+from elmo_transformers.training.pretraining import build_vocab, evaluate_perplexity, model_card, pretrain
+from elmo_transformers.training.recipes import prepare_default_corpus
 
 DASHES = re.compile(r"--[a-z0-9]+(-[a-z0-9]+)*")
 UNDERSCORES = re.compile(r"--[a-z0-9]+(_[a-z0-9]+)*")

@@ -13,9 +13,9 @@ import pytest
 import torch
 from original_files import read_weights, small_options, write_original_model
 
-from common.options import config_from_options
-from conversion.allennlp_hdf5 import weight_mappings
-from conversion.cli import main
+from elmo_transformers.common.options import config_from_options
+from elmo_transformers.conversion.allennlp_hdf5 import weight_mappings
+from elmo_transformers.conversion.cli import main
 from modeling_elmo import ElmoModel
 
 
@@ -133,7 +133,10 @@ def test_bad_options_files(original: tuple[Path, Path], tmp_path: Path, capsys) 
 
 def test_console_script_help_has_examples() -> None:
     completed = subprocess.run(
-        [sys.executable, "-m", "conversion.cli", "allennlp", "--help"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "elmo_transformers.conversion.cli", "allennlp", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert "examples:" in completed.stdout and "--overwrite" in completed.stdout
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from original_files import small_options, write_original_model
 
-from conversion.cli import main
+from elmo_transformers.conversion.cli import main
 from modeling_elmo import ElmoModel
 
 # `elmo-convert ARGS` as the console script runs it, paused (until a line comes on stdin) once it has written the
@@ -26,8 +26,8 @@ from modeling_elmo import ElmoModel
 _PAUSED_CONVERSION = textwrap.dedent(
     """
     import sys
-    from conversion import saving
-    from conversion.cli import main
+    from elmo_transformers.conversion import saving
+    from elmo_transformers.conversion.cli import main
 
     def paused(*args, **kwargs):
         print("writing", flush=True)
@@ -52,7 +52,10 @@ def _allennlp(options: Path, weights: Path, output: Path | str, *extra: str) -> 
 
 def _elmo_convert(*arguments: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "conversion.cli", *arguments], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "elmo_transformers.conversion.cli", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -163,7 +166,9 @@ def test_a_full_disk_is_told_in_one_line_and_leaves_the_old_model(
     disk = small_disk("2m")
     if disk is None:
         disk = tmp_path / "disk"
-        monkeypatch.setattr("common.disk_space.shutil.disk_usage", lambda _: shutil._ntuple_diskusage(2e6, 0, 2e6))
+        monkeypatch.setattr(
+            "elmo_transformers.common.disk_space.shutil.disk_usage", lambda _: shutil._ntuple_diskusage(2e6, 0, 2e6)
+        )
     output = disk / "model"
     assert main(_allennlp(*tiny, output)) == 0
     old = _tree(disk)
@@ -207,7 +212,9 @@ def test_too_little_room_for_token_embeddings_is_refused(
     disk = small_disk("2m")
     if disk is None:
         disk = tmp_path / "disk"
-        monkeypatch.setattr("common.disk_space.shutil.disk_usage", lambda _: shutil._ntuple_diskusage(2e6, 0, 2e6))
+        monkeypatch.setattr(
+            "elmo_transformers.common.disk_space.shutil.disk_usage", lambda _: shutil._ntuple_diskusage(2e6, 0, 2e6)
+        )
     output = disk / "embeddings.hdf5"
     command = ["token-embeddings", "--model", str(model), "--vocab", str(vocabulary), "--output", str(output)]
     assert main(command) == 2

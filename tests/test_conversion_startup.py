@@ -1,6 +1,6 @@
 """`elmo-convert --help`, a subcommand's `--help` and an argument error come without importing torch,
-transformers or h5py (seconds of imports): the subcommands' arguments live in the light `conversion.command`, and
-a converter module is imported only when its subcommand runs."""
+transformers or h5py (seconds of imports): the subcommands' arguments live in the light
+`elmo_transformers.conversion.command`, and a converter module is imported only when its subcommand runs."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import textwrap
 
 import pytest
 
-# The console script's route: `elmo-convert ARGS` calls `conversion.cli.main()` with ARGS in sys.argv.
+# The console script's route: `elmo-convert ARGS` calls `elmo_transformers.conversion.cli.main()` with ARGS in sys.argv.
 _RUN_THE_COMMAND = textwrap.dedent(
     """
     import sys
-    from conversion.cli import main
+    from elmo_transformers.conversion.cli import main
     sys.argv = ["elmo-convert", *sys.argv[1:]]
     try:
         main()

@@ -10,15 +10,15 @@ import zipfile
 from pathlib import Path
 
 import h5py
-import pytest
 import torch
 from huggingface_hub import ModelCard
 from transformers import AutoModel, AutoModelForPreTraining, AutoTokenizer
+from wheels import build_wheel
 
-from inference.embed import main as embed_main
+from elmo_transformers.inference.embed import main as embed_main
+from elmo_transformers.training.pretraining.model_card import link_code_files_to_package
+from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
 from modeling_elmo import DEFAULT_MODEL, ElmoForBidirectionalLM, ElmoModel
-from training.pretraining.model_card import link_code_files_to_package
-from training.pretraining.vocabulary import LmVocabulary
 
 FOLDER = Path(DEFAULT_MODEL)
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -122,33 +122,15 @@ def test_bundled_code_files_are_what_save_pretrained_writes_and_link_to_the_pack
     for name in saved:
         link = FOLDER / name
         assert link.is_symlink() and link.readlink() == Path("..") / name, f"{link} should link to ../{name}"
-    link_code_files_to_package(tmp_path)  # what `training.pretraining.model_card --bundled` does to a saved folder
+    # what `elmo_transformers.training.pretraining.model_card --bundled` does to a saved folder
+    link_code_files_to_package(tmp_path)
     assert all((tmp_path / name).readlink() == Path("..") / name for name in saved)
 
 
 def test_installed_package_carries_the_code_files(tmp_path):
     """A wheel built from this checkout holds the bundled folder's code files as real files, equal to the modules,
     and the model page template."""
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            tmp_path,
-            REPOSITORY,
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if completed.returncode != 0:
-        pytest.fail(f"pip wheel failed: {completed.stderr[-2000:]}")
-    (wheel,) = tmp_path.glob("*.whl")
+    wheel = build_wheel(tmp_path)
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         for path in FOLDER.glob("*.py"):
@@ -156,4 +138,4 @@ def test_installed_package_carries_the_code_files(tmp_path):
             assert inside in names, f"{inside} is missing from {wheel.name}"
             assert archive.read(inside) == (REPOSITORY / "modeling_elmo" / path.name).read_bytes()
         # The model page template that `elmo-convert` and `elmo-model-card` fill, found beside common/model_card.py.
-        assert archive.read("common/model_card.md") == (REPOSITORY / "model_card.md").read_bytes()
+        assert archive.read("elmo_transformers/common/model_card.md") == (REPOSITORY / "model_card.md").read_bytes()

@@ -13,7 +13,7 @@ from elmoformanylangs_files import write_small_model
 from transformers import AutoModel, AutoTokenizer
 
 import modeling_elmo  # noqa: F401  (registers the Auto classes)
-from conversion.cli import main
+from elmo_transformers.conversion.cli import main
 
 # Non-ASCII words, a character outside the vocabulary, words past the 8 characters the model sees (cut for
 # both the characters and the word lookup), unknown words, mixed lengths.

@@ -20,13 +20,13 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-import inference.embedding as embed_module
-import inference.hdf5_output as hdf5_output
+import elmo_transformers.inference.embedding as embed_module
+import elmo_transformers.inference.hdf5_output as hdf5_output
 import modeling_elmo
-from inference.embed import main
-from inference.embedder import Embedder
-from inference.embedding import embed_file
-from inference.hdf5_output import EmbeddingFile
+from elmo_transformers.inference.embed import main
+from elmo_transformers.inference.embedder import Embedder
+from elmo_transformers.inference.embedding import embed_file
+from elmo_transformers.inference.hdf5_output import EmbeddingFile
 from modeling_elmo import ElmoConfig, ElmoForTokenClassification, ElmoModel, ElmoTokenizer, split_words
 
 SENTENCES = [
@@ -556,7 +556,7 @@ def test_character_cnn_pads_its_batches_to_few_shapes(fixture_model_folder: Path
 # Run in a fresh process after elmo-embed's settings: one product of the same numbers at 16 memory alignments.
 _ALIGNMENT_PROBE = """
 import sys, torch
-from inference.embed import set_native_libraries
+from elmo_transformers.inference.embed import set_native_libraries
 if sys.argv[1] == "set":
     set_native_libraries()
 generator = torch.Generator().manual_seed(0)
@@ -589,7 +589,15 @@ def test_onednn_kernels_are_cached_and_few(fixture_model_folder: Path, tmp_path:
     words (<S> and </S> included) make 2 shapes (144 and 160 rows), one kernel per convolution each."""
     lines = [" ".join(f"w{index}" for index in range(words)) for words in range(142, 158)]
     source = _write_lines(tmp_path / "in.txt", lines)
-    command = [sys.executable, "-m", "inference.embed", source, tmp_path / "out.hdf5", "--batch-size", 1]
+    command = [
+        sys.executable,
+        "-m",
+        "elmo_transformers.inference.embed",
+        source,
+        tmp_path / "out.hdf5",
+        "--batch-size",
+        1,
+    ]
     command += ["--model", fixture_model_folder]
     # ONEDNN_VERBOSE=2: one line per kernel, made or taken from the cache. One thread, as for the tests in-process.
     environment = {**os.environ, "ONEDNN_VERBOSE": "2", "OMP_NUM_THREADS": "1"}

@@ -22,7 +22,7 @@ import h5py
 import numpy as np
 import pytest
 
-from inference.embed import main
+from elmo_transformers.inference.embed import main
 
 LINES = [
     "The cat sat on the mat .",
@@ -43,8 +43,8 @@ _PAUSING_RUN = textwrap.dedent(
     """
     import os, sys, time
     from pathlib import Path
-    import inference.embedding as embedding
-    from inference.embed import main
+    import elmo_transformers.inference.embedding as embedding
+    from elmo_transformers.inference.embed import main
     write = embedding._Run._write
     def pausing_write(self, item, progress):
         write(self, item, progress)
@@ -188,7 +188,7 @@ _SMALL_SEGMENTS_RUN = textwrap.dedent(
     """
     import errno, os, sys
     import h5py
-    import inference.hdf5_output as output
+    import elmo_transformers.inference.hdf5_output as output
     output.SEGMENT_BYTES = int(os.environ["ELMO_TEST_SEGMENT_BYTES"])
     if "ELMO_TEST_ENOSPC_AFTER" in os.environ:
         budget = [int(os.environ["ELMO_TEST_ENOSPC_AFTER"])]
@@ -200,7 +200,7 @@ _SMALL_SEGMENTS_RUN = textwrap.dedent(
                               " error message = 'No space left on device')")
             return create_dataset(self, *args, **kwargs)
         h5py.Group.create_dataset = full_disk
-    from inference.embed import main
+    from elmo_transformers.inference.embed import main
     sys.exit(main(sys.argv[1:]))
     """
 )
@@ -276,7 +276,9 @@ def test_too_little_space_is_refused_before_writing(
     --tokenize (the issue's 1.7M punctuation marks wrote 15.7 GB); each takes 3 x 32 float32 twice (segments and
     the merged file), plus the datasets' and the words' bytes."""
     source = _write_lines(tmp_path / "in.txt", [",,,,,,,,,,"] * 100)
-    monkeypatch.setattr("common.disk_space.shutil.disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 0, 1000))
+    monkeypatch.setattr(
+        "elmo_transformers.common.disk_space.shutil.disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 0, 1000)
+    )
     args = [str(source), str(tmp_path / "out.hdf5"), "--model", str(fixture_model_folder)]
     code = main([*args, *(["--tokenize"] if tokenize else [])])
     err = capsys.readouterr().err
@@ -338,7 +340,7 @@ def test_the_file_records_how_it_was_made(reference_file: Path, fixture_model_fo
 _MODULES_AFTER_MAIN = textwrap.dedent(
     """
     import json, os, sys
-    from inference.embed import main
+    from elmo_transformers.inference.embed import main
     try:
         main(json.loads(os.environ["ELMO_TEST_ARGV"]))
     except SystemExit:

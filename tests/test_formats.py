@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from original_files import read_weights, small_options, write_original_model
 
-from common.options import config_from_options
-from conversion.allennlp_hdf5 import weight_mappings
-from conversion.cli import main
-from conversion.variants import VARIANTS
+from elmo_transformers.common.options import config_from_options
+from elmo_transformers.conversion.allennlp_hdf5 import weight_mappings
+from elmo_transformers.conversion.cli import main
+from elmo_transformers.conversion.variants import VARIANTS
 
 PARAMETER_COUNTS = {"small": 13_593_296, "medium": 28_027_728, "original": 93_600_848, "original-5.5b": 93_600_848}
 

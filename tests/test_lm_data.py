@@ -7,12 +7,12 @@ from collections import Counter
 import pytest
 import torch
 
-from common.errors import DataFileError
+from elmo_transformers.common.errors import DataFileError
+from elmo_transformers.training.pretraining.build_vocab import main as build_vocab
+from elmo_transformers.training.pretraining.text_stream import SentenceStream, expand_files
+from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
+from elmo_transformers.training.pretraining.window_packer import WindowEncoder, WindowPacker
 from modeling_elmo import ElmoTokenizer
-from training.pretraining.build_vocab import main as build_vocab
-from training.pretraining.text_stream import SentenceStream, expand_files
-from training.pretraining.vocabulary import LmVocabulary
-from training.pretraining.window_packer import WindowEncoder, WindowPacker
 
 
 def _write(path, text: str | bytes):
@@ -131,7 +131,11 @@ def test_build_vocab_cli(tmp_path, capsys):
 
 
 def test_checkpoint_folders_and_process_count(tmp_path):
-    from training.pretraining.checkpoint import latest_checkpoint, load_process_state, save_process_state
+    from elmo_transformers.training.pretraining.checkpoint import (
+        latest_checkpoint,
+        load_process_state,
+        save_process_state,
+    )
 
     for name in ("checkpoint-5", "checkpoint-40", ".checkpoint-60.partial", "checkpoint-x"):
         (tmp_path / name).mkdir()

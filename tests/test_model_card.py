@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from huggingface_hub import ModelCard
 
-from common.errors import ConversionError
-from common.model_card import file_sha256
-from conversion.hub import check_model_folder
+from elmo_transformers.common.errors import ConversionError
+from elmo_transformers.common.model_card import file_sha256
+from elmo_transformers.conversion.hub import check_model_folder
 
 
 def test_card_metadata_parses_and_names_the_source(elmo_fixture: Path, fixture_model_folder: Path) -> None:

@@ -1,4 +1,5 @@
-"""`common.model_folder`: one verdict on "is this a usable ELMo model folder", the same line from every command."""
+"""`elmo_transformers.common.model_folder`: one verdict on "is this a usable ELMo model folder", the same line from
+every command."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from common.errors import DataFileError
-from common.model_folder import model_folder_problem, require_model_folder
-from training.pretraining.starting_model import load_starting_model
-from training.pretraining.vocabulary import LmVocabulary
+from elmo_transformers.common.errors import DataFileError
+from elmo_transformers.common.model_folder import model_folder_problem, require_model_folder
+from elmo_transformers.training.pretraining.starting_model import load_starting_model
+from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
 
 
 def _copy(folder: Path, destination: Path) -> Path:

@@ -1,5 +1,5 @@
-"""`common.options.OPTION_FIELDS`, the one options.json <-> `ElmoConfig` table: both directions, the released
-variants and `ElmoConfig`'s documentation all follow it."""
+"""`elmo_transformers.common.options.OPTION_FIELDS`, the one options.json <-> `ElmoConfig` table: both directions, the
+released variants and `ElmoConfig`'s documentation all follow it."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import re
 
 from original_files import small_options
 
-from common.options import OPTION_FIELDS, config_from_options, options_from_config
-from conversion.variants import VARIANTS
+from elmo_transformers.common.options import OPTION_FIELDS, config_from_options, options_from_config
+from elmo_transformers.conversion.variants import VARIANTS
 from modeling_elmo import ElmoConfig
 
 _BACKTICKED = re.compile(r"`([^`]+)`")

@@ -1,5 +1,5 @@
-"""One writer per output (common.output_lock): a second process is refused, naming the first; a lock dies with
-its holder; and the disk-full recognition and free-space check of common.disk_space."""
+"""One writer per output (elmo_transformers.common.output_lock): a second process is refused, naming the first; a lock
+dies with its holder; and the disk-full recognition and free-space check of elmo_transformers.common.disk_space."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import signal
 import pytest
 from lock_holder import start_lock_holder
 
-from common.disk_space import check_free_space, format_bytes, is_disk_full
-from common.errors import EmbedError
-from common.output_lock import lock_path, output_lock
+from elmo_transformers.common.disk_space import check_free_space, format_bytes, is_disk_full
+from elmo_transformers.common.errors import EmbedError
+from elmo_transformers.common.output_lock import lock_path, output_lock
 
 
 def test_a_second_writer_is_refused_naming_the_first(tmp_path):
@@ -55,7 +55,7 @@ def test_a_lock_file_replaced_while_waiting_is_not_held(tmp_path, monkeypatch):
         calls.append(descriptor)
         return real_flock(descriptor, operation)
 
-    monkeypatch.setattr("common.output_lock.fcntl.flock", flock_after_the_file_was_replaced)
+    monkeypatch.setattr("elmo_transformers.common.output_lock.fcntl.flock", flock_after_the_file_was_replaced)
     with output_lock(target, error=EmbedError):
         assert len(calls) == 2
         assert os.path.samestat(os.stat(lock_path(target)), os.fstat(calls[1]))

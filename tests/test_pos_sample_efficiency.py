@@ -6,22 +6,19 @@ inputs."""
 from __future__ import annotations
 
 import random
-import sys
 from pathlib import Path
 
+# pos_*: the benchmark's files, found in its folder (pyproject.toml: pytest's `pythonpath`), as a script run finds them
 import numpy as np
-import pytest
-import torch
-
-from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
-
-# The benchmark's files import each other from their folder, as a script run puts it on the path.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import pos_corpus
 import pos_features
 import pos_runs
 import pos_sample_efficiency
 import pos_taggers
+import pytest
+import torch
+
+from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
 
 WORDS = {
     "NN": ["house", "river", "table", "city", "dog"],

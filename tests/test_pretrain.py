@@ -24,13 +24,13 @@ from safetensors.torch import load_file
 from transformers import AutoModel, AutoModelForPreTraining
 
 import modeling_elmo  # noqa: F401  (registers the Auto classes)
-from common.output_lock import lock_path
-from training.pretraining.evaluate_perplexity import main as evaluate_main
-from training.pretraining.perplexity import evaluate_perplexity
-from training.pretraining.pretrain import LmTrainer, parse_args
-from training.pretraining.pretrain import main as pretrain_main
-from training.pretraining.starting_model import load_starting_model, transfer_softmax
-from training.pretraining.vocabulary import LmVocabulary
+from elmo_transformers.common.output_lock import lock_path
+from elmo_transformers.training.pretraining.evaluate_perplexity import main as evaluate_main
+from elmo_transformers.training.pretraining.perplexity import evaluate_perplexity
+from elmo_transformers.training.pretraining.pretrain import LmTrainer, parse_args
+from elmo_transformers.training.pretraining.pretrain import main as pretrain_main
+from elmo_transformers.training.pretraining.starting_model import load_starting_model, transfer_softmax
+from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 TINY_OPTIONS = small_options(n_characters=261, n_highway=1, filters=[[1, 8], [2, 8]], n_negative_samples_batch=8)
@@ -74,7 +74,7 @@ def _arguments(corpus: Path, output: Path, *extra: str) -> list[str]:
 
 def _launch_two_processes(
     arguments: list[str],
-    script: tuple[str, ...] = ("-m", "training.pretrain"),
+    script: tuple[str, ...] = ("-m", "elmo_transformers.training.pretrain"),
     *,
     succeed: bool = True,
     environment: dict[str, str] | None = None,

@@ -12,7 +12,7 @@ import torch
 from original_files import read_weights, small_options, write_original_model
 from reference_bilm import ReferenceBiLM
 
-from conversion.allennlp import load_allennlp_model
+from elmo_transformers.conversion.allennlp import load_allennlp_model
 from modeling_elmo import ElmoTokenizer
 
 # Unicode, a word over 48 bytes, one cut inside a 2-byte character, an empty sentence, empty-string words,

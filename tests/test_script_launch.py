@@ -1,11 +1,11 @@
-"""The training scripts start the ways users start them: as files from a checkout, as Hugging Face's example
-scripts are (`python training/pretrain.py`; `accelerate launch training/pretrain.py` in test_pretrain.py), with
-the package not installed, from the repository root or elsewhere; and as the installed package's console scripts.
+"""The training scripts start the ways users start them: as files from a checkout where the package is installed,
+as Hugging Face's example scripts are (`python training/pretrain.py`; `accelerate launch training/pretrain.py` in
+test_pretrain.py), from the repository root or elsewhere; and as the installed package's console scripts.
 
-A file launch is checked where Python can find every dependency but not this package: `python -S` skips the site
-module, which would run the `.pth` file of its editable install (the README's, CI's), and PYTHONPATH names the
-site-packages folders themselves. A script that imported relatively, or that imported `training` without putting
-its checkout on `sys.path`, fails there.
+Where the package cannot be imported, a file launch stops with one line that says to install it. That is checked
+where Python can find every dependency but not this package: `python -S` skips the site module, which would run
+the `.pth` file of its editable install (the README's, CI's), and PYTHONPATH names the site-packages folders
+themselves.
 """
 
 from __future__ import annotations
@@ -39,42 +39,78 @@ ELSEWHERE = {"training/model_card.py", "training/recipes/prepare_default_corpus.
 LAUNCHES = [(script, "another folder" if script in ELSEWHERE else "repository root") for script in SCRIPTS]
 
 
+NOT_INSTALLED = "error: the elmo-transformers package is not installed: run `pip install -e .` in the repository"
+
+
 def _environment_without_this_package() -> dict[str, str]:
     folders = site.getsitepackages() + ([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])
     return {**os.environ, "PYTHONPATH": os.pathsep.join(folders)}
 
 
-@pytest.fixture(scope="module")
-def help_launches(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[str, str], subprocess.Popen]]:
-    """`python -S SCRIPT --help` for every launch, all started at once (each spends seconds importing torch)."""
-    environment, elsewhere = _environment_without_this_package(), tmp_path_factory.mktemp("elsewhere")
-    check = [sys.executable, "-S", "-c", "import training"]
-    if subprocess.run(check, cwd=elsewhere, env=environment, capture_output=True).returncode == 0:
-        pytest.skip("this package is installed into site-packages: a file launch cannot be told from an import of it")
+def _start_all(tmp_path_factory: pytest.TempPathFactory, python: list[str], environment: dict[str, str]):
+    """`PYTHON SCRIPT --help` for every launch, all started at once (each spends seconds importing torch)."""
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
     launches = {}
     for script, start in LAUNCHES:
         path, folder = (script, REPOSITORY) if start == "repository root" else (str(REPOSITORY / script), elsewhere)
-        command = [sys.executable, "-S", path, "--help"]
         launches[script, start] = subprocess.Popen(
-            command, cwd=folder, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            [*python, path, "--help"],
+            cwd=folder,
+            env=environment,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
-    yield launches
+    return launches
+
+
+def _stop_all(launches: dict[tuple[str, str], subprocess.Popen]) -> None:
     for process in launches.values():
         process.kill()
         process.wait()
 
 
+@pytest.fixture(scope="module")
+def help_launches(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[str, str], subprocess.Popen]]:
+    """With the package installed, as the README has it (`pip install -e .`)."""
+    launches = _start_all(tmp_path_factory, [sys.executable], dict(os.environ))
+    yield launches
+    _stop_all(launches)
+
+
+@pytest.fixture(scope="module")
+def launches_without_the_package(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[dict[tuple[str, str], subprocess.Popen]]:
+    environment = _environment_without_this_package()
+    check = [sys.executable, "-S", "-c", "import elmo_transformers.training"]
+    if subprocess.run(check, cwd=tmp_path_factory.mktemp("check"), env=environment).returncode == 0:
+        pytest.skip("this package is installed into site-packages: it cannot be made unimportable here")
+    launches = _start_all(tmp_path_factory, [sys.executable, "-S"], environment)
+    yield launches
+    _stop_all(launches)
+
+
 @pytest.mark.parametrize(("script", "start"), LAUNCHES)
-def test_a_script_runs_as_a_file_without_the_package_installed(help_launches, script: str, start: str) -> None:
+def test_a_script_runs_as_a_file_with_the_package_installed(help_launches, script: str, start: str) -> None:
     stdout, stderr = help_launches[script, start].communicate(timeout=600)
     assert help_launches[script, start].returncode == 0, stderr[-3000:]
     assert stdout.startswith(f"usage: {Path(script).name} ")
 
 
+@pytest.mark.parametrize(("script", "start"), LAUNCHES)
+def test_a_script_without_the_package_says_to_install_it_in_one_line(
+    launches_without_the_package, script: str, start: str
+) -> None:
+    stdout, stderr = launches_without_the_package[script, start].communicate(timeout=600)
+    assert launches_without_the_package[script, start].returncode == 1
+    assert (stdout, stderr) == ("", NOT_INSTALLED + "\n")
+
+
 def _training_console_scripts() -> dict[str, str]:
     with open(REPOSITORY / "pyproject.toml", "rb") as file:
         scripts = tomllib.load(file)["project"]["scripts"]
-    return {name: target for name, target in scripts.items() if target.startswith("training.")}
+    return {name: target for name, target in scripts.items() if target.startswith("elmo_transformers.training.")}
 
 
 def _console_script(name: str):

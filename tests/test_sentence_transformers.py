@@ -18,8 +18,8 @@ from sentence_transformers import SentenceTransformer
 from transformers import AutoModel, AutoTokenizer
 from without_the_package import run_without_the_package
 
-from conversion.cli import main
-from conversion.sentence_embeddings import SOURCE_CARD
+from elmo_transformers.conversion.cli import main
+from elmo_transformers.conversion.sentence_embeddings import SOURCE_CARD
 from modeling_elmo.sentence_elmo import ElmoSentenceEncoder
 
 PACKAGE = Path(__file__).resolve().parents[1] / "modeling_elmo"

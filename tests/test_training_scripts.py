@@ -20,10 +20,10 @@ from lock_holder import start_lock_holder
 from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
 
 import modeling_elmo  # noqa: F401  (registers the Auto classes)
-from common.errors import DataFileError
+from elmo_transformers.common.errors import DataFileError
+from elmo_transformers.training import run_classification, run_token_classification
+from elmo_transformers.training.finetuning.arguments import ElmoModelArguments
 from modeling_elmo.configuration_elmo import TASK_HEAD_FIELDS, ElmoConfig
-from training import run_classification, run_token_classification
-from training.finetuning.arguments import ElmoModelArguments
 
 # A toy tagging task: each word's tag is its class; the fixture biLM tells the classes apart in a few epochs.
 WORD_TAGS = {

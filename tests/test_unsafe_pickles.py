@@ -11,7 +11,7 @@ import torch
 from bad_inputs import RunsAShellCommand, embed_one_line
 from elmoformanylangs_files import write_small_model
 
-from conversion.cli import main
+from elmo_transformers.conversion.cli import main
 
 
 def _convert(model_dir: Path, output: Path) -> int:

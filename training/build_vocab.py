@@ -1,13 +1,17 @@
 """Build the softmax vocabulary of a biLM from a text corpus: `python training/build_vocab.py --help`.
 
-The command is `training.pretraining.build_vocab` (also `python -m training.build_vocab`; installed: `elmo-build-
-vocab`).
+The command is `elmo_transformers.training.pretraining.build_vocab` (also `python -m
+elmo_transformers.training.build_vocab`; installed: `elmo-build-vocab`).
 """
 
-if not __package__:  # run as a file (see training/_file_launch.py)
-    import _file_launch  # noqa: F401
-
-from training.pretraining.build_vocab import main
+try:
+    from elmo_transformers.training.pretraining.build_vocab import main
+except ModuleNotFoundError as error:  # run as a file from a checkout where the package is not installed
+    if error.name != "elmo_transformers":
+        raise
+    raise SystemExit(
+        "error: the elmo-transformers package is not installed: run `pip install -e .` in the repository"
+    ) from None
 
 if __name__ == "__main__":
     main()

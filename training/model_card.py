@@ -1,13 +1,17 @@
 """Publish a pretraining run's model as a Hub-ready folder with a model page: `python training/model_card.py --help`.
 
-The command is `training.pretraining.model_card` (also `python -m training.model_card`; installed: `elmo-model-
-card`).
+The command is `elmo_transformers.training.pretraining.model_card` (also `python -m
+elmo_transformers.training.model_card`; installed: `elmo-model-card`).
 """
 
-if not __package__:  # run as a file (see training/_file_launch.py)
-    import _file_launch  # noqa: F401
-
-from training.pretraining.model_card import main
+try:
+    from elmo_transformers.training.pretraining.model_card import main
+except ModuleNotFoundError as error:  # run as a file from a checkout where the package is not installed
+    if error.name != "elmo_transformers":
+        raise
+    raise SystemExit(
+        "error: the elmo-transformers package is not installed: run `pip install -e .` in the repository"
+    ) from None
 
 if __name__ == "__main__":
     main()

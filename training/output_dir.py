@@ -3,8 +3,9 @@ is trained into only when the user says so. pretrain.py and the fine-tuning scri
 three behave alike.
 
 Under `accelerate launch` every process runs the script, but the processes of one run must not refuse each other:
-the main process alone takes the lock (`common.output_lock`) and decides, and every process raises its refusal,
-so that all of them stop with the same one line instead of waiting for the main one at the next collective call.
+the main process alone takes the lock (`elmo_transformers.common.output_lock`) and decides, and every process raises its
+refusal, so that all of them stop with the same one line instead of waiting for the main one at the next collective
+call.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from pathlib import Path
 from accelerate import PartialState
 from accelerate.utils import broadcast_object_list
 
-from common.errors import TrainingError
-from common.output_lock import output_lock
+from elmo_transformers.common.errors import TrainingError
+from elmo_transformers.common.output_lock import output_lock
 
 __all__ = ["exclusive_output_dir", "on_main_process", "refuse_existing_output_dir"]
 

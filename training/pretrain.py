@@ -1,13 +1,18 @@
 """Train ELMo's biLM, from scratch or from a saved model, on one CPU or many GPUs: `accelerate launch
 training/pretrain.py --help`.
 
-The command is `training.pretraining.pretrain` (also `python -m training.pretrain`; installed: `elmo-pretrain`).
+The command is `elmo_transformers.training.pretraining.pretrain` (also `python -m elmo_transformers.training.pretrain`;
+installed: `elmo-pretrain`).
 """
 
-if not __package__:  # run as a file (see training/_file_launch.py)
-    import _file_launch  # noqa: F401
-
-from training.pretraining.pretrain import main
+try:
+    from elmo_transformers.training.pretraining.pretrain import main
+except ModuleNotFoundError as error:  # run as a file from a checkout where the package is not installed
+    if error.name != "elmo_transformers":
+        raise
+    raise SystemExit(
+        "error: the elmo-transformers package is not installed: run `pip install -e .` in the repository"
+    ) from None
 
 if __name__ == "__main__":
     main()

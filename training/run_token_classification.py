@@ -1,13 +1,17 @@
 """Fine-tune an ELMo token-classification head with the Trainer: `python training/run_token_classification.py --help`.
 
-The command is `training.finetuning.run_token_classification` (also `python -m training.run_token_classification`;
-installed: `elmo-run-token-classification`).
+The command is `elmo_transformers.training.finetuning.run_token_classification` (also `python -m
+elmo_transformers.training.run_token_classification`; installed: `elmo-run-token-classification`).
 """
 
-if not __package__:  # run as a file (see training/_file_launch.py)
-    import _file_launch  # noqa: F401
-
-from training.finetuning.run_token_classification import cli, main  # noqa: F401  (main: importable here, as it was)
+try:
+    from elmo_transformers.training.finetuning.run_token_classification import cli, main  # noqa: F401  (main: importable here)
+except ModuleNotFoundError as error:  # run as a file from a checkout where the package is not installed
+    if error.name != "elmo_transformers":
+        raise
+    raise SystemExit(
+        "error: the elmo-transformers package is not installed: run `pip install -e .` in the repository"
+    ) from None
 
 if __name__ == "__main__":
     cli()

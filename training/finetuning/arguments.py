@@ -89,7 +89,7 @@ class ElmoModelArguments:
         default=False,
         metadata={
             "help": "Compute the frozen biLM's layers once per dataset and train on the stored layers "
-            "(training.finetuning.feature_cache); the cache is reused across runs and mixing schemes."
+            "(elmo_transformers.training.finetuning.feature_cache); the cache is reused across runs and mixing schemes."
         },
     )
     features_cache_dir: str | None = field(

@@ -1,4 +1,5 @@
-"""Batches of cached biLM layers for the task heads (the frozen-biLM workflow: `training.finetuning.feature_cache`)."""
+"""Batches of cached biLM layers for the task heads (the frozen-biLM workflow:
+`elmo_transformers.training.finetuning.feature_cache`)."""
 
 from __future__ import annotations
 

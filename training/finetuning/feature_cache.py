@@ -3,8 +3,8 @@
 With `freeze_bilm=True` (the paper's setting) the biLM gives every sentence the same layers in every epoch and
 for every way of mixing them, so they are computed once and stored with the `datasets` library: an Arrow file
 in a cache folder, memory-mapped when loaded (no pickles, no parsing: each row is read straight from the file's
-buffers). `ElmoCachedFeaturesCollator` (`training.finetuning.collator`) batches the stored rows for the heads,
-which then take `bilm_layers` instead of running the biLM.
+buffers). `ElmoCachedFeaturesCollator` (`elmo_transformers.training.finetuning.collator`) batches the stored rows for
+the heads, which then take `bilm_layers` instead of running the biLM.
 
 Storage: one row per sentence, `bilm_layers` of shape (words, layers, 2P) as `datasets.Array3D` with a dynamic
 first dimension, float32 by default (bit for bit what the biLM computed) or float16 (half the disk; a relative

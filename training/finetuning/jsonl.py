@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from common.errors import DataFileError
+from elmo_transformers.common.errors import DataFileError
 
 __all__ = ["JsonLine", "label_names", "read_json_lines"]
 

@@ -5,13 +5,14 @@
         --output_dir ner-model --num_train_epochs 10 --learning_rate 1e-3 --cache_features
 
 (from the repository root, as Hugging Face's example scripts are run; from the installed package:
-`elmo-run-token-classification ...` or `python -m training.finetuning.run_token_classification ...`).
+`elmo-run-token-classification ...` or `python -m elmo_transformers.training.finetuning.run_token_classification ...`).
 
 Each line of the data files is one sentence: {"tokens": ["EU", "rejects", ...], "tags": ["B-ORG", "O", ...]}
 (the column names are set with --text_column_name and --label_column_name). The label list is the sorted set of
 the training tags. Evaluation reports seqeval's entity precision, recall and F1 (IOB tags: B-X, I-X, O) and
 the token accuracy. After training, the model, tokenizer, `layer_weights.json` and `layer_weights.png` are
-written to --output_dir. See `training.finetuning.arguments` for the mixing options and --cache_features.
+written to --output_dir. See `elmo_transformers.training.finetuning.arguments` for the mixing options and
+--cache_features.
 """
 
 from __future__ import annotations
@@ -28,11 +29,16 @@ from transformers import (
     set_seed,
 )
 
-from common.errors import exit_on_error
-from training.finetuning.arguments import DataFileArguments
-from training.finetuning.evaluation import token_classification_metrics
-from training.finetuning.jsonl import JsonLine, label_names, read_json_lines
-from training.finetuning.workflow import TrainingRun, model_label_names, parse_arguments, require_model
+from elmo_transformers.common.errors import exit_on_error
+from elmo_transformers.training.finetuning.arguments import DataFileArguments
+from elmo_transformers.training.finetuning.evaluation import token_classification_metrics
+from elmo_transformers.training.finetuning.jsonl import JsonLine, label_names, read_json_lines
+from elmo_transformers.training.finetuning.workflow import (
+    TrainingRun,
+    model_label_names,
+    parse_arguments,
+    require_model,
+)
 
 TITLE = "token classification"
 

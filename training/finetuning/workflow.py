@@ -14,10 +14,10 @@ from datasets import Dataset
 from transformers import AutoConfig, PreTrainedTokenizerBase, Trainer
 
 import modeling_elmo  # noqa: F401  (registers the ELMo classes with the Auto classes)
-from common.errors import DataFileError, TrainingError, first_line
-from common.model_folder import model_type_problem, require_model_folder
+from elmo_transformers.common.errors import DataFileError, TrainingError, first_line
+from elmo_transformers.common.model_folder import model_type_problem, require_model_folder
+from elmo_transformers.training.output_dir import exclusive_output_dir, on_main_process, refuse_existing_output_dir
 from modeling_elmo.modeling_elmo import ElmoTaskModel
-from training.output_dir import exclusive_output_dir, on_main_process, refuse_existing_output_dir
 
 from .arguments import DataFileArguments, ElmoModelArguments, ElmoTrainingArguments, OneSpellingArgumentParser
 from .collator import ElmoCachedFeaturesCollator

@@ -28,9 +28,9 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
-from common.atomic_output import partial_path
-from common.errors import TrainingError, first_line
-from common.safe_load import holds_code
+from elmo_transformers.common.atomic_output import partial_path
+from elmo_transformers.common.errors import TrainingError, first_line
+from elmo_transformers.common.safe_load import holds_code
 
 __all__ = [
     "OPTIMIZER_FILE",
@@ -80,7 +80,7 @@ def latest_checkpoint(output_dir: Path) -> Path | None:
 
 def staging_folder(output_dir: Path, step: int) -> Path:
     """The hidden folder `.checkpoint-N.partial` that every process writes step N's checkpoint into; the main process
-    publishes it with `common.atomic_output.publish_folder` once all are done."""
+    publishes it with `elmo_transformers.common.atomic_output.publish_folder` once all are done."""
     return partial_path(output_dir / checkpoint_name(step), hidden=True)
 
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import torch
 
-from common.errors import DataFileError, exit_on_error
-from training.pretraining.perplexity import evaluate_perplexity
-from training.pretraining.starting_model import VOCABULARY_FILE, load_starting_model
-from training.pretraining.text_stream import expand_files
-from training.pretraining.vocabulary import LmVocabulary
+from elmo_transformers.common.errors import DataFileError, exit_on_error
+from elmo_transformers.training.pretraining.perplexity import evaluate_perplexity
+from elmo_transformers.training.pretraining.starting_model import VOCABULARY_FILE, load_starting_model
+from elmo_transformers.training.pretraining.text_stream import expand_files
+from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
 
 EXAMPLES = """examples (from the repository root; installed: elmo-evaluate-perplexity --model_name_or_path ...):
   python training/evaluate_perplexity.py --model_name_or_path my-elmo/model --files corpus/heldout.txt

@@ -13,14 +13,14 @@ from typing import Any
 from huggingface_hub import EvalResult, ModelCard
 
 import modeling_elmo
-from common.atomic_output import atomic_output_folder
-from common.errors import ConversionError, DataFileError, exit_on_error
-from common.model_card import elmo_card_data, render_model_card
-from training.pretraining.checkpoint import latest_checkpoint
-from training.pretraining.perplexity import evaluate_perplexity
-from training.pretraining.starting_model import VOCABULARY_FILE, load_starting_model
-from training.pretraining.text_stream import CorpusReport, expand_files, read_sentences
-from training.pretraining.vocabulary import LmVocabulary
+from elmo_transformers.common.atomic_output import atomic_output_folder
+from elmo_transformers.common.errors import ConversionError, DataFileError, exit_on_error
+from elmo_transformers.common.model_card import elmo_card_data, render_model_card
+from elmo_transformers.training.pretraining.checkpoint import latest_checkpoint
+from elmo_transformers.training.pretraining.perplexity import evaluate_perplexity
+from elmo_transformers.training.pretraining.starting_model import VOCABULARY_FILE, load_starting_model
+from elmo_transformers.training.pretraining.text_stream import CorpusReport, expand_files, read_sentences
+from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
 
 __all__ = ["link_code_files_to_package", "run_arguments", "write_trained_model_card"]
 

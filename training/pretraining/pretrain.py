@@ -2,8 +2,8 @@
 
 From the repository root, as Hugging Face's example scripts: `accelerate launch training/pretrain.py ...` (DDP over
 the processes accelerate starts; `--mixed_precision` is accelerate's) or `python training/pretrain.py ...` for one
-process. From the installed package: `elmo-pretrain ...` (one process) or `accelerate launch -m training.pretrain ...`.
-See the README's "Train your own ELMo".
+process. From the installed package: `elmo-pretrain ...` (one process) or `accelerate launch -m
+elmo_transformers.training.pretrain ...`. See the README's "Train your own ELMo".
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from accelerate.utils import DDPCommunicationHookType, DistributedDataParallelKw
 from safetensors import SafetensorError
 from tqdm.auto import tqdm
 
-from common.atomic_output import atomic_output_folder, publish_folder
-from common.disk_space import check_free_space, format_bytes, is_disk_full
-from common.errors import DataFileError, TrainingError, exit_on_error, first_line
-from training.output_dir import exclusive_output_dir, on_main_process, refuse_existing_output_dir
-from training.pretraining.checkpoint import (
+from elmo_transformers.common.atomic_output import atomic_output_folder, publish_folder
+from elmo_transformers.common.disk_space import check_free_space, format_bytes, is_disk_full
+from elmo_transformers.common.errors import DataFileError, TrainingError, exit_on_error, first_line
+from elmo_transformers.training.output_dir import exclusive_output_dir, on_main_process, refuse_existing_output_dir
+from elmo_transformers.training.pretraining.checkpoint import (
     TRAINER_STATE_FILE,
     checkpoint_name,
     latest_checkpoint,
@@ -42,19 +42,24 @@ from training.pretraining.checkpoint import (
     staging_folder,
     write_json,
 )
-from training.pretraining.metrics_log import MetricsLog
-from training.pretraining.perplexity import evaluate_perplexity
-from training.pretraining.sparse_softmax_sync import (
+from elmo_transformers.training.pretraining.metrics_log import MetricsLog
+from elmo_transformers.training.pretraining.perplexity import evaluate_perplexity
+from elmo_transformers.training.pretraining.sparse_softmax_sync import (
     average_touched_softmax_rows,
     copy_from_first_process,
     exclude_softmax_from_ddp,
 )
-from training.pretraining.starting_model import VOCABULARY_FILE, load_starting_model
-from training.pretraining.text_stream import CorpusReport, SentenceStream, expand_files, read_sentences
-from training.pretraining.vocabulary import LmVocabulary
-from training.pretraining.window_packer import WindowEncoder, WindowPacker
+from elmo_transformers.training.pretraining.starting_model import VOCABULARY_FILE, load_starting_model
+from elmo_transformers.training.pretraining.text_stream import (
+    CorpusReport,
+    SentenceStream,
+    expand_files,
+    read_sentences,
+)
+from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
+from elmo_transformers.training.pretraining.window_packer import WindowEncoder, WindowPacker
 
-logger = logging.getLogger("training.pretraining.pretrain")
+logger = logging.getLogger("elmo_transformers.training.pretraining.pretrain")
 # The learning rate of each --optimizer when --learning_rate is not given: 0.2 is bilm-tf's (Adagrad).
 DEFAULT_LEARNING_RATES = {"adagrad": 0.2, "adamw": 1e-3}
 # The free-space check's off switch, in the underscore style of this script's options (elmo-* tools: NO_SPACE_CHECK).
@@ -66,7 +71,7 @@ OPTIMIZER_STATES_PER_PARAMETER = {"adagrad": 1, "adamw": 2}
 _WRITE_ERRORS = (OSError, RuntimeError, SafetensorError)
 
 EXAMPLES = """examples (from the repository root; from the installed package: elmo-build-vocab ..., elmo-pretrain ...
-and accelerate launch ... -m training.pretraining.pretrain ...):
+and accelerate launch ... -m elmo_transformers.training.pretraining.pretrain ...):
   # a new biLM from bilm-tf options, one process
   python training/build_vocab.py --train_files 'corpus/train/*.txt' --output vocab.txt --min_count 3
   python training/pretrain.py --train_files 'corpus/train/*.txt' --validation_files corpus/heldout.txt \\

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import torch
 
-from common.errors import DataFileError
-from common.model_folder import require_model_folder
-from common.options import config_from_options, read_options
-from common.vocabulary import UNK_WORD
+from elmo_transformers.common.errors import DataFileError
+from elmo_transformers.common.model_folder import require_model_folder
+from elmo_transformers.common.options import config_from_options, read_options
+from elmo_transformers.common.vocabulary import UNK_WORD
 from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM, ElmoTokenizer
 
 from .vocabulary import LmVocabulary

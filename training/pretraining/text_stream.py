@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common.errors import DataFileError
+from elmo_transformers.common.errors import DataFileError
 
 __all__ = ["CorpusReport", "SentenceStream", "expand_files", "read_sentences"]
 

@@ -7,8 +7,8 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from common.errors import DataFileError
-from common.vocabulary import SPECIAL_WORDS, UNK_WORD, read_vocabulary_lines
+from elmo_transformers.common.errors import DataFileError
+from elmo_transformers.common.vocabulary import SPECIAL_WORDS, UNK_WORD, read_vocabulary_lines
 
 __all__ = ["LmVocabulary"]
 
@@ -29,7 +29,7 @@ class LmVocabulary:
         if missing:
             raise DataFileError(
                 f"{source} lacks the special words {', '.join(missing)}: a bilm-tf vocabulary holds <S>, </S> and "
-                "<UNK> (build one with `python -m training.pretraining.build_vocab`)"
+                "<UNK> (build one with `python -m elmo_transformers.training.pretraining.build_vocab`)"
             )
         self.unk_id = self.ids[UNK_WORD]
 

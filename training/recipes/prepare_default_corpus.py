@@ -42,13 +42,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree
 
-if not __package__:  # run as a file, not with -m: see "Running the scripts" in training/__init__.py
-    _folder = Path(__file__).resolve().parent
-    sys.path[:] = [str(_folder.parents[1]), *(entry for entry in sys.path if Path(entry).resolve() != _folder)]
-
 from tqdm.auto import tqdm
 
-from modeling_elmo import split_words
+try:
+    from modeling_elmo import split_words
+except ModuleNotFoundError as error:  # run as a file from a checkout where the package is not installed
+    if error.name != "modeling_elmo":
+        raise
+    raise SystemExit(
+        "error: the elmo-transformers package is not installed: run `pip install -e .` in the repository"
+    ) from None
 
 # ----------------------------------------------------------------------------------------------------------
 # Sources
@@ -429,7 +432,7 @@ def write_sources(out: Path, args, stats: dict, heldout_titles: dict, shards: in
     lines = [
         "# Training corpus of the default ELMo biLM",
         "",
-        "Built by `python -m training.recipes.prepare_default_corpus "
+        "Built by `python -m elmo_transformers.training.recipes.prepare_default_corpus "
         f"--sources {','.join(args.sources)} --heldout_fraction {args.heldout_fraction} --shards {shards} "
         f"--seed {args.seed} --max_words {args.max_words}`.",
         "One sentence a line, words (from `modeling_elmo.split_words`) separated by single spaces; "
