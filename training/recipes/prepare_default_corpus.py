@@ -432,7 +432,7 @@ def write_sources(out: Path, args, stats: dict, heldout_titles: dict, shards: in
     lines = [
         "# Training corpus of the default ELMo biLM",
         "",
-        "Built by `python -m elmo_transformers.training.recipes.prepare_default_corpus "
+        "Built by `python training/recipes/prepare_default_corpus.py "
         f"--sources {','.join(args.sources)} --heldout_fraction {args.heldout_fraction} --shards {shards} "
         f"--seed {args.seed} --max_words {args.max_words}`.",
         "One sentence a line, words (from `modeling_elmo.split_words`) separated by single spaces; "
