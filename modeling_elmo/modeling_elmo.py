@@ -19,8 +19,8 @@ from transformers.modeling_outputs import SequenceClassifierOutput, TokenClassif
 from transformers.utils import ModelOutput
 from transformers.utils.generic import can_return_tuple
 
-from .configuration_elmo import LSTM_IMPLEMENTATIONS, ElmoConfig, framed_char_ids
-from .lstm_elmo import LstmCell, LstmState, lstm_cell_step, lstm_schedule, run_lstm_layer, run_lstm_stacks
+from .configuration_elmo import ElmoConfig, framed_char_ids
+from .lstm_elmo import LstmCell, LstmState, lstm_cell_step, run_lstm_layer, run_lstm_stacks
 from .mixing_elmo import ElmoLayerMix
 from .onednn_elmo import ElmoDerivedWeights, ElmoOneDnnWeights
 from .softmax_elmo import ElmoSoftmax
@@ -325,15 +325,13 @@ class ElmoPreTrainedModel(PreTrainedModel):
         """Choose how this model's LSTM stacks run, as transformers' `set_attn_implementation` chooses attention
         kernels; no other model changes, even of the same class.
 
-        `implementation`, one of `LSTM_IMPLEMENTATIONS`, becomes `config.lstm_implementation` (which
+        `implementation`, one of `configuration_elmo.LSTM_IMPLEMENTATIONS`, becomes `config.lstm_implementation` (which
         `from_pretrained(..., lstm_implementation=...)` also sets; it is not saved): `"auto"` (the default) runs
         layer by layer on CPUs and as a wavefront elsewhere, `"layer_by_layer"` and `"wavefront"` so on any device
         (see [`run_lstm_stacks`]). `onednn` is an option of the layer-by-layer implementation: False runs CPU
         inference's products on torch instead of oneDNN (default True). None leaves either as it is.
         """
-        if implementation is not None and implementation not in LSTM_IMPLEMENTATIONS:
-            raise ValueError(f"lstm_implementation must be one of {LSTM_IMPLEMENTATIONS}, got {implementation!r}")
-        for module in self.modules():
+        for module in self.modules():  # a value not in LSTM_IMPLEMENTATIONS: the config's check refuses it
             if isinstance(module, ElmoModel):
                 if implementation is not None:
                     module.config.lstm_implementation = implementation
@@ -408,7 +406,6 @@ class ElmoModel(ElmoPreTrainedModel):
         # [`ElmoPreTrainedModel.set_lstm_implementation`] and [`compile_lstm_cells`]).
         self.lstm_onednn = True
         self.lstm_cell = lstm_cell_step
-        lstm_schedule(config.lstm_implementation, torch.device("cpu"))  # a wrong value fails at load, not later
         self.post_init()
 
     @can_return_tuple
