@@ -16,7 +16,7 @@ from elmo_transformers.common.errors import ElmoError
 
 __all__ = ["NO_SPACE_CHECK", "check_free_space", "format_bytes", "is_disk_full"]
 
-# The flag that skips `check_free_space`, in every command that has it.
+# The flag that skips `check_free_space`, in the elmo-* tools (the training scripts spell it --no_space_check).
 NO_SPACE_CHECK = "--no-space-check"
 _FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT}
 _FULL_TEXTS = ("no space left on device", "disk quota exceeded", f"os error {errno.ENOSPC}")

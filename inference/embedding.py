@@ -153,10 +153,12 @@ def embed_file(
                 " it): float32 runs several times faster here",
                 file=sys.stderr,
             )
-        split_words = embedder.tokenizer.tokenize if tokenize else str.split
+        # One pass before the run: the line count, for the advice a failure gives, and with the space check the words
+        # as the run splits them (with --tokenize the tokenizer's, the costly part: left out without the check).
+        split_words = (embedder.tokenizer.tokenize if tokenize else str.split) if space_check else None
         size = _InputSize.of(input_file, split_words, words_json=tokenize)
         if space_check:
-            needed = size.output_bytes(embedder, tokenize=tokenize, keep_sentences=not forget_sentences)
+            needed = size.output_bytes(embedder, keep_sentences=not forget_sentences)
             what = f"the vectors of {size.words:,} words (stored in segments, then merged into one file)"
             check_free_space(output, needed - stored_bytes(output, resume=resume), what=what, error=EmbedError)
         weights = Path(model) / "model.safetensors"
@@ -235,21 +237,27 @@ class _InputSize:
     words_json_bytes: int = 0
 
     @classmethod
-    def of(cls, input_file: Path, split_words: Callable[[str], list[str]], *, words_json: bool) -> _InputSize:
+    def of(
+        cls, input_file: Path, split_words: Callable[[str], list[str]] | None, *, words_json: bool
+    ) -> _InputSize:
+        """The size of `input_file`; its lines alone when `split_words` is None."""
         size = cls()
-        for line in tqdm(read_lines(input_file), desc="elmo-embed: counting words", unit="line", disable=None):
-            words = split_words(line.text)
+        counted = "lines" if split_words is None else "words"
+        for line in tqdm(read_lines(input_file), desc=f"elmo-embed: counting {counted}", unit="line", disable=None):
             size.lines += 1
+            if split_words is None:
+                continue
+            words = split_words(line.text)
             size.words += len(words)
             size.text_bytes += len(line.text.encode()) + LINE_INDEX_BYTES
             if words_json:
                 size.words_json_bytes += len(json.dumps(words))
         return size
 
-    def output_bytes(self, embedder: Embedder, *, tokenize: bool, keep_sentences: bool) -> int:
+    def output_bytes(self, embedder: Embedder, *, keep_sentences: bool) -> int:
         """The disk space the run takes at its peak, the end of the merge: the segments and the merged file."""
         stored = self.words * int(np.prod(embedder.shape(1))) * np.dtype(STORED_DTYPE).itemsize
-        stored += self.lines * LINE_BYTES + (self.words_json_bytes if tokenize else 0)
+        stored += self.lines * LINE_BYTES + self.words_json_bytes
         return 2 * stored + (self.text_bytes if keep_sentences else 0)
 
 
