@@ -10,7 +10,7 @@ What it does, in one run:
 
 1. Creates (once) a separate venv with ``allennlp==0.9.0`` (``benchmarks/allennlp_env.sh``; ``--allennlp-venv``).
 2. Writes (once) random weights of the full-size original model, 2x4096_512_2048cnn_2xhighway (93.6M
-   parameters), as ``options.json`` + ``weights.hdf5`` in the original layout (``tests/original_files.py``,
+   parameters), as ``options.json`` + ``weights.hdf5`` in the original layout (``tests/helpers/original_files.py``,
    scaled by fan-in so that activations look like a trained model's: token vectors of std ~1.2, a few percent
    of the LSTM outputs at the clip of 3) to ``--work-dir``. AllenNLP loads that file itself; this package
    converts it with its own converter (``elmo_transformers.conversion.allennlp.load_allennlp_model``).
@@ -105,7 +105,7 @@ def ensure_weights(work_dir: Path, seed: int, shape: str = "original") -> tuple[
     options_path, weights_path, done = folder / "options.json", folder / "weights.hdf5", folder / "complete"
     if done.is_file() and json.loads(options_path.read_text()) == options:
         return options_path, weights_path
-    spec = importlib.util.spec_from_file_location("original_files", REPO / "tests" / "original_files.py")
+    spec = importlib.util.spec_from_file_location("original_files", REPO / "tests" / "helpers" / "original_files.py")
     original_files = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(original_files)
     print(f"writing random weights of the {shape} shape to {folder} ...", flush=True)

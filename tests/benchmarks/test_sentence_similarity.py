@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "sentence_similarity.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "sentence_similarity.py"
 # Word-count cosines of these texts (lowercased): 0.75 for the first two, 0.25 for texts sharing one word of four,
 # 0 otherwise; the ratings below are those cosines plus 0.2, so the counts' rho and r are exactly 1.
 TEXTS = ["A b c d", "a B c e", "a f g h", "i j k l", "m n o £", "p q r s", "m t u v", "w x y z"]

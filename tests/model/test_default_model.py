@@ -21,7 +21,7 @@ from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
 from modeling_elmo import DEFAULT_MODEL, ElmoForBidirectionalLM, ElmoModel
 
 FOLDER = Path(DEFAULT_MODEL)
-REPOSITORY = Path(__file__).resolve().parents[1]
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 def test_default_model_is_small_and_loads_as_biLM_and_language_model():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 __all__ = ["PROJECT_PACKAGES", "run_without_the_package"]
 
-with open(Path(__file__).resolve().parents[1] / "pyproject.toml", "rb") as _file:
+with open(Path(__file__).resolve().parents[2] / "pyproject.toml", "rb") as _file:
     # the installed top-level names: `modeling_elmo` and `elmo_transformers` (pyproject.toml's packages)
     PROJECT_PACKAGES = sorted({name.split(".")[0] for name in tomllib.load(_file)["tool"]["setuptools"]["packages"]})
 

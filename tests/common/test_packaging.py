@@ -15,7 +15,7 @@ import h5py
 import pytest
 from wheels import build_wheel
 
-REPOSITORY = Path(__file__).resolve().parents[1]
+REPOSITORY = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 DECOYS = ("common/__init__.py", "conversion.py", "inference.py", "training.py")
 

@@ -1,4 +1,4 @@
-"""Write tests/data/bilm_tf_checkpoint/: a bilm-tf training checkpoint of the allennlp 0.9.0 fixture biLM,
+"""Write tests/conversion/data/bilm_tf_checkpoint/: a bilm-tf training checkpoint of the allennlp 0.9.0 fixture biLM,
 written by TensorFlow itself, for `elmo-convert bilm-tf-checkpoint` and its checkpoint reader.
 
 TensorFlow is needed only to regenerate these files, never by the tests. To regenerate (any scratch venv
@@ -6,13 +6,13 @@ outside the repository; tf-keras provides the TF1 `LSTMCell` that bilm-tf used):
 
     python -m venv /tmp/tfvenv
     /tmp/tfvenv/bin/pip install tensorflow-cpu==2.21.0 tf-keras==2.21.0 numpy h5py
-    /tmp/tfvenv/bin/python tests/data/make_bilm_tf_checkpoint.py \\
+    /tmp/tfvenv/bin/python tests/conversion/data/make_bilm_tf_checkpoint.py \\
         --fixture ~/.cache/elmo-transformers-tests/allennlp-0.9.0-fixtures/elmo
 
 (the fixture folder is the one tests/conftest.py caches from the allennlp 0.9.0 wheel). The output is the
 same on every run except the bytes TensorFlow itself varies (none, with TensorFlow 2.21).
 
-What it writes into tests/data/bilm_tf_checkpoint/:
+What it writes into tests/conversion/data/bilm_tf_checkpoint/:
 - model.ckpt-1.index, model.ckpt-1.data-00000-of-00001, checkpoint: what bilm-tf's `train` saves. The
   variables are created the way bilm-tf's training.py creates them (`tf.get_variable` under `lm/CNN`,
   `lm/CNN_high_k`, `lm/CNN_proj`; real TF1 `LSTMCell(num_proj=...)` cells in a `MultiRNNCell` run by

@@ -32,7 +32,7 @@ from elmo_transformers.training.pretraining.pretrain import main as pretrain_mai
 from elmo_transformers.training.pretraining.starting_model import load_starting_model, transfer_softmax
 from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
 
-REPOSITORY = Path(__file__).resolve().parents[1]
+REPOSITORY = Path(__file__).resolve().parents[2]
 TINY_OPTIONS = small_options(n_characters=261, n_highway=1, filters=[[1, 8], [2, 8]], n_negative_samples_batch=8)
 
 

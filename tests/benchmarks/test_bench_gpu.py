@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPOSITORY = Path(__file__).resolve().parents[1]
+REPOSITORY = Path(__file__).resolve().parents[2]
 SCRIPT = REPOSITORY / "benchmarks" / "bench_gpu.py"
 
 

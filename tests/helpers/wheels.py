@@ -10,7 +10,7 @@ from pathlib import Path
 
 __all__ = ["build_wheel"]
 
-REPOSITORY = Path(__file__).resolve().parents[1]
+REPOSITORY = Path(__file__).resolve().parents[2]
 # The packaged folders and the files pyproject.toml names.
 SOURCES = [
     "pyproject.toml",

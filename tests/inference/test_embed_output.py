@@ -180,7 +180,7 @@ def _can_mount_tmpfs() -> bool:
 SMALL_DISK = "tmpfs" if _can_mount_tmpfs() else "injected ENOSPC"
 # Free space left by the ballast on the tmpfs: about 40 lines of the default model's vectors.
 FREE_BYTES = 2 * 1000**2
-EXAMPLE_LINES = (Path(__file__).parents[1] / "examples" / "sentences.txt").read_text(encoding="utf-8").splitlines()
+EXAMPLE_LINES = (Path(__file__).parents[2] / "examples" / "sentences.txt").read_text(encoding="utf-8").splitlines()
 
 # `elmo-embed` (its main()) with small segments ($ELMO_TEST_SEGMENT_BYTES), and, when $ELMO_TEST_ENOSPC_AFTER is
 # set, an h5py that fails as on a full disk once that many datasets were created (the injected ENOSPC).

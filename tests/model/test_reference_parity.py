@@ -1,4 +1,4 @@
-"""Every layer of the converted model against the independent float64 reference (tests/reference_bilm.py),
+"""Every layer of the converted model against the independent float64 reference (tests/helpers/reference_bilm.py),
 on awkward input, for every kind of options.json, with the LSTM state carried across two batches."""
 
 from __future__ import annotations

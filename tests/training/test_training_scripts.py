@@ -43,7 +43,7 @@ WORD_TAGS = {
 TRAINING = {"do_train": True, "num_train_epochs": 6, "learning_rate": 1e-2, "per_device_train_batch_size": 16}
 QUIET = {"save_strategy": "no", "use_cpu": True, "seed": 0, "report_to": "none", "disable_tqdm": "true"}
 SCORES = ("eval_precision", "eval_recall", "eval_f1", "eval_accuracy")
-REPOSITORY = Path(__file__).resolve().parents[1]
+REPOSITORY = Path(__file__).resolve().parents[2]
 # Each script (training/NAME.py) with the fixture that gives its data files.
 SCRIPT_DATA = {run_token_classification: "tagging_files", run_classification: "classification_files"}
 

@@ -22,7 +22,7 @@ from elmo_transformers.conversion.cli import main
 from elmo_transformers.conversion.sentence_embeddings import SOURCE_CARD
 from modeling_elmo.sentence_elmo import ElmoSentenceEncoder
 
-PACKAGE = Path(__file__).resolve().parents[1] / "modeling_elmo"
+PACKAGE = Path(__file__).resolve().parents[2] / "modeling_elmo"
 
 # Awkward on purpose: non-ASCII words, words over 48 UTF-8 bytes (one cut inside a 2-byte character), an empty
 # and a blank sentence, and lengths from 1 to 26 words, so that every batch pads. (Text never yields an

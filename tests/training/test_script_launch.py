@@ -23,7 +23,7 @@ import pytest
 
 from modeling_elmo import DEFAULT_MODEL
 
-REPOSITORY = Path(__file__).resolve().parents[1]
+REPOSITORY = Path(__file__).resolve().parents[2]
 SCRIPTS = [
     "training/pretrain.py",
     "training/build_vocab.py",
