@@ -65,4 +65,3 @@ def check_free_space(
             f"{output}: {what} need about {format_bytes(needed)}, but {folder} has {format_bytes(free)} free: free"
             f" some space, write elsewhere, or pass {flag} to try anyway"
         )
-

@@ -237,9 +237,7 @@ class _InputSize:
     words_json_bytes: int = 0
 
     @classmethod
-    def of(
-        cls, input_file: Path, split_words: Callable[[str], list[str]] | None, *, words_json: bool
-    ) -> _InputSize:
+    def of(cls, input_file: Path, split_words: Callable[[str], list[str]] | None, *, words_json: bool) -> _InputSize:
         """The size of `input_file`; its lines alone when `split_words` is None."""
         size = cls()
         counted = "lines" if split_words is None else "words"

@@ -85,4 +85,3 @@ def test_the_free_space_check_names_the_output_and_the_flag(tmp_path):
     assert message.startswith(f"{output}: the vectors of 3 words need about 1,000,000.0 TB, but {tmp_path} has ")
     assert message.endswith("pass --no-space-check to try anyway") and "\n" not in message
     assert format_bytes(999) == "999 bytes" and format_bytes(1_500_000) == "1.5 MB"
-

@@ -1,7 +1,7 @@
 """`elmo-convert bilm-tf-checkpoint` and the TensorFlow checkpoint reader, against a checkpoint TensorFlow wrote.
 
-tests/conversion/data/bilm_tf_checkpoint/ (made by tests/conversion/data/make_bilm_tf_checkpoint.py, which says how to regenerate it)
-holds a bilm-tf training checkpoint of the allennlp fixture biLM with a seeded random softmax, Adagrad slots,
+data/bilm_tf_checkpoint/ beside this file (made by data/make_bilm_tf_checkpoint.py, which says how to regenerate
+it) holds a bilm-tf training checkpoint of the allennlp fixture biLM with a seeded random softmax, Adagrad slots,
 global_step and train_perplexity, saved by TensorFlow 2.21's `tf.compat.v1.train.Saver`. TensorFlow is not
 needed here.
 """
