@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Piece", "bucketed_batches"]
+__all__ = ["Piece", "batch_groups", "bucketed_batches"]
 
 
 @dataclass(frozen=True)
@@ -34,3 +34,21 @@ def bucketed_batches(
     pieces.sort(key=lambda piece: (len(piece.words), piece.line, piece.start))
     for first in range(0, len(pieces), batch_size):
         yield pieces[first : first + batch_size]
+
+
+def batch_groups(batches: Sequence[Sequence[Piece]]) -> list[int]:
+    """For each batch, the index of the first batch of its group: batches that hold pieces of one line (a line cut
+    into pieces) are in one group, directly or through others, so that one process writes the whole line."""
+    parent = list(range(len(batches)))
+
+    def first(index: int) -> int:
+        while parent[index] != index:
+            parent[index] = index = parent[parent[index]]
+        return index
+
+    batch_of_line: dict[int, int] = {}
+    for index, pieces in enumerate(batches):
+        for piece in pieces:
+            one, other = first(batch_of_line.setdefault(piece.line, index)), first(index)
+            parent[max(one, other)] = min(one, other)  # a group's root is its first batch
+    return [first(index) for index in range(len(batches))]

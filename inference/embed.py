@@ -163,14 +163,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             command=["elmo-embed", *argv],
         )
     except ElmoError as error:
-        return report_error("elmo-embed", error)
+        # Under `accelerate launch` an error that every process raised alike is printed once, by the main process.
+        if isinstance(error, embedding.ProcessFailure) or embedding.is_main_process():
+            return report_error("elmo-embed", error)
+        return 2
     except KeyboardInterrupt:
         partial = partial_path(args.output)
         if not partial.exists():
             raise
-        print(f"elmo-embed: interrupted: {partial} keeps the finished lines; rerun with --resume", file=sys.stderr)
+        if embedding.is_main_process():
+            print(f"elmo-embed: interrupted: {partial} keeps the finished lines; rerun with --resume", file=sys.stderr)
         return 130
-    print(summary.describe(Path(args.output), args.max_words))
+    if embedding.is_main_process():
+        print(summary.describe(Path(args.output), args.max_words))
     return 0
 
 

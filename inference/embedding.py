@@ -13,11 +13,14 @@ import shlex
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
+import torch
+from accelerate import PartialState
 from tqdm.auto import tqdm
 
 from elmo_transformers.common.atomic_output import partial_path
@@ -25,15 +28,16 @@ from elmo_transformers.common.disk_space import check_free_space, is_disk_full
 from elmo_transformers.common.errors import EmbedError, first_line
 from elmo_transformers.common.model_card import file_sha256
 from elmo_transformers.common.output_lock import output_lock
+from elmo_transformers.common.processes import on_main_process
 from modeling_elmo.onednn_elmo import onednn_available
 
-from .batching import Piece, bucketed_batches
+from .batching import Piece, batch_groups, bucketed_batches
 from .embedder import DTYPES, Embedder, PendingVectors, PreparedBatch, resolve_model
 from .hdf5_output import STORED_DTYPE, EmbeddingFile, WriteError, check_output, check_output_path, stored_bytes
 from .lines import check_text, content_sha256, read_lines
 from .pipeline import run_stages
 
-__all__ = ["EmbedSummary", "embed_file"]
+__all__ = ["EmbedSummary", "ProcessFailure", "embed_file", "is_main_process"]
 
 # A window ends at this many lines to embed, or at this many words, whichever comes first.
 WINDOW_LINES = 4096
@@ -46,6 +50,12 @@ LISTED_LINES = 20
 # sentence_to_index beyond its text (quotes, the index, separators).
 LINE_BYTES = 400
 LINE_INDEX_BYTES = 12
+
+
+class ProcessFailure(EmbedError):
+    """A failure in one process's own part of the run (its batches, its writes), which that process reports; an
+    error that every process of `accelerate launch` raises alike (bad input, an output in the way) is reported by
+    the main process alone."""
 
 
 @dataclass
@@ -133,6 +143,9 @@ def embed_file(
     """
     input_file, output = Path(input_file), Path(output)
     command = [Path(sys.argv[0]).name, *sys.argv[1:]] if command is None else list(command)
+    # One process, or those of `accelerate launch`: without a GPU (or with --device cpu) they join one CPU group (gloo).
+    processes = PartialState(cpu=device == "cpu" or not torch.accelerator.is_available())
+    is_main = processes.is_main_process
     if input_file.is_dir():
         raise EmbedError(f"{input_file} is a folder, expected a text file")
     if not input_file.is_file():
@@ -142,12 +155,13 @@ def embed_file(
         raise EmbedError(f"--batch-size and --max-words must be at least 1, got {batch_size} and {max_words}")
     check_output_path(output, input_file)
     model = resolve_model(model)
-    # Held before anything is looked at or written: a second writer stops here, touching nothing, and the checks
-    # below see the state that no running process is changing.
-    with output_lock(output, error=EmbedError):
-        check_output(output, resume=resume, overwrite=overwrite)
+    device = _process_device(device, processes)
+    # The main process holds the lock from before anything is looked at or written to the end: a second writer stops
+    # here, touching nothing, and the checks below see the state that no running process is changing.
+    with ExitStack() as held:
+        on_main_process(lambda: _claim_output(held, output, resume=resume, overwrite=overwrite), error=EmbedError)
         embedder = Embedder(model, layers=layers, dtype=dtype, device=device)
-        if embedder.device.type == "cpu" and dtype != "float32" and not onednn_available(DTYPES[dtype]):
+        if is_main and embedder.device.type == "cpu" and dtype != "float32" and not onednn_available(DTYPES[dtype]):
             print(
                 f"elmo-embed: warning: this CPU has no fast {dtype} matrix products (no oneDNN {dtype} kernels for"
                 " it): float32 runs several times faster here",
@@ -155,12 +169,17 @@ def embed_file(
             )
         # One pass before the run: the line count, for the advice a failure gives, and with the space check the words
         # as the run splits them (with --tokenize the tokenizer's, the costly part: left out without the check).
-        split_words = (embedder.tokenizer.tokenize if tokenize else str.split) if space_check else None
-        size = _InputSize.of(input_file, split_words, words_json=tokenize)
+        split_words = (embedder.tokenizer.tokenize if tokenize else str.split) if space_check and is_main else None
+        size = _InputSize.of(input_file, split_words, words_json=tokenize, progress=is_main)
         if space_check:
             needed = size.output_bytes(embedder, keep_sentences=not forget_sentences)
             what = f"the vectors of {size.words:,} words (stored in segments, then merged into one file)"
-            check_free_space(output, needed - stored_bytes(output, resume=resume), what=what, error=EmbedError)
+            on_main_process(
+                lambda: check_free_space(
+                    output, needed - stored_bytes(output, resume=resume), what=what, error=EmbedError
+                ),
+                error=EmbedError,
+            )
         weights = Path(model) / "model.safetensors"
         settings = {
             "input_sha256": content_sha256(input_file),  # the content: a moved or renamed input resumes
@@ -184,9 +203,22 @@ def embed_file(
         summary = EmbedSummary(shape=shape)
         started = time.perf_counter()
         partial = partial_path(output)
-        file: EmbeddingFile | None = None
+
+        def open_file(join: bool) -> EmbeddingFile:
+            try:
+                return EmbeddingFile(
+                    output, settings=settings, attributes=attributes, shape=embedder.shape, resume=resume, join=join
+                )
+            except WriteError as error:
+                raise EmbedError(_write_failure(partial, error.error, 0, size.lines, command)) from None
+
+        # The main process starts (or checks and continues) OUT.partial; then every other one joins it. No process
+        # writes before all have read which lines are stored: they share the batches out by that.
+        opened: list[EmbeddingFile] = []
+        on_main_process(lambda: opened.append(open_file(join=False)), error=EmbedError)
+        file = opened[0] if is_main else open_file(join=True)
+        processes.wait_for_everyone()
         try:
-            file = EmbeddingFile(output, settings=settings, attributes=attributes, shape=embedder.shape, resume=resume)
             with file:
                 run = _Run(
                     file,
@@ -196,21 +228,52 @@ def embed_file(
                     max_words=max_words,
                     tokenize=tokenize,
                     overlap=embedder.device.type == "cuda" if overlap is None else overlap,
+                    process=processes.process_index,
+                    processes=processes.num_processes,
                 )
                 try:
-                    sentence_to_index = run.embed_lines(input_file, keep_sentences=not forget_sentences)
+                    sentence_to_index = run.embed_lines(input_file, keep_sentences=is_main and not forget_sentences)
                 except (RuntimeError, OSError, MemoryError) as error:  # out of memory, ...
-                    raise EmbedError(
+                    raise ProcessFailure(
                         f"{type(error).__name__} after {summary.lines:,} lines: {first_line(error)}; {partial} keeps"
                         " the finished lines: rerun with --resume (with a smaller --batch-size after running out of"
                         " memory)"
                     ) from error
-                file.finish(summary.lines, sentence_to_index)
+                file.store_open_segment()
+                # Every process's lines are stored (a process that failed ended the run: the launcher stops the
+                # others, and the main one never merges).
+                processes.wait_for_everyone()
+                if is_main:
+                    file.finish(summary.lines, sentence_to_index)
         except WriteError as error:
-            stored = len(file.finished_lines()) if file is not None else 0
-            raise EmbedError(_write_failure(partial, error.error, stored, size.lines, command)) from None
+            stored = len(file.finished_lines())
+            raise ProcessFailure(_write_failure(partial, error.error, stored, size.lines, command)) from None
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def is_main_process() -> bool:
+    """Whether this is the main process of `accelerate launch` (or the only process): the one that reports."""
+    return PartialState().is_main_process
+
+
+def _claim_output(held: ExitStack, output: Path, *, resume: bool, overwrite: bool) -> None:
+    """Take `output`'s lock (held until `held` closes) and check that the run may write it."""
+    held.enter_context(output_lock(output, error=EmbedError))
+    check_output(output, resume=resume, overwrite=overwrite)
+
+
+def _process_device(device: str | None, processes: PartialState) -> str | None:
+    """The device of this process: `device`, or with several processes (`accelerate launch`) each its own,
+    accelerate's (cuda:LOCAL_RANK where there are GPUs)."""
+    if processes.num_processes == 1 or device == "cpu":
+        return device
+    if device in (None, "cuda"):
+        return str(processes.device)
+    raise EmbedError(
+        f"--device {device}: with {processes.num_processes} processes each uses a device of its own: pass --device"
+        " cuda (or cpu), or no --device"
+    )
 
 
 def _write_failure(partial: Path, error: BaseException, stored: int, lines: int, command: list[str]) -> str:
@@ -237,11 +300,19 @@ class _InputSize:
     words_json_bytes: int = 0
 
     @classmethod
-    def of(cls, input_file: Path, split_words: Callable[[str], list[str]] | None, *, words_json: bool) -> _InputSize:
-        """The size of `input_file`; its lines alone when `split_words` is None."""
+    def of(
+        cls,
+        input_file: Path,
+        split_words: Callable[[str], list[str]] | None,
+        *,
+        words_json: bool,
+        progress: bool = True,
+    ) -> _InputSize:
+        """The size of `input_file`; its lines alone when `split_words` is None. `progress` shows a bar."""
         size = cls()
         counted = "lines" if split_words is None else "words"
-        for line in tqdm(read_lines(input_file), desc=f"elmo-embed: counting {counted}", unit="line", disable=None):
+        bar = {"desc": f"elmo-embed: counting {counted}", "unit": "line", "disable": None if progress else True}
+        for line in tqdm(read_lines(input_file), **bar):
             size.lines += 1
             if split_words is None:
                 continue
@@ -268,6 +339,13 @@ class _EmptyLine:
 
 
 @dataclass
+class _Elsewhere:
+    """A batch that another process embeds: the main process counts its words in the progress bar."""
+
+    words: int
+
+
+@dataclass
 class _Batch:
     """Pieces of lines embedded together: `words` holds each of their lines' words, `vectors` the model's output
     once the batch has run (`prepared` is the tokenizer's batch until then)."""
@@ -282,7 +360,13 @@ class _Batch:
 class _Run:
     """One pass over the input: lines are read, counted, and embedded window by window into `file`. With
     `tokenize` the tokenizer splits the lines into words, written with each line's dataset. With `overlap`
-    reading, the model and writing run at once (`run_stages`); the file is the same either way."""
+    reading, the model and writing run at once (`run_stages`); the file is the same either way.
+
+    Under `accelerate launch` every one of the `processes` reads the whole input and forms the same batches, and
+    process `process` embeds every `processes`-th group of those that hold unfinished lines, from the `process`-th
+    on (a group is a batch, or the batches that share the pieces of a line over --max-words; the main process, 0,
+    also writes the empty lines): the batches, and so the vectors, are those of one process, and a resumed run
+    shares out what is left among any number of processes."""
 
     file: EmbeddingFile
     embedder: Embedder
@@ -291,14 +375,19 @@ class _Run:
     max_words: int
     tokenize: bool
     overlap: bool = False
+    process: int = 0
+    processes: int = 1
     # The lines stored by an earlier run, read once at the start: only the writing stage touches the file after.
     finished: set[int] = field(default_factory=set)
+    # The groups of batches of unfinished lines formed so far, for all processes.
+    dispatched: int = 0
 
     def embed_lines(self, input_file: Path, *, keep_sentences: bool) -> dict[str, str] | None:
         """Embed every line not yet in the file; returns "sentence_to_index" (None unless `keep_sentences`)."""
         sentence_to_index: dict[str, str] | None = {} if keep_sentences else None
         self.finished = self.file.finished_lines()
-        with tqdm(desc="elmo-embed", unit="word", unit_scale=True, disable=None) as progress:
+        bar = {"desc": "elmo-embed", "unit": "word", "unit_scale": True, "disable": None if self.process == 0 else True}
+        with tqdm(**bar) as progress:
             run_stages(
                 self._work(input_file, sentence_to_index),
                 self._run_model,
@@ -310,7 +399,9 @@ class _Run:
             tqdm.write(f"elmo-embed: warning: {count:,} lines are not valid UTF-8", file=sys.stderr)
         return sentence_to_index
 
-    def _work(self, input_file: Path, sentence_to_index: dict[str, str] | None) -> Iterator[_EmptyLine | _Batch]:
+    def _work(
+        self, input_file: Path, sentence_to_index: dict[str, str] | None
+    ) -> Iterator[_EmptyLine | _Batch | _Elsewhere]:
         """Read and count the lines; give the empty lines and the batches (tokenized) of the others to write, in
         the order they are to be written, window by window. The windows and batches are those of an uninterrupted
         run, finished lines included, so that a resumed run computes each line as it would have been computed."""
@@ -333,7 +424,7 @@ class _Run:
             if line.index in self.finished:
                 summary.resumed_lines += 1
             if not words:
-                if line.index not in self.finished:
+                if line.index not in self.finished and self.process == 0:
                     yield _EmptyLine(line.index, words)
             else:
                 window.append((line.index, words))
@@ -352,25 +443,39 @@ class _Run:
                 file=sys.stderr,
             )
 
-    def _batches(self, window: list[tuple[int, list[str]]]) -> Iterator[_Batch]:
+    def _batches(self, window: list[tuple[int, list[str]]]) -> Iterator[_Batch | _Elsewhere]:
         """The (line index, words) pairs of one window in batches of similar length, tokenized; the batches of
-        finished lines only are left out."""
+        finished lines only are left out, and those of other processes are only counted (by the main process)."""
         line_words = dict(window)
-        for pieces in bucketed_batches(window, batch_size=self.batch_size, max_words=self.max_words):
+        batches = list(bucketed_batches(window, batch_size=self.batch_size, max_words=self.max_words))
+        groups = batch_groups(batches)
+        owners: dict[int, int] = {}  # group -> the process that embeds it
+        for pieces, group in zip(batches, groups, strict=True):
             if all(piece.line in self.finished for piece in pieces):
+                continue
+            if group not in owners:
+                owners[group] = self.dispatched % self.processes
+                self.dispatched += 1
+            if owners[group] != self.process:
+                if self.process == 0:
+                    yield _Elsewhere(sum(len(piece.words) for piece in pieces))
                 continue
             words = {piece.line: line_words[piece.line] for piece in pieces}
             yield _Batch(pieces, words, self.embedder.prepare([piece.words for piece in pieces]))
 
-    def _run_model(self, item: _EmptyLine | _Batch) -> _EmptyLine | _Batch:
+    def _run_model(self, item: _EmptyLine | _Batch | _Elsewhere) -> _EmptyLine | _Batch | _Elsewhere:
         if isinstance(item, _Batch) and item.prepared is not None:
             item.vectors = self.embedder.run(item.prepared)
             item.prepared = None  # its memory (pinned on a GPU) can go
         return item
 
-    def _write(self, item: _EmptyLine | _Batch, progress: tqdm) -> None:
+    def _write(self, item: _EmptyLine | _Batch | _Elsewhere, progress: tqdm) -> None:
         """Write an empty line's dataset, or the vectors of a batch's pieces but those of finished lines (computed
-        with them, as in the uninterrupted run); a batch is flushed and counted."""
+        with them, as in the uninterrupted run); a batch is flushed and counted, another process's only counted."""
+        if isinstance(item, _Elsewhere):
+            self.summary.embedded_words += item.words
+            progress.update(item.words)
+            return
         if isinstance(item, _EmptyLine):
             self._write_piece(item.line, 0, np.zeros(self.embedder.shape(0), dtype=STORED_DTYPE), item.words)
             return

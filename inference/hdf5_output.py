@@ -76,6 +76,7 @@ _INCOMPLETE = "elmo_embed_incomplete"
 _OPEN_SEGMENTS = 16
 # The merge flushes after this many lines, so that a write error comes from the call that made it.
 _MERGE_FLUSH_LINES = 1000
+_START_OVER = "pass --overwrite to start over"
 
 
 class WriteError(Exception):
@@ -194,6 +195,9 @@ class EmbeddingFile:
     when it was started with the same `settings`; otherwise a new one is created (an old one removed: the caller
     checked that it may be). `attributes` (strings) become the finished file's root attributes; a resumed run
     keeps those of the run that started the folder. Writes that fail raise `WriteError`.
+
+    With `join`, another process of the same run (under `accelerate launch`) has just started or continued the
+    folder: this one only reads which lines it holds, then writes segments of its own beside the others'.
     """
 
     def __init__(
@@ -204,6 +208,7 @@ class EmbeddingFile:
         attributes: dict[str, str],
         shape: Callable[[int], tuple[int, ...]],
         resume: bool,
+        join: bool = False,
     ) -> None:
         self.output = Path(output)
         self.partial = partial_path(output)
@@ -212,7 +217,10 @@ class EmbeddingFile:
         self._open: _Segment | None = None
         # The stored lines: line index -> its segment.
         self._stored: dict[int, Path] = {}
-        if resume and self.partial.exists():
+        if join:
+            self.attributes = self._read_settings()[1]
+            self._find_stored()
+        elif resume and self.partial.exists():
             self.attributes = self._reopen(settings)
         else:
             self.attributes = attributes
@@ -232,16 +240,19 @@ class EmbeddingFile:
             staging.replace(self.partial / SETTINGS_FILE)
             _sync(self.partial)
 
-    def _reopen(self, settings: dict[str, Any]) -> dict[str, str]:
-        """Check that `OUT.partial/` was started with `settings`, find its stored lines and return its attributes."""
-        start_over = "pass --overwrite to start over"
+    def _read_settings(self) -> tuple[dict[str, Any], dict[str, str]]:
+        """The settings and attributes that `OUT.partial/` was started with."""
         if not self.partial.is_dir():
-            raise EmbedError(f"{self.partial} cannot be resumed (a file, not elmo-embed's folder): {start_over}")
+            raise EmbedError(f"{self.partial} cannot be resumed (a file, not elmo-embed's folder): {_START_OVER}")
         try:
             started = json.loads((self.partial / SETTINGS_FILE).read_text(encoding="utf-8"))
-            started_settings, attributes = started["settings"], started["attributes"]
+            return started["settings"], started["attributes"]
         except (OSError, ValueError, KeyError, TypeError) as error:
-            raise EmbedError(f"{self.partial / SETTINGS_FILE} cannot be resumed ({error}): {start_over}") from None
+            raise EmbedError(f"{self.partial / SETTINGS_FILE} cannot be resumed ({error}): {_START_OVER}") from None
+
+    def _reopen(self, settings: dict[str, Any]) -> dict[str, str]:
+        """Check that `OUT.partial/` was started with `settings`, find its stored lines and return its attributes."""
+        started_settings, attributes = self._read_settings()
         differences = [
             f"{key} {started_settings.get(key)!r} (now {value!r})"
             for key, value in settings.items()
@@ -250,17 +261,21 @@ class EmbeddingFile:
         if differences:
             raise EmbedError(
                 f"{self.partial} was started with {', '.join(differences)}: rerun with the same input and options,"
-                f" or {start_over}"
+                f" or {_START_OVER}"
             )
         for left in self.partial.glob(f".*{_TEMPORARY_SUFFIX}"):  # by a run killed while writing them
             left.unlink()
+        self._find_stored()
+        return attributes
+
+    def _find_stored(self) -> None:
+        """Read which lines the segments in `OUT.partial/` hold (those of every process of the run)."""
         for segment in sorted(self.partial.glob(_SEGMENT_GLOB)):
             try:
                 with h5py.File(segment, "r") as file:
                     self._stored.update((int(name), segment) for name in file if name.isdigit())
             except OSError as error:
-                raise EmbedError(f"{segment} cannot be resumed ({error}): {start_over}") from None
-        return attributes
+                raise EmbedError(f"{segment} cannot be resumed ({error}): {_START_OVER}") from None
 
     def __enter__(self) -> EmbeddingFile:
         return self
@@ -332,9 +347,9 @@ class EmbeddingFile:
         with self._writing():
             self._open.file.flush()
         if self._open.bytes >= SEGMENT_BYTES and not self._words_written:
-            self._close_segment()
+            self.store_open_segment()
 
-    def _close_segment(self) -> None:
+    def store_open_segment(self) -> None:
         """Close, sync and rename the open segment (whose lines are all complete): its lines are now stored."""
         segment = self._open
         if segment is None:
@@ -355,11 +370,12 @@ class EmbeddingFile:
         self._stored.update(dict.fromkeys(segment.lines, final))
 
     def finish(self, lines: int, sentence_to_index: dict[str, str] | None) -> None:
-        """Merge the `lines` lines into the output file, with "sentence_to_index" (unless None) and the root
-        attributes, rename it to the output path and remove `OUT.partial/`. A failure leaves the segments: a
-        resumed run merges again."""
+        """Merge the `lines` lines, stored by this process or by the others of its run, into the output file, with
+        "sentence_to_index" (unless None) and the root attributes, rename it to the output path and remove
+        `OUT.partial/`. A failure leaves the segments: a resumed run merges again."""
         assert not self._words_written, "a line was left incomplete"
-        self._close_segment()
+        self.store_open_segment()
+        self._find_stored()
         missing = [line for line in range(lines) if line not in self._stored]
         assert not missing, f"lines {missing[:10]} were not written"
         try:
@@ -394,6 +410,6 @@ class EmbeddingFile:
         half-written line is dropped). A no-op once closed, or after a failed write (which dropped the segment)."""
         self._words_written.clear()
         try:
-            self._close_segment()
+            self.store_open_segment()
         except WriteError:
             pass  # the segment is dropped; the error that ended the run is the one reported

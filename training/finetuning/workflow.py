@@ -16,7 +16,8 @@ from transformers import AutoConfig, PreTrainedTokenizerBase, Trainer
 import modeling_elmo  # noqa: F401  (registers the ELMo classes with the Auto classes)
 from elmo_transformers.common.errors import DataFileError, TrainingError, first_line
 from elmo_transformers.common.model_folder import model_type_problem, require_model_folder
-from elmo_transformers.training.output_dir import exclusive_output_dir, on_main_process, refuse_existing_output_dir
+from elmo_transformers.common.processes import on_main_process
+from elmo_transformers.training.output_dir import exclusive_output_dir, refuse_existing_output_dir
 from modeling_elmo.modeling_elmo import ElmoTaskModel
 
 from .arguments import DataFileArguments, ElmoModelArguments, ElmoTrainingArguments, OneSpellingArgumentParser
@@ -110,11 +111,10 @@ class TrainingRun:
         --cache_features), train and save (--do_train), evaluate (--do_eval), print a summary; returns the metrics.
         The lock of --output_dir is held from before anything is written into it to the end."""
         output_dir = Path(self.training_args.output_dir)
-        is_main_process = self.training_args.process_index == 0
-        with exclusive_output_dir(output_dir, is_main_process=is_main_process):
+        with exclusive_output_dir(output_dir):
             on_main_process(
                 lambda: refuse_existing_output_dir(output_dir, overwrite=self.training_args.overwrite_output_dir),
-                is_main_process=is_main_process,
+                error=TrainingError,
             )
             trainer = Trainer(
                 model=self.model,

@@ -27,7 +27,8 @@ from tqdm.auto import tqdm
 from elmo_transformers.common.atomic_output import atomic_output_folder, publish_folder
 from elmo_transformers.common.disk_space import check_free_space, format_bytes, is_disk_full
 from elmo_transformers.common.errors import DataFileError, TrainingError, exit_on_error, first_line
-from elmo_transformers.training.output_dir import exclusive_output_dir, on_main_process, refuse_existing_output_dir
+from elmo_transformers.common.processes import on_main_process
+from elmo_transformers.training.output_dir import exclusive_output_dir, refuse_existing_output_dir
 from elmo_transformers.training.pretraining.checkpoint import (
     TRAINER_STATE_FILE,
     checkpoint_name,
@@ -242,16 +243,16 @@ class LmTrainer:
     def train(self) -> dict[str, Any]:
         """Train into output_dir, which no other run may write meanwhile: its lock is held from before the first
         write to the end."""
-        with exclusive_output_dir(self.output_dir, is_main_process=self.accelerator.is_main_process):
+        with exclusive_output_dir(self.output_dir):
             return self._train()
 
     def _train(self) -> dict[str, Any]:
         args, accelerator = self.args, self.accelerator
-        on_main_process(self._prepare_output_dir, is_main_process=accelerator.is_main_process)
+        on_main_process(self._prepare_output_dir, error=TrainingError)
         if args.resume_from_checkpoint:
             self._resume(self._checkpoint_to_resume())
         if not args.no_space_check:
-            on_main_process(self._check_free_space, is_main_process=accelerator.is_main_process)
+            on_main_process(self._check_free_space, error=TrainingError)
         if accelerator.is_main_process:
             logger.info("%s; corpus: %s", self.start_summary, self.corpus.summary())
             logger.info(
