@@ -1,4 +1,5 @@
-"""The processes of one run under `accelerate launch`: the main process decides what all of them must agree on.
+"""The processes of one run under `accelerate launch`: the main process decides what all of them must agree on, and
+a process that stops ends the others' waits in one line.
 
 Every process runs the command, but the processes of one run must not refuse each other: the main process alone
 takes an output's lock (`elmo_transformers.common.output_lock`) and checks what is there, and every process raises
@@ -9,26 +10,42 @@ collective call. Without a launcher there is one process, the main one, and noth
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 from accelerate import PartialState
 from accelerate.utils import broadcast_object_list
 
 from .errors import ElmoError
 
-__all__ = ["on_main_process"]
+__all__ = ["on_main_process", "wait_for_everyone"]
+
+Result = TypeVar("Result")
+
+
+def _together(call: Callable[[], Result], *, error: type[ElmoError], advice: str) -> Result:
+    """`call()`, a collective call; when another process of the run has stopped (its error, or the launcher's
+    report of its death, is printed above), `error` says so in one line, followed by `advice`."""
+    try:
+        return call()
+    except RuntimeError:  # gloo: "Connection closed by peer ..."; NCCL: a timeout or an abort
+        raise error(f"another process of this run stopped (its error is above){advice}") from None
+
+
+def wait_for_everyone(*, error: type[ElmoError], advice: str = "") -> None:
+    """Wait until every process of the run gets here (see `_together` for a process that never does)."""
+    _together(PartialState().wait_for_everyone, error=error, advice=advice)
 
 
 def on_main_process(check: Callable[[], None], *, error: type[ElmoError]) -> None:
     """Run `check` on the main process only; an `error` it raises is raised on every process (as `error`)."""
-    state = PartialState()
     refusal: list[str | None] = [None]
-    if state.is_main_process:
+    if PartialState().is_main_process:
         try:
             check()
         except error as raised:
             refusal = [str(raised)]
-    (message,) = broadcast_object_list(refusal)
+    (message,) = _together(lambda: broadcast_object_list(refusal), error=error, advice="")
     if message is not None:
         # Every process holds the refusal before any ends: the launcher stops the others once one has ended.
-        state.wait_for_everyone()
+        wait_for_everyone(error=error)
         raise error(message)

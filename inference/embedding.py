@@ -28,7 +28,7 @@ from elmo_transformers.common.disk_space import check_free_space, is_disk_full
 from elmo_transformers.common.errors import EmbedError, first_line
 from elmo_transformers.common.model_card import file_sha256
 from elmo_transformers.common.output_lock import output_lock
-from elmo_transformers.common.processes import on_main_process
+from elmo_transformers.common.processes import on_main_process, wait_for_everyone
 from modeling_elmo.onednn_elmo import onednn_available
 
 from .batching import Piece, batch_groups, bucketed_batches
@@ -217,7 +217,8 @@ def embed_file(
         opened: list[EmbeddingFile] = []
         on_main_process(lambda: opened.append(open_file(join=False)), error=EmbedError)
         file = opened[0] if is_main else open_file(join=True)
-        processes.wait_for_everyone()
+        resume_advice = f": {partial} keeps the finished lines; rerun with --resume"
+        wait_for_everyone(error=EmbedError, advice=resume_advice)
         try:
             with file:
                 run = _Run(
@@ -242,7 +243,7 @@ def embed_file(
                 file.store_open_segment()
                 # Every process's lines are stored (a process that failed ended the run: the launcher stops the
                 # others, and the main one never merges).
-                processes.wait_for_everyone()
+                wait_for_everyone(error=EmbedError, advice=resume_advice)
                 if is_main:
                     file.finish(summary.lines, sentence_to_index)
         except WriteError as error:

@@ -1,0 +1,54 @@
+"""`elmo-embed` as `accelerate launch` starts it, with what the tests of several processes need, read from the
+environment:
+- ELMO_TEST_SEGMENT_BYTES: the segment size (1: a segment per batch, stored as soon as the batch is written);
+- ELMO_TEST_RECORD: a folder where each process appends the lines it writes to `PROCESS.txt`;
+- ELMO_TEST_FAIL_PROCESS and ELMO_TEST_FAIL_HOW: that process fails in its first batch, "raise" (a RuntimeError
+  where the model runs) or "kill" (SIGKILL once the batch is stored, as a machine that dies would leave it).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import elmo_transformers.inference.embedding as embedding
+import elmo_transformers.inference.hdf5_output as hdf5_output
+from elmo_transformers.inference.embed import main
+
+PROCESS = int(os.environ.get("RANK", "0"))
+
+if "ELMO_TEST_SEGMENT_BYTES" in os.environ:
+    hdf5_output.SEGMENT_BYTES = int(os.environ["ELMO_TEST_SEGMENT_BYTES"])
+
+if "ELMO_TEST_RECORD" in os.environ:
+    record = Path(os.environ["ELMO_TEST_RECORD"]) / f"{PROCESS}.txt"
+    write = hdf5_output.EmbeddingFile.write
+
+    def recorded_write(self, line, *args, **kwargs):
+        write(self, line, *args, **kwargs)
+        with record.open("a") as file:
+            file.write(f"{line}\n")
+
+    hdf5_output.EmbeddingFile.write = recorded_write
+
+if int(os.environ.get("ELMO_TEST_FAIL_PROCESS", "-1")) == PROCESS:
+    if os.environ["ELMO_TEST_FAIL_HOW"] == "raise":
+
+        def failing_run(self, item):
+            raise RuntimeError("injected failure in the model")
+
+        embedding._Run._run_model = failing_run
+    else:
+        run_write = embedding._Run._write
+
+        def killed_write(self, item, progress):
+            run_write(self, item, progress)
+            if isinstance(item, embedding._Batch):
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        embedding._Run._write = killed_write
+
+sys.argv[0] = "elmo-embed"
+sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,193 @@
+"""`elmo-embed` under `accelerate launch` (2 CPU processes over gloo): the batches of one process shared out, the
+file of one process bit for bit, a killed process resumed by any number of processes, a failure in one process
+that stops all of them in its one line, and the refusals of a run printed once."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+from lock_holder import start_lock_holder
+
+from elmo_transformers.common.errors import EmbedError
+from elmo_transformers.inference.batching import Piece, batch_groups
+from elmo_transformers.inference.embedding import _process_device
+
+LAUNCHED_EMBED = Path(__file__).resolve().parents[1] / "helpers" / "launched_embed.py"
+ELMO_EMBED = str(Path(sys.executable).with_name("elmo-embed"))
+# Awkward lines: empty ones, one over --max-words (embedded in pieces, in batches that one process must write),
+# unicode, a word over 48 bytes, mixed lengths; enough of them for many batches of --batch-size 3.
+LINES = [
+    "The cat sat on the mat .",
+    "",
+    "Héllo wörld ☃ , ça va ?",
+    "x" * 60 + " is a word of 60 bytes",
+    " ".join(f"w{index}" for index in range(23)),
+    "a",
+    "",
+    "ELMo gives every word three vectors .",
+    "one two three four five six seven",
+    "b c",
+] * 4
+OPTIONS = ["--batch-size", "3", "--max-words", "8"]
+# One thread a process: the runs compared bit for bit compute the same way, and the 2 cores are not oversubscribed.
+ENVIRONMENT = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def _launch(
+    *args: str | Path, processes: int = 2, environment: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """`accelerate launch` of elmo-embed (tests/helpers/launched_embed.py) in `processes` CPU processes."""
+    command = [
+        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(processes),
+        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", str(LAUNCHED_EMBED),
+        *map(str, args),
+    ]  # fmt: skip
+    return subprocess.run(
+        command, env={**ENVIRONMENT, **(environment or {})}, capture_output=True, text=True, timeout=600
+    )
+
+
+def _one_process(*args: str | Path) -> subprocess.CompletedProcess:
+    completed = subprocess.run([ELMO_EMBED, *map(str, args)], env=ENVIRONMENT, capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return completed
+
+
+def _contents(path: Path) -> tuple[dict[str, np.ndarray], dict[str, dict], dict]:
+    """Every dataset's values and attributes, and the root attributes but the command line (it names the output)."""
+    with h5py.File(path, "r") as file:
+        values = {name: file[name][()] for name in file}
+        attributes = {name: dict(file[name].attrs) for name in file}
+        root = {name: value for name, value in file.attrs.items() if name != "elmo_embed_command"}
+    return values, attributes, root
+
+
+def _assert_same_file(one: Path, other: Path) -> None:
+    (values, attributes, root), (other_values, other_attributes, other_root) = _contents(one), _contents(other)
+    assert values.keys() == other_values.keys()
+    for name in values:
+        assert values[name].dtype == other_values[name].dtype and np.array_equal(values[name], other_values[name]), name
+    assert attributes == other_attributes and root == other_root
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("inputs")
+    text = "".join(line + "\n" for line in LINES)
+    (folder / "in.txt").write_text(text, encoding="utf-8")
+    (folder / "in.txt.gz").write_bytes(gzip.compress(text.encode()))
+    return {"text": folder / "in.txt", "gzip": folder / "in.txt.gz"}
+
+
+@pytest.mark.parametrize("kind", ["text", "gzip --tokenize"])
+def test_two_processes_write_the_file_of_one(
+    kind: str, inputs: dict[str, Path], fixture_model_folder: Path, tmp_path: Path
+) -> None:
+    source = inputs[kind.split()[0]]
+    options = [*OPTIONS, "--model", fixture_model_folder, *kind.split()[1:]]
+    _one_process(source, tmp_path / "one.hdf5", *options)
+    record = tmp_path / "record"
+    record.mkdir()
+    launched = _launch(source, tmp_path / "two.hdf5", *options, environment={"ELMO_TEST_RECORD": str(record)})
+    assert launched.returncode == 0, launched.stderr[-3000:]
+    _assert_same_file(tmp_path / "one.hdf5", tmp_path / "two.hdf5")
+    written = [[int(line) for line in (record / f"{process}.txt").read_text().split()] for process in (0, 1)]
+    assert written[0] and written[1], "both processes embedded lines"
+    assert not set(written[0]) & set(written[1]), "each line is written by one process, its pieces included"
+    assert set(written[0]) | set(written[1]) == set(range(len(LINES)))
+    assert launched.stdout.count("Wrote ") == 1, "the summary is printed once, by the main process"
+    assert f"{len(LINES):,} lines" in launched.stdout
+
+
+@pytest.mark.parametrize("resumed_by", [2, 1], ids=["resumed-by-2", "resumed-by-1"])
+def test_a_killed_process_is_resumed_into_the_same_file(
+    resumed_by: int, inputs: dict[str, Path], fixture_model_folder: Path, tmp_path: Path
+) -> None:
+    source, options = inputs["text"], [*OPTIONS, "--model", fixture_model_folder]
+    _one_process(source, tmp_path / "one.hdf5", *options)
+    output = tmp_path / "two.hdf5"
+    environment = {"ELMO_TEST_SEGMENT_BYTES": "1", "ELMO_TEST_FAIL_PROCESS": "1", "ELMO_TEST_FAIL_HOW": "kill"}
+    killed = _launch(source, output, *options, environment=environment)
+    assert killed.returncode != 0 and not output.exists()
+    assert list(Path(f"{output}.partial").glob("lines-*.hdf5")), "the killed process's first batch is stored"
+    if resumed_by == 2:
+        resumed = _launch(source, output, *options, "--resume")
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        assert "resumed: " in resumed.stdout
+    else:
+        assert "resumed: " in _one_process(source, output, *options, "--resume").stdout
+    _assert_same_file(tmp_path / "one.hdf5", output)
+    assert not Path(f"{output}.partial").exists()
+
+
+def test_a_failure_in_one_process_stops_all_in_its_one_line(
+    inputs: dict[str, Path], fixture_model_folder: Path, tmp_path: Path
+) -> None:
+    output = tmp_path / "two.hdf5"
+    environment = {"ELMO_TEST_FAIL_PROCESS": "1", "ELMO_TEST_FAIL_HOW": "raise"}
+    failed = _launch(inputs["text"], output, *OPTIONS, "--model", fixture_model_folder, environment=environment)
+    assert failed.returncode != 0 and not output.exists(), "no merged file"
+    errors = [line for line in failed.stderr.splitlines() if line.startswith("elmo-embed: error: ")]
+    partial = f"{output}.partial keeps the finished lines"
+    assert errors[0] == (
+        f"elmo-embed: error: RuntimeError after {len(LINES):,} lines: injected failure in the model; {partial}:"
+        " rerun with --resume (with a smaller --batch-size after running out of memory)"
+    ), failed.stderr[-3000:]
+    # The main process, waiting for the failed one, says why it stops, unless the launcher stopped it first.
+    assert errors[1:] in (
+        [],
+        [
+            f"elmo-embed: error: another process of this run stopped (its error is above): {partial}; rerun with --resume"
+        ],
+    ), failed.stderr[-3000:]
+    # The only traceback is the launcher's report of the failed process.
+    assert failed.stderr.count("Traceback (most recent call last)") == failed.stderr.count("ChildFailedError("), (
+        failed.stderr[-3000:]
+    )
+
+
+def test_a_refusal_is_printed_once(inputs: dict[str, Path], fixture_model_folder: Path, tmp_path: Path) -> None:
+    output = tmp_path / "two.hdf5"
+    holder = start_lock_holder(output)
+    try:
+        refused = _launch(inputs["text"], output, "--model", fixture_model_folder)
+    finally:
+        holder.communicate("\n")
+    assert refused.returncode != 0 and not output.exists()
+    errors = [line for line in refused.stderr.splitlines() if "elmo-embed: error: " in line]
+    assert len(errors) == 1 and f"{output} is being written by process {holder.pid}" in errors[0], refused.stderr
+
+
+def test_batches_that_share_a_line_are_one_group() -> None:
+    def batch(*lines: int) -> list[Piece]:
+        return [Piece(line, 0, ["w"]) for line in lines]
+
+    # Batch 3 shares line 7 with batch 1, batch 4 shares line 9 with batch 3 (so with 1), batch 2 is alone.
+    batches = [batch(1, 2), batch(7, 8), batch(3), batch(7, 9), batch(9, 4), batch(5)]
+    assert batch_groups(batches) == [0, 1, 2, 1, 1, 5]
+    assert batch_groups([]) == []
+
+
+class _Processes:
+    def __init__(self, count: int, device: str) -> None:
+        self.num_processes, self.device = count, device
+
+
+def test_each_process_uses_a_device_of_its_own() -> None:
+    assert (
+        _process_device(None, _Processes(1, "cpu")) is None
+        and _process_device("cuda:1", _Processes(1, "cpu")) == "cuda:1"
+    )
+    assert (
+        _process_device(None, _Processes(2, "cuda:1")) == "cuda:1" == _process_device("cuda", _Processes(2, "cuda:1"))
+    )
+    assert _process_device("cpu", _Processes(2, "cuda:1")) == "cpu"
+    with pytest.raises(EmbedError, match=r"^--device cuda:0: with 2 processes each uses a device of its own"):
+        _process_device("cuda:0", _Processes(2, "cuda:1"))
