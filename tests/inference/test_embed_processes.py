@@ -144,7 +144,8 @@ def test_a_failure_in_one_process_stops_all_in_its_one_line(
     assert errors[1:] in (
         [],
         [
-            f"elmo-embed: error: another process of this run stopped (its error is above): {partial}; rerun with --resume"
+            f"elmo-embed: error: another process of this run stopped (its error is above): {partial};"
+            " rerun with --resume"
         ],
     ), failed.stderr[-3000:]
     # The only traceback is the launcher's report of the failed process.
