@@ -45,6 +45,8 @@ _EXAMPLES = """examples:
   elmo-embed sentences.txt sentences.hdf5 --model elmo-original
   elmo-embed raw.txt raw.hdf5 --model elmo-original --tokenize --layers top --device cuda --dtype bfloat16
   elmo-embed corpus.txt corpus.hdf5 --model elmo-original --resume   # continue an interrupted run
+  accelerate launch --num_processes 4 -m elmo_transformers.inference.embed corpus.txt corpus.hdf5 --model elmo-original
+                                      # 4 processes (a GPU each), on one machine or several: the file of one process
 
 The input holds one sentence per line of UTF-8 text (or gzip-compressed UTF-8 text, whatever its name):
 whitespace-separated words, or raw text with --tokenize. An input that is mostly not text (binary data, or

@@ -18,7 +18,8 @@ layout ignore them), each a string:
 While the run goes on, `OUT.partial/` holds `settings.json` (what the run computes, so that `--resume` cannot mix
 the outputs of different settings, and the attributes above) and segments `lines-FIRST-LAST.hdf5`, each holding
 the complete lines (datasets named as in the finished file) of a run of consecutive batches, FIRST and LAST the
-smallest and largest of them. Every line is in exactly one segment, so the names never clash, whoever wrote them.
+smallest and largest of them. Every line is in exactly one segment, so the names never clash, whoever wrote them:
+under `accelerate launch` each process writes segments of its own lines, and the main process merges them all.
 A segment is written under a temporary name (`.segment-*.tmp`), flushed after each batch, and closed, synced and
 renamed once it holds about `SEGMENT_BYTES` of vectors and no line is half-written (a line longer than --max-words
 is embedded in pieces, in several batches: they fill a dataset in the segment's group "elmo_embed_incomplete",
