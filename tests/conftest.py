@@ -68,7 +68,7 @@ def one_thread() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def allennlp_wheel() -> Path:
-    """allennlp 0.9.0's wheel (pure Python: it imports as a zip, see benchmarks/allennlp_stubs.py)."""
+    """allennlp 0.9.0's wheel (pure Python: it imports as a zip, see benchmarks/allennlp/stubs.py)."""
     return _cached_wheel()
 
 

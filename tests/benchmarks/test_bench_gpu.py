@@ -1,4 +1,4 @@
-"""benchmarks/bench_gpu.py: it says so and exits 0 without a GPU, and every section runs (on the CPU, with the
+"""benchmarks/speed/bench_gpu.py: it says so and exits 0 without a GPU, and every section runs (on the CPU, with the
 bilm-tf fixture model and AllenNLP imported from its wheel) with exact float32 numbers against float64."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-SCRIPT = REPOSITORY / "benchmarks" / "bench_gpu.py"
+SCRIPT = REPOSITORY / "benchmarks" / "speed" / "bench_gpu.py"
 
 
 def _run(*arguments: str, **environment: str) -> subprocess.CompletedProcess:

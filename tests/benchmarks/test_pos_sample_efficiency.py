@@ -1,7 +1,7 @@
-"""benchmarks/pos_sample_efficiency.py on a few synthetic word/TAG sentences (no download): end to end, every row
-trains and the table (holding each run's accuracy) and the plot are written; a word-to-tag mapping is learned, and
-the accuracies are those of the trained models recomputed sentence by sentence; the word embeddings + ELMo model's
-inputs."""
+"""benchmarks/quality/pos_sample_efficiency.py on a few synthetic word/TAG sentences (no download): end to end,
+every row trains and the table (holding each run's accuracy) and the plot are written; a word-to-tag mapping is
+learned, and the accuracies are those of the trained models recomputed sentence by sentence; the word embeddings +
+ELMo model's inputs."""
 
 from __future__ import annotations
 

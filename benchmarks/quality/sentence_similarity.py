@@ -1,9 +1,9 @@
 """What are averaged ELMo vectors worth for text similarity? Correlation with human similarity ratings of the
 sentence-transformers folders `elmo-convert sentence-transformers` writes, against task-independent baselines.
 
-    python benchmarks/sentence_similarity.py
-    python benchmarks/sentence_similarity.py --model elmo-original --layers average first-two --random_seeds 0
-    python benchmarks/sentence_similarity.py --model elmo-fixture --data_dir my-lee-files --output_dir /tmp/sim
+    python benchmarks/quality/sentence_similarity.py
+    python benchmarks/quality/sentence_similarity.py --model elmo-original --layers average first-two --random_seeds 0
+    python benchmarks/quality/sentence_similarity.py --model elmo-fixture --data_dir my-lee-files --output_dir /tmp/sim
 
 Data: the Lee, Pincombe & Welsh (2005) document-similarity set as gensim 4.4.0's wheel ships it in its test data
 (LGPL-2.1 package; `gensim/test/test_data/lee.cor`: 50 short news documents, one per line, and
@@ -309,7 +309,9 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     if arguments.threads:
         torch.set_num_threads(arguments.threads)
     started = time.perf_counter()
-    command = shlex.join(["python", "benchmarks/sentence_similarity.py", *(sys.argv[1:] if argv is None else argv)])
+    command = shlex.join(
+        ["python", "benchmarks/quality/sentence_similarity.py", *(sys.argv[1:] if argv is None else argv)]
+    )
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
 

@@ -4,9 +4,9 @@ Every operator call costs a launch on a GPU and a dispatch on any device, whatev
 theirs once per time step, so their count, not their arithmetic, bounds the speed at small sizes. Run from the
 repository root::
 
-    python benchmarks/count_ops.py                       # the default model, 32 sentences of 10-30 words, CPU
-    python benchmarks/count_ops.py --wavefront --top 15  # the LSTM schedule of GPUs; the 15 most called ops
-    python benchmarks/count_ops.py --device cuda         # on a GPU (the wavefront there by default)
+    python benchmarks/speed/count_ops.py                       # the default model, 32 sentences of 10-30 words, CPU
+    python benchmarks/speed/count_ops.py --wavefront --top 15  # the LSTM schedule of GPUs; the 15 most called ops
+    python benchmarks/speed/count_ops.py --device cuda         # on a GPU (the wavefront there by default)
 
 "Operator calls" are all the events the profiler records on the CPU side: every ``aten::`` operator, those
 called inside another one included (``aten::linear`` calling ``aten::t`` and ``aten::addmm``; views such as

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Creates the virtual environment with AllenNLP 0.9.0 that benchmarks/bench_inference.py compares against.
+# Creates the virtual environment with AllenNLP 0.9.0 that benchmarks/speed/bench_inference.py and
+# bench_tokenizer.py compare against.
 #
-#   bash benchmarks/allennlp_env.sh [VENV]     (default: $ELMO_BENCH_ALLENNLP_VENV or /tmp/elmo-bench-allennlp-venv)
+#   bash benchmarks/allennlp/make_venv.sh [VENV]   (default: $ELMO_BENCH_ALLENNLP_VENV or /tmp/elmo-bench-allennlp-venv)
 #
 # allennlp==0.9.0 is installed with --no-deps: its pinned dependencies (torch 1.x, spacy 2.x, ...) do not install
 # on current Pythons, and the ELMo modules need only torch, numpy, h5py and overrides (3.1.0, the API of 2019).
-# benchmarks/allennlp_stubs.py stands in for the imports that those modules do not use.
+# benchmarks/allennlp/stubs.py stands in for the imports that those modules do not use.
 # torch is pinned to the CPU build these machines carry (an unpinned torch would download a CUDA build).
 set -euo pipefail
 
@@ -17,7 +18,7 @@ TORCH_SPEC="${ELMO_BENCH_TORCH:-torch==2.13.0}"
 WHEEL_DIR="${ELMO_BENCH_ALLENNLP_WHEELS:-/tmp/allennlp}"  # a folder holding allennlp-0.9.0-*.whl, if cached
 
 check() {  # imports _ElmoBiLm the way the benchmark does
-    PYTHONPATH="$HERE" "$VENV/bin/python" -c "import allennlp_stubs, torch; allennlp_stubs.import_elmo(); print('AllenNLP 0.9.0 venv ready:', '$VENV', 'torch', torch.__version__)"
+    PYTHONPATH="$HERE" "$VENV/bin/python" -c "import stubs, torch; stubs.import_elmo(); print('AllenNLP 0.9.0 venv ready:', '$VENV', 'torch', torch.__version__)"
 }
 
 if [ -x "$VENV/bin/python" ] && check 2>/dev/null; then

@@ -1,8 +1,8 @@
 """GPU benchmark: ``ElmoModel`` against AllenNLP 0.9.0's ``_ElmoBiLm`` on one GPU, forward and end to end, and the
 biLM's training step, written as Markdown. On a machine without a CUDA GPU it says so and exits 0.
 
-    python benchmarks/bench_gpu.py --allennlp-wheel allennlp-0.9.0-py3-none-any.whl --output gpu.md
-    python benchmarks/bench_gpu.py --device cpu --shape small --batches 2,4 --seconds 0.2 \\
+    python benchmarks/speed/bench_gpu.py --allennlp-wheel allennlp-0.9.0-py3-none-any.whl --output gpu.md
+    python benchmarks/speed/bench_gpu.py --device cpu --shape small --batches 2,4 --seconds 0.2 \\
         --training-streams 4 --training-steps 1    # a smoke run of every section, anywhere
 
 What one run measures (about 4 minutes on an H200 with the defaults):
@@ -12,18 +12,18 @@ What one run measures (about 4 minutes on an H200 with the defaults):
    ``mix_layers=[0, 1]`` (the first LSTM layer only), bfloat16 and float16 (``model.to(dtype)``). Both sides load
    the same random weights of the released ``--shape`` (``options.json`` + ``weights.hdf5`` in the original
    layout, scaled like a trained model's) and see the same deterministic sentences of 10-30 words (Zipf over the
-   default model's vocabulary, 5% awkward words; ``bench_inference.make_sentences``).
+   default model's vocabulary, 5% awkward words; ``bench_common.make_sentences``).
 2. **Exactness** at every batch size: the largest difference, over every layer and word, of each configuration to
-   this package in float64 on the same device, and of AllenNLP to it (the issue's target: float32 <= 1e-5).
+   this package in float64 on the same device, and of AllenNLP to it.
 3. **End to end**, words in and float32 NumPy vectors of every layer out: AllenNLP's ``batch_to_ids`` + forward +
    copy, against ``ElmoTokenizer`` + forward + copy, in float32 and bfloat16.
-4. **Training step** (``benchmarks/bench_training.py`` in a subprocess per setting: ``LmTrainer``'s step with
+4. **Training step** (``benchmarks/speed/bench_training.py`` in a subprocess per setting: ``LmTrainer``'s step with
    the sampled softmax, windows of ``--training-streams`` streams x 20 words) in float32 and with accelerate's
    bfloat16 autocast (``ACCELERATE_MIXED_PRECISION=bf16``).
 
 AllenNLP comes from ``--allennlp-wheel`` (the wheel is imported as it is: no pip, no network; a missing or
-Python 3.12-incompatible ``overrides`` package is replaced by a no-op decorator, see ``allennlp_stubs``), or from
-an installed ``allennlp``; without either its rows are left out. Nothing here needs the ``datasets`` package.
+Python 3.12-incompatible ``overrides`` package is replaced by a no-op decorator, see ``benchmarks/allennlp/stubs.py``),
+or from an installed ``allennlp``; without either its rows are left out. Nothing here needs the ``datasets`` package.
 Timing: ``torch.cuda.synchronize()`` around each timed call, one untimed warm-up per configuration and batch size,
 batches cycled until ``--seconds`` have passed.
 """
@@ -44,25 +44,24 @@ from pathlib import Path
 from typing import Any
 
 import torch
-
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-import allennlp_stubs  # noqa: E402
-from bench_inference import (  # noqa: E402
-    MixedLayersModel,
+from bench_common import (
+    ALLENNLP,
+    allennlp_stubs,
     ensure_weights,
     lstm_layers_run,
     make_sentences,
     markdown_table,
+    with_mix_layers,
+    write_through_rename,
 )
 
-from elmo_transformers.conversion.allennlp import load_allennlp_model  # noqa: E402
-from elmo_transformers.conversion.variants import VARIANTS  # noqa: E402
-from elmo_transformers.inference.embedding import embed_file  # noqa: E402
-from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer  # noqa: E402
+from elmo_transformers.conversion.allennlp import load_allennlp_model
+from elmo_transformers.conversion.variants import VARIANTS
+from elmo_transformers.inference.embedding import embed_file
+from modeling_elmo import ElmoModel, ElmoTokenizer
 
+HERE = Path(__file__).resolve().parent
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-ALLENNLP = "AllenNLP 0.9.0 `_ElmoBiLm`"
 OURS = "ElmoModel"
 MIXED = "ElmoModel, mix_layers=[0, 1]"
 
@@ -338,11 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def model_source(mix_layers: list[int] | None) -> ElmoModel:
         """A freshly converted model (one in memory per configuration), running only the layers `mix_layers` needs."""
         model = load_allennlp_model(options, weights_path, progress=False)
-        if mix_layers is None:
-            return model
-        mixed = MixedLayersModel(ElmoConfig.from_dict({**model.config.to_dict(), "mix_layers": mix_layers})).eval()
-        mixed.load_state_dict(model.state_dict())
-        return mixed
+        return model if mix_layers is None else with_mix_layers(model, mix_layers)
 
     why_not = import_allennlp(args.allennlp_wheel)
     allennlp = None if why_not else AllenNLPSide(options_path, weights_path, device)
@@ -353,7 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"## ELMo on {name}: {args.options_file or f'the {args.shape} shape with random weights'} "
         f"({sum(p.numel() for p in float64.parameters()):,} parameters)",
         "",
-        f"{datetime.date.today()}, torch {torch.__version__}, `python benchmarks/bench_gpu.py "
+        f"{datetime.date.today()}, torch {torch.__version__}, `python benchmarks/speed/bench_gpu.py "
         f"{' '.join(argv if argv is not None else sys.argv[1:])}`"
         + (f"; AllenNLP left out: {why_not}" if why_not else ""),
         "",
@@ -368,9 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = "\n".join(lines)
     print(text)
     if args.output:
-        staging = Path(tempfile.mkstemp(dir=Path(args.output).resolve().parent, suffix=".partial")[1])
-        staging.write_text(text + "\n", encoding="utf-8")
-        staging.replace(args.output)
+        write_through_rename(Path(args.output), text + "\n")
     return 0
 
 

@@ -4,8 +4,8 @@ Runs LmTrainer's training step on random text for each model shape given, after 
 matrix-multiply peak in the same run, and prints words/s (target words of both directions) and the share
 of the peak the step's arithmetic reaches. Runs on a GPU when one is available (`--device cuda`).
 
-    python benchmarks/bench_training.py                          # the default model's shape and the original's
-    python benchmarks/bench_training.py --shapes default --steps 20 --threads 1
+    python benchmarks/speed/bench_training.py                    # the default model's shape and the original's
+    python benchmarks/speed/bench_training.py --shapes default --steps 20 --threads 1
 """
 
 from __future__ import annotations
@@ -18,12 +18,11 @@ import time
 from pathlib import Path
 
 import torch
-from bench_inference import flops_per_position, measure_matmul_peak
+from bench_common import REPOSITORY, flops_per_position, measure_matmul_peak
 
 from elmo_transformers.conversion.variants import VARIANTS
 from elmo_transformers.training.pretraining.pretrain import LmTrainer, parse_args
 
-REPOSITORY = Path(__file__).resolve().parents[1]
 SHAPES = {
     "default": (json.loads((REPOSITORY / "training/recipes/default_model_options.json").read_text()), 16_000),
     "original": ({**VARIANTS["original"].options, "n_negative_samples_batch": 8192}, 100_000),

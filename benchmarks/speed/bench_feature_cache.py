@@ -3,8 +3,8 @@
 Run from the repository root with the package installed (2 shared cores, one thread: about 4 minutes with the
 defaults)::
 
-    python benchmarks/bench_feature_cache.py
-    python benchmarks/bench_feature_cache.py --sentences 400 --epochs 5 --threads 2
+    python benchmarks/speed/bench_feature_cache.py
+    python benchmarks/speed/bench_feature_cache.py --sentences 400 --epochs 5 --threads 2
 
 What it measures, on `--sentences` random sentences of `--min-words` to `--max-words` words:
 
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     arguments = parse_arguments(argv)
     if arguments.threads:
         torch.set_num_threads(arguments.threads)
-    command = ["python", "benchmarks/bench_feature_cache.py", *(sys.argv[1:] if argv is None else argv)]
+    command = ["python", "benchmarks/speed/bench_feature_cache.py", *(sys.argv[1:] if argv is None else argv)]
     print(f"$ {shlex.join(command)}")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {os.cpu_count()} cores")
     print(f"load average before: {' '.join(f'{load:.2f}' for load in os.getloadavg())}")

@@ -1,4 +1,4 @@
-"""The taggers of benchmarks/pos_sample_efficiency.py: one row of its tables per scheme, the ELMo heads and the
+"""The taggers of pos_sample_efficiency.py: one row of its tables per scheme, the ELMo heads and the
 word-embedding baselines around them, and the baselines' vocabulary."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Times AllenNLP 0.9.0's ``batch_to_ids`` for ``bench_tokenizer.py``; runs in the AllenNLP venv (``allennlp_env.sh``).
+"""Times AllenNLP 0.9.0's ``batch_to_ids`` for ``benchmarks/speed/bench_tokenizer.py``; runs in the AllenNLP venv
+(``make_venv.sh``).
 
-    python benchmarks/allennlp_tokenizer_worker.py REQUEST.json
+    python benchmarks/allennlp/tokenizer_worker.py REQUEST.json
 
 REQUEST.json (written by ``bench_tokenizer.py``)::
 
@@ -8,8 +9,8 @@ REQUEST.json (written by ``bench_tokenizer.py``)::
                                     "batches": [[[word, ...], ...], ...]}, ...]}
 
 The worker answers on stdout, one JSON line each: first ``{"ready": ...}`` (torch version, the placeholder modules
-of ``allennlp_stubs``), then one record per group index read from stdin (one line each; EOF ends the worker), so
-that the benchmark can interleave AllenNLP and its own runs. A record is ``bench_common.time_group``'s (seconds
+of ``stubs``), then one record per group index read from stdin (one line each; EOF ends the worker), so
+that the benchmark can interleave AllenNLP and its own runs. A record is ``worker_protocol.time_group``'s (seconds
 of each ``batch_to_ids(batch)`` call, one torch thread); the first record of a group also names
 ``output_dir/allennlp_ids_{name}.npz``, the ids of every batch as int64 arrays ``batch{i}`` of shape
 (batch, words, 50), for the benchmark to check that both sides give the same ids. Everything else the worker
@@ -22,10 +23,10 @@ import json
 import sys
 from pathlib import Path
 
-import allennlp_stubs
 import numpy as np
+import stubs
 import torch
-from bench_common import time_group
+from worker_protocol import time_group
 
 
 def main() -> None:
@@ -37,8 +38,8 @@ def main() -> None:
 
     request = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
     torch.set_num_threads(1)
-    _, batch_to_ids, _ = allennlp_stubs.import_elmo()
-    answer({"ready": True, "torch": torch.__version__, "stubbed_modules": allennlp_stubs.STUBBED_MODULES})
+    _, batch_to_ids, _ = stubs.import_elmo()
+    answer({"ready": True, "torch": torch.__version__, "stubbed_modules": stubs.STUBBED_MODULES})
     written: set[int] = set()
     for line in sys.stdin:
         index = int(line)

@@ -1,4 +1,4 @@
-"""One run of benchmarks/pos_sample_efficiency.py: a tagger trained on a training sample with the shared recipe
+"""One run of pos_sample_efficiency.py: a tagger trained on a training sample with the shared recipe
 (length-bucketed batches, Adam, clipping) and scored on the test split."""
 
 from __future__ import annotations

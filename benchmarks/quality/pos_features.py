@@ -1,4 +1,4 @@
-"""The biLM's layers for benchmarks/pos_sample_efficiency.py: computed once for every corpus sentence through the
+"""The biLM's layers for pos_sample_efficiency.py: computed once for every corpus sentence through the
 feature cache and held in memory, and the control's biLM with its weights shuffled."""
 
 from __future__ import annotations

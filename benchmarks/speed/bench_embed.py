@@ -6,7 +6,7 @@ Each measurement is one `elmo-embed` process on synthetic text from the bundled 
 the table gives medians. words/s is the command's own figure (embedding only, without start-up); peak memory
 is the process's maximum resident set size. Standard library only, Linux (``os.wait4``)::
 
-    python benchmarks/bench_embed.py --repeats 3 --threads 1
+    python benchmarks/speed/bench_embed.py --repeats 3 --threads 1
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-REPOSITORY = Path(__file__).resolve().parent.parent
+REPOSITORY = Path(__file__).resolve().parents[2]
 VOCABULARY = REPOSITORY / "modeling_elmo" / "default_model" / "vocab.txt"
 SETTINGS = {"no cache (0)": "0", "elmo-embed's own": None}
 

@@ -1,9 +1,9 @@
 """Import AllenNLP 0.9.0's ELMo modules without the rest of AllenNLP and its heavy dependencies.
 
-Usage (in the AllenNLP venv, see ``allennlp_env.sh``)::
+Usage (in the AllenNLP venv, see ``make_venv.sh``; ``benchmarks/speed/bench_gpu.py`` imports it in-process)::
 
-    import allennlp_stubs
-    _ElmoBiLm, batch_to_ids, remove_sentence_boundaries = allennlp_stubs.import_elmo()
+    import stubs
+    _ElmoBiLm, batch_to_ids, remove_sentence_boundaries = stubs.import_elmo()
 
 ``allennlp==0.9.0`` is installed with ``--no-deps``, so only torch, numpy, h5py and ``overrides==3.1.0`` (which
 ``allennlp.modules.elmo`` itself uses) are present. Two things stand between that and ``from
@@ -87,7 +87,7 @@ def _install_third_party_stubs() -> list[str]:
     for name, classes in THIRD_PARTY_STUBS.items():
         if name.partition(".")[0] not in absent:
             continue  # the real package is installed: use it
-        module = types.ModuleType(name, f"placeholder for {name} (benchmarks/allennlp_stubs.py)")
+        module = types.ModuleType(name, f"placeholder for {name} (benchmarks/allennlp/stubs.py)")
         module.__path__ = []  # a package, so that its submodules can be registered below it
         for cls in classes:
             setattr(module, cls, type(cls, (_Placeholder,), {"__module__": name}))
@@ -102,7 +102,7 @@ def _install_bare_packages() -> None:
             continue
         spec = importlib.util.find_spec(name)
         if spec is None or spec.submodule_search_locations is None:
-            raise ImportError(f"{name} is not installed: run benchmarks/allennlp_env.sh")
+            raise ImportError(f"{name} is not installed: run benchmarks/allennlp/make_venv.sh")
         module = types.ModuleType(name)
         module.__spec__ = spec
         module.__path__ = list(spec.submodule_search_locations)
@@ -129,7 +129,7 @@ def _install_overrides_fallback() -> list[str]:
             def method(self) -> None: ...
 
     except Exception:
-        module = types.ModuleType("overrides", "no-op stand-in for overrides 3.1.0 (benchmarks/allennlp_stubs.py)")
+        module = types.ModuleType("overrides", "no-op stand-in for overrides 3.1.0 (benchmarks/allennlp/stubs.py)")
         module.overrides = lambda method: method
         sys.modules["overrides"] = module
         return ["overrides"]

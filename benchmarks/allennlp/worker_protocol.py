@@ -1,6 +1,7 @@
-"""Helpers shared by the benchmarks that compare with AllenNLP 0.9.0 (``bench_inference.py``, ``bench_tokenizer.py``)
-and their workers (``allennlp_worker.py``, ``allennlp_tokenizer_worker.py``), which run in different virtual
-environments: timing a group of batches (``time_group``) and the worker protocol (``WorkerProcess``).
+"""What the speed benchmarks that compare with AllenNLP 0.9.0 (``benchmarks/speed/bench_inference.py``,
+``bench_tokenizer.py``) share with their workers in this folder (``inference_worker.py``, ``tokenizer_worker.py``),
+which run in different virtual environments: timing a group of batches (``time_group``, the same on both sides)
+and the worker protocol (``WorkerProcess``, the benchmark's end).
 
 Standard library only. Memory figures are the process's resident set size from ``/proc/self/status`` (Linux):
 ``VmRSS`` now and ``VmHWM``, its high-water mark. Writing ``5`` to ``/proc/self/clear_refs`` resets the
@@ -89,7 +90,7 @@ def time_group(
 
 
 class WorkerProcess:
-    """A worker script of this folder in the AllenNLP venv (made by ``allennlp_env.sh``), started with a JSON request
+    """A worker script of this folder in the AllenNLP venv (made by ``make_venv.sh``), started with a JSON request
     file: it writes one JSON line describing itself (``info``), then answers each group index written to its stdin
     with one JSON line (``request``)."""
 
@@ -97,7 +98,7 @@ class WorkerProcess:
         self, venv: str | Path, script: str, request: dict[str, Any], request_path: Path, what: str, **popen: Any
     ) -> None:
         here = Path(__file__).resolve().parent
-        subprocess.run(["bash", str(here / "allennlp_env.sh"), str(venv)], check=True)
+        subprocess.run(["bash", str(here / "make_venv.sh"), str(venv)], check=True)
         request_path.write_text(json.dumps(request, ensure_ascii=False), encoding="utf-8")
         command = [str(Path(venv) / "bin" / "python"), str(here / script), str(request_path)]
         print(f"starting {what}: {shlex.join(command)}", flush=True)

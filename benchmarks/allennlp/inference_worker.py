@@ -1,6 +1,7 @@
-"""Times AllenNLP 0.9.0's ``_ElmoBiLm`` for ``bench_inference.py``; runs in the AllenNLP venv (``allennlp_env.sh``).
+"""Times AllenNLP 0.9.0's ``_ElmoBiLm`` for ``benchmarks/speed/bench_inference.py``; runs in the AllenNLP venv
+(``make_venv.sh``).
 
-    python benchmarks/allennlp_worker.py REQUEST.json
+    python benchmarks/allennlp/inference_worker.py REQUEST.json
 
 REQUEST.json (written by ``bench_inference.py``)::
 
@@ -8,7 +9,7 @@ REQUEST.json (written by ``bench_inference.py``)::
      "groups": [{"batch_size": 32, "warmup": [[word, ...], ...], "batches": [[[word, ...], ...], ...]}, ...]}
 
 The worker loads the model once and answers on stdout, one JSON line each: first ``{"ready": ...}`` (torch
-version, load time, the placeholder modules of ``allennlp_stubs``), then one record per group index read from
+version, load time, the placeholder modules of ``stubs``), then one record per group index read from
 stdin (one line each; EOF ends the worker), so that the benchmark can interleave AllenNLP and its own runs batch
 size by batch size. Everything else the worker prints goes to stderr.
 
@@ -17,7 +18,7 @@ then each batch is timed (``_ElmoBiLm.forward`` only) after ``_elmo_lstm.reset_s
 starts from a zero LSTM state like the stateless ``ElmoModel``. The activations of every layer, with the
 ``<S>``/``</S>`` positions removed by AllenNLP's ``remove_sentence_boundaries``, go to
 ``output_dir/allennlp_b{batch_size}.npz`` as float32 arrays ``batch{i}`` of shape (layers, batch, words,
-2 * projection_dim); the record (see ``bench_common.time_group``) names that file.
+2 * projection_dim); the record (see ``worker_protocol.time_group``) names that file.
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ import sys
 import time
 from pathlib import Path
 
-import allennlp_stubs
 import numpy as np
+import stubs
 import torch
-from bench_common import time_group
+from worker_protocol import time_group
 
 
 def main() -> None:
@@ -42,7 +43,7 @@ def main() -> None:
 
     request = json.loads(Path(sys.argv[1]).read_text())
     torch.set_num_threads(request["threads"])
-    elmo_bilm_class, batch_to_ids, remove_sentence_boundaries = allennlp_stubs.import_elmo()
+    elmo_bilm_class, batch_to_ids, remove_sentence_boundaries = stubs.import_elmo()
 
     start = time.perf_counter()
     bilm = elmo_bilm_class(request["options_file"], request["weight_file"], requires_grad=False).eval()
@@ -52,7 +53,7 @@ def main() -> None:
             "torch": torch.__version__,
             "threads": torch.get_num_threads(),
             "load_s": time.perf_counter() - start,
-            "stubbed_modules": allennlp_stubs.STUBBED_MODULES,
+            "stubbed_modules": stubs.STUBBED_MODULES,
         }
     )
 

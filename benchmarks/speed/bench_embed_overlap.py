@@ -1,7 +1,7 @@
 """`elmo-embed` with its stages overlapped (a reading thread, the model, a writing thread) against run one after
 the other, on the bundled default model and generated text, interleaved in one process: words/s and the ratio.
 
-    python benchmarks/bench_embed_overlap.py --lines 5000 --repeats 3 --device cpu
+    python benchmarks/speed/bench_embed_overlap.py --lines 5000 --repeats 3 --device cpu
 
 The overlap is on by default on a GPU (`embed_file(overlap=None)`); on a CPU the model already uses every core,
 so little is expected there.
