@@ -28,6 +28,7 @@ __all__ = [
     "publish_file",
     "publish_folder",
     "refuse_existing",
+    "sync_to_disk",
 ]
 
 _PARTIAL = ".partial"
@@ -47,6 +48,15 @@ def _readable_by_all(folder: Path) -> None:
     for path in folder.rglob("*"):
         if not path.is_symlink():
             path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def sync_to_disk(path: Path) -> None:
+    """Make the closed file (or folder) `path` survive a crash of the machine, not only of the process."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def publish_file(staging: Path, target: Path) -> None:

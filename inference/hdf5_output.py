@@ -36,8 +36,8 @@ import os
 import shutil
 import tempfile
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ import numpy as np
 from h5py import _errors as h5py_errors
 from tqdm.auto import tqdm
 
-from elmo_transformers.common.atomic_output import partial_path, publish_file, refuse_existing
+from elmo_transformers.common.atomic_output import partial_path, publish_file, refuse_existing, sync_to_disk
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.common.output_lock import lock_path
 
@@ -137,15 +137,6 @@ def _create_hdf5(folder: Path, prefix: str) -> tuple[Path, h5py.File]:
         raise
 
 
-def _sync(path: Path) -> None:
-    """Make the closed file (or folder) `path` survive a crash of the machine, not only of the process."""
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
 def _discard(file: h5py.File, path: Path) -> None:
     """Close a file whose write failed, and remove it: its content cannot be trusted. Closing may fail again (the
     disk is still full); the file is removed either way."""
@@ -220,7 +211,7 @@ class EmbeddingFile:
         self._stored: dict[int, Path] = {}
         if join:
             self.attributes = self._read_settings()[1]
-            self._find_stored()
+            self.find_stored()
         elif resume and self.partial.exists():
             self.attributes = self._reopen(settings)
         else:
@@ -237,9 +228,9 @@ class EmbeddingFile:
             staging = self.partial / f".{SETTINGS_FILE}{_TEMPORARY_SUFFIX}"
             content = {"settings": settings, "attributes": self.attributes}
             staging.write_text(json.dumps(content, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-            _sync(staging)
+            sync_to_disk(staging)
             staging.replace(self.partial / SETTINGS_FILE)
-            _sync(self.partial)
+            sync_to_disk(self.partial)
 
     def _read_settings(self) -> tuple[dict[str, Any], dict[str, str]]:
         """The settings and attributes that `OUT.partial/` was started with."""
@@ -266,11 +257,12 @@ class EmbeddingFile:
             )
         for left in self.partial.glob(f".*{_TEMPORARY_SUFFIX}"):  # by a run killed while writing them
             left.unlink()
-        self._find_stored()
+        self.find_stored()
         return attributes
 
-    def _find_stored(self) -> None:
-        """Read which lines the segments in `OUT.partial/` hold (those of every process of the run)."""
+    def find_stored(self) -> None:
+        """Read which lines the segments in `OUT.partial/` hold (those of every process of the run, once they are
+        all stored)."""
         for segment in sorted(self.partial.glob(_SEGMENT_GLOB)):
             try:
                 with h5py.File(segment, "r") as file:
@@ -283,6 +275,16 @@ class EmbeddingFile:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def stored_datasets(self, lines: Iterable[int]) -> Iterator[h5py.Dataset]:
+        """The stored dataset of each of `lines` (as `find_stored` last found them), in order, read from the segments
+        (a few open at a time: the lines of one window lie in a few consecutive segments)."""
+        readers = _Readers()
+        try:
+            for line in lines:
+                yield readers[self._stored[line]][str(line)]
+        finally:
+            readers.close()
 
     def finished_lines(self) -> set[int]:
         """The lines (0-based) safely stored."""
@@ -363,46 +365,49 @@ class EmbeddingFile:
             if _INCOMPLETE in segment.file:
                 del segment.file[_INCOMPLETE]
             segment.file.close()
-            _sync(segment.path)
+            sync_to_disk(segment.path)
             final = segment.final_path()
             segment.path.rename(final)
-            _sync(self.partial)
+            sync_to_disk(self.partial)
         self._open = None
         self._stored.update(dict.fromkeys(segment.lines, final))
+
+    def store_all(self, lines: int) -> None:
+        """Once every process of the run has written its lines: store the open segment and find every process's
+        stored lines, which must be the `lines` lines."""
+        assert not self._words_written, "a line was left incomplete"
+        self.store_open_segment()
+        self.find_stored()
+        missing = [line for line in range(lines) if line not in self._stored]
+        assert not missing, f"lines {missing[:10]} were not written"
 
     def finish(self, lines: int, sentence_to_index: dict[str, str] | None) -> None:
         """Merge the `lines` lines, stored by this process or by the others of its run, into the output file, with
         "sentence_to_index" (unless None) and the root attributes, rename it to the output path and remove
         `OUT.partial/`. A failure leaves the segments: a resumed run merges again."""
-        assert not self._words_written, "a line was left incomplete"
-        self.store_open_segment()
-        self._find_stored()
-        missing = [line for line in range(lines) if line not in self._stored]
-        assert not missing, f"lines {missing[:10]} were not written"
+        self.store_all(lines)
         try:
             staging, merged = _create_hdf5(self.partial, ".merged-")
         except Exception as error:
             raise WriteError(error) from error
-        readers = _Readers()
         try:
-            for line in tqdm(range(lines), desc="elmo-embed: merging", unit="line", disable=None):
-                name = str(line)
-                merged.copy(readers[self._stored[line]][name], merged, name=name)
-                if line % _MERGE_FLUSH_LINES == _MERGE_FLUSH_LINES - 1:
-                    merged.flush()
+            with closing(self.stored_datasets(range(lines))) as datasets:
+                bar = tqdm(datasets, desc="elmo-embed: merging", unit="line", total=lines, disable=None)
+                for line, dataset in enumerate(bar):
+                    merged.copy(dataset, merged, name=str(line))
+                    if line % _MERGE_FLUSH_LINES == _MERGE_FLUSH_LINES - 1:
+                        merged.flush()
             if sentence_to_index is not None:
                 index = merged.create_dataset(SENTENCE_TO_INDEX, (1,), dtype=h5py.string_dtype())
                 index[0] = json.dumps(sentence_to_index)
             merged.attrs.update(self.attributes)
             merged.close()
-            _sync(staging)
+            sync_to_disk(staging)
         except BaseException as error:
             _discard(merged, staging)
             if isinstance(error, Exception):
                 raise WriteError(error) from error
             raise
-        finally:
-            readers.close()
         publish_file(staging, self.output)
         shutil.rmtree(self.partial)
 

@@ -121,7 +121,9 @@ def test_a_second_writer_stops_naming_the_first_and_touches_nothing(
     try:
         deadline = time.monotonic() + 120
         while not paused.exists():
-            assert first.poll() is None and time.monotonic() < deadline, "the first run did not start writing"
+            if first.poll() is not None:
+                pytest.fail(f"the first run ended before writing: {first.communicate()[1][-3000:]}")
+            assert time.monotonic() < deadline, "the first run did not start writing"
             time.sleep(0.05)
         before = _snapshot(tmp_path)
         second = subprocess.run([ELMO_EMBED, *args, *flags], env=ENVIRONMENT, capture_output=True, text=True)

@@ -1,0 +1,109 @@
+"""elmo-embed across processes on this machine: words/s of 1 and 2 processes (`accelerate launch`, CPU processes over
+gloo, 1 thread each) against one process of 1 thread, and one process of 2 threads, in interleaved rounds of the
+same run.
+
+    python benchmarks/speed/bench_embed_processes.py --lines 5000 --rounds 2 [--model DIR]
+
+Each run embeds the same generated lines (5-40 words drawn from examples/sentences.txt) into a fresh file; the rate
+is the one elmo-embed's summary prints (words over the seconds from the first batch to the merged file, so model
+loading is left out; the wall time, start-up included, is shown beside it). Every file is checked equal to the first
+one's datasets, bit for bit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+ELMO_EMBED = str(Path(sys.executable).with_name("elmo-embed"))
+RATE = re.compile(r"words embedded in [\d.]+ s: ([\d,]+) words/s")
+
+# name -> (processes, threads per process)
+SETUPS = {
+    "1 process, 1 thread": (1, 1),
+    "1 process, 2 threads": (1, 2),
+    "2 processes, 1 thread each": (2, 1),
+}
+
+
+def write_lines(path: Path, count: int, seed: int = 0) -> None:
+    words = (REPOSITORY / "examples" / "sentences.txt").read_text(encoding="utf-8").split()
+    generator = random.Random(seed)
+    lines = (" ".join(generator.choices(words, k=generator.randint(5, 40))) for _ in range(count))
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+def run(setup: str, source: Path, output: Path, model: list[str]) -> tuple[float, float]:
+    """(words/s from the summary, wall seconds) of one run."""
+    processes, threads = SETUPS[setup]
+    environment = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    if processes == 1:
+        command = [ELMO_EMBED]
+    else:
+        command = [
+            sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(processes),
+            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+            "-m", "elmo_transformers.inference.embed",
+        ]  # fmt: skip
+    started = time.perf_counter()
+    completed = subprocess.run(
+        [*command, str(source), str(output), *model], env=environment, capture_output=True, text=True
+    )
+    wall = time.perf_counter() - started
+    if completed.returncode != 0:
+        sys.exit(f"{setup} failed:\n{completed.stderr[-3000:]}")
+    return float(RATE.search(completed.stdout).group(1).replace(",", "")), wall
+
+
+def same_datasets(one: Path, other: Path) -> bool:
+    with h5py.File(one, "r") as first, h5py.File(other, "r") as second:
+        return first.keys() == second.keys() and all(np.array_equal(first[name][()], second[name][()]) for name in first)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lines", type=int, default=5000, help="generated lines to embed (default %(default)s)")
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds of every setup (default %(default)s)")
+    parser.add_argument("--model", help="model folder (default: the bundled default model)")
+    args = parser.parse_args()
+    model = ["--model", args.model] if args.model else []
+    with tempfile.TemporaryDirectory() as work:
+        source = Path(work) / "lines.txt"
+        write_lines(source, args.lines)
+        rates: dict[str, list[float]] = {setup: [] for setup in SETUPS}
+        walls: dict[str, list[float]] = {setup: [] for setup in SETUPS}
+        first: Path | None = None
+        for round_ in range(args.rounds):
+            for index, setup in enumerate(SETUPS):
+                output = Path(work) / f"out-{round_}-{index}.hdf5"
+                rate, wall = run(setup, source, output, model)
+                rates[setup].append(rate)
+                walls[setup].append(wall)
+                if first is None:
+                    first = output
+                elif not same_datasets(first, output):
+                    sys.exit(f"{setup}: the file differs from the first run's")
+                if output != first:
+                    output.unlink()
+        baseline = statistics.median(rates["1 process, 1 thread"])
+        print(f"{args.lines:,} lines, medians of {args.rounds} interleaved rounds, every file equal bit for bit:")
+        print(f"{'setup':<28} {'words/s':>9} {'vs 1x1':>7} {'wall s':>7}")
+        for setup in SETUPS:
+            rate = statistics.median(rates[setup])
+            print(f"{setup:<28} {rate:>9,.0f} {rate / baseline:>6.2f}x {statistics.median(walls[setup]):>7.1f}")
+
+
+if __name__ == "__main__":
+    main()
