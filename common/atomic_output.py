@@ -28,6 +28,7 @@ __all__ = [
     "publish_file",
     "publish_folder",
     "refuse_existing",
+    "refuse_folders_in_use",
     "sync_to_disk",
 ]
 
@@ -85,21 +86,19 @@ def refuse_existing(output: Path, *, overwrite: bool, error: type[ElmoError] = C
         raise error(f"{output} already exists: pass --overwrite to replace it")
 
 
-def _refuse_folders_in_use(output: Path, inputs: Iterable[str | Path]) -> None:
+def refuse_folders_in_use(
+    output: Path, inputs: Iterable[str | Path], *, error: type[ElmoError] = ConversionError
+) -> None:
     """Replacing the folder `output` renames it aside and deletes it: refuse the current directory and the folders
     above it (the rename fails, "Device or resource busy"), and any folder that holds one of `inputs` (it would
     delete what the new folder is made from)."""
     resolved = output.resolve()
     if resolved == Path.cwd() or resolved in Path.cwd().parents:
-        raise ConversionError(
-            f"{output} is the current directory or holds it: it cannot be replaced; name a new folder"
-        )
+        raise error(f"{output} is the current directory or holds it: it cannot be replaced; name a new folder")
     for source in inputs:
         source_path = Path(source).resolve()
         if resolved == source_path or resolved in source_path.parents:
-            raise ConversionError(
-                f"{output} holds the input {source}: replacing it would delete the input; name another folder"
-            )
+            raise error(f"{output} holds the input {source}: replacing it would delete the input; name another folder")
 
 
 @contextmanager
@@ -153,7 +152,7 @@ def atomic_output_folder(
     in one line.
     """
     output = Path(output)
-    _refuse_folders_in_use(output, inputs)
+    refuse_folders_in_use(output, inputs)
     with _full_disk_in_one_line(output), output_lock(output, error=ConversionError):
         refuse_existing(output, overwrite=overwrite)
         if output.exists() and not output.is_dir():

@@ -16,7 +16,7 @@ from elmo_transformers.common.atomic_output import partial_path
 from elmo_transformers.common.disk_space import NO_SPACE_CHECK
 from elmo_transformers.common.errors import ElmoError, report_error
 
-from .options import DTYPE_NAMES, LAYER_CHOICES
+from .options import DTYPE_NAMES, FORMATS, LAYER_CHOICES
 
 __all__ = ["main"]
 
@@ -45,6 +45,7 @@ _EXAMPLES = """examples:
   elmo-embed sentences.txt sentences.hdf5 --model elmo-original
   elmo-embed raw.txt raw.hdf5 --model elmo-original --tokenize --layers top --device cuda --dtype bfloat16
   elmo-embed corpus.txt corpus.hdf5 --model elmo-original --resume   # continue an interrupted run
+  elmo-embed corpus.txt vectors --model elmo-original --format datasets   # datasets.load_from_disk("vectors")
   accelerate launch --num_processes 4 -m elmo_transformers.inference.embed corpus.txt corpus.hdf5 --model elmo-original
                                       # 4 processes (a GPU each), on one machine or several: the file of one process
 
@@ -92,7 +93,7 @@ def _build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("input", metavar="IN", help="text file, one sentence per line (UTF-8, may be gzip-compressed)")
-    parser.add_argument("output", metavar="OUT.hdf5", help="hdf5 file to create")
+    parser.add_argument("output", metavar="OUT", help="hdf5 file to create (with --format datasets: a folder)")
     parser.add_argument("--model", metavar="DIR", help="model folder written by elmo-convert")
     parser.add_argument(
         "--layers",
@@ -121,6 +122,13 @@ def _build_parser() -> argparse.ArgumentParser:
         choices=sorted(DTYPE_NAMES),
         default="float32",
         help="model dtype; the file is float32 (default %(default)s)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="hdf5",
+        help="hdf5: one file in AllenNLP's layout; datasets: a folder of Arrow shards that datasets.load_from_disk"
+        " opens, a row per line (line, words with --tokenize, vectors) (default %(default)s)",
     )
     parser.add_argument("--device", help="torch device: cpu, cuda, cuda:1, ... (default cuda when available, else cpu)")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run from OUT.hdf5.partial")
@@ -162,6 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             overwrite=args.overwrite,
             forget_sentences=args.forget_sentences,
             space_check=not args.no_space_check,
+            output_format=args.format,
             command=["elmo-embed", *argv],
         )
     except ElmoError as error:

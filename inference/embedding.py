@@ -80,9 +80,10 @@ class LineSet:
 
 @dataclass
 class EmbedSummary:
-    """What a run did. `words` counts every line's words; `embedded_words` those this run computed."""
+    """What a run did. `layout` says what each line became; `words` counts every line's words; `embedded_words`
+    those this run computed."""
 
-    shape: str
+    layout: str
     lines: int = 0
     words: int = 0
     embedded_words: int = 0
@@ -96,7 +97,7 @@ class EmbedSummary:
         """The summary printed at the end of a run."""
         rate = self.embedded_words / self.seconds if self.seconds else 0.0
         lines = [
-            f"Wrote {output}: {self.lines:,} lines, {self.words:,} words, one dataset {self.shape} per line",
+            f"Wrote {output}: {self.lines:,} lines, {self.words:,} words, {self.layout}",
             f"  empty lines (written with 0 words): {self.empty.describe()}",
             f"  lines with invalid UTF-8 (embedded with U+FFFD for the bad bytes): {self.replaced.describe()}",
             f"  lines over --max-words {max_words} (embedded in pieces, concatenated): {self.split.describe()}",
@@ -123,6 +124,7 @@ def embed_file(
     forget_sentences: bool = False,
     space_check: bool = True,
     overlap: bool | None = None,
+    output_format: str = "hdf5",
     command: Sequence[str] | None = None,
 ) -> EmbedSummary:
     """Embed every line of `input_file` into the hdf5 file `output` (see the module docstring and `--help`).
@@ -139,7 +141,10 @@ def embed_file(
     uninterrupted run, so that the file is the same. With `space_check` a run is refused when the disk clearly cannot
     hold the output. With `overlap` (by default on a GPU) a thread reads and tokenizes the next batches and another
     writes the finished ones while the device computes: the file is the same, written in the same order. `command` (the
-    command line, by default this process's) is recorded in the file and shown in the advice to resume.
+    command line, by default this process's) is recorded in the file and shown in the advice to resume. With
+    `output_format="datasets"` the finished lines become the folder `output` that `datasets.load_from_disk` opens
+    (`elmo_transformers.inference.datasets_output`) instead of one hdf5 file. Under `accelerate launch` the processes
+    share the batches out (`_Run`), and the file is that of one process.
     """
     input_file, output = Path(input_file), Path(output)
     command = [Path(sys.argv[0]).name, *sys.argv[1:]] if command is None else list(command)
@@ -153,7 +158,7 @@ def embed_file(
     check_text(input_file)
     if batch_size < 1 or max_words < 1:
         raise EmbedError(f"--batch-size and --max-words must be at least 1, got {batch_size} and {max_words}")
-    check_output_path(output, input_file)
+    check_output_path(output, input_file, folder=output_format == "datasets")
     model = resolve_model(model)
     device = _process_device(device, processes)
     # The main process holds the lock from before anything is looked at or written to the end: a second writer stops
@@ -200,7 +205,8 @@ def embed_file(
             "elmo_embed_command": shlex.join(command),
         }
         shape = f"({embedder.num_layers}, words, {embedder.width})" if layers == "all" else f"(words, {embedder.width})"
-        summary = EmbedSummary(shape=shape)
+        layout = f"one dataset {shape} per line" if output_format == "hdf5" else f"a row per line, its vectors {shape}"
+        summary = EmbedSummary(layout=layout)
         started = time.perf_counter()
         partial = partial_path(output)
 
@@ -244,7 +250,21 @@ def embed_file(
                 # Every process's lines are stored (a process that failed ended the run: the launcher stops the
                 # others, and the main one never merges).
                 wait_for_everyone(error=EmbedError, advice=resume_advice)
-                if is_main:
+                if output_format == "datasets":
+                    from .datasets_output import write_dataset  # (datasets and pyarrow: seconds of imports)
+
+                    write_dataset(
+                        file,
+                        summary.lines,
+                        dtype=np.dtype(STORED_DTYPE),
+                        width=embedder.width,
+                        layers=layers == "all",
+                        words=tokenize,
+                        process=processes.process_index,
+                        processes=processes.num_processes,
+                        wait_for_everyone=lambda: wait_for_everyone(error=EmbedError, advice=resume_advice),
+                    )
+                elif is_main:
                     file.finish(summary.lines, sentence_to_index)
         except WriteError as error:
             stored = len(file.finished_lines())

@@ -46,7 +46,13 @@ import numpy as np
 from h5py import _errors as h5py_errors
 from tqdm.auto import tqdm
 
-from elmo_transformers.common.atomic_output import partial_path, publish_file, refuse_existing, sync_to_disk
+from elmo_transformers.common.atomic_output import (
+    partial_path,
+    publish_file,
+    refuse_existing,
+    refuse_folders_in_use,
+    sync_to_disk,
+)
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.common.output_lock import lock_path
 
@@ -89,12 +95,15 @@ class WriteError(Exception):
         self.error = error
 
 
-def check_output_path(output: str | Path, input_file: str | Path) -> None:
-    """Refuse an `output` that is a folder, or whose file, `OUT.partial` or lock file is `input_file` (the same
-    inode: a hard or symbolic link too): writing it, or replacing it with the finished file, would destroy the input.
-    Checked before the output's lock is taken, as the lock file is created beside the output."""
+def check_output_path(output: str | Path, input_file: str | Path, *, folder: bool = False) -> None:
+    """Refuse an `output` that is a folder (unless the output is a `folder`: then one that holds the input or the
+    current directory), or whose file, `OUT.partial` or lock file is `input_file` (the same inode: a hard or
+    symbolic link too): writing it, or replacing it with the finished output, would destroy the input. Checked
+    before the output's lock is taken, as the lock file is created beside the output."""
     output = Path(output)
-    if output.is_dir():
+    if folder:
+        refuse_folders_in_use(output, [input_file], error=EmbedError)
+    elif output.is_dir():
         raise EmbedError(f"{output} is a folder, expected a file path")
     for path in (output, partial_path(output), lock_path(output)):
         if path.exists() and path.samefile(input_file):
@@ -256,7 +265,10 @@ class EmbeddingFile:
                 f" or {_START_OVER}"
             )
         for left in self.partial.glob(f".*{_TEMPORARY_SUFFIX}"):  # by a run killed while writing them
-            left.unlink()
+            if left.is_dir():
+                shutil.rmtree(left)
+            else:
+                left.unlink()
         self.find_stored()
         return attributes
 
