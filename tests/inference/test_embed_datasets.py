@@ -1,0 +1,141 @@
+"""`elmo-embed --format datasets`: a folder that `datasets.load_from_disk` opens, a row per line whose vectors equal
+the hdf5 output's bit for bit (every layer choice, awkward lines, --tokenize), written in shards by 2 processes
+as by one, resumed after a kill, and refused where it would replace what it must not."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import datasets
+import h5py
+import numpy as np
+import pytest
+
+from elmo_transformers.inference.datasets_output import RECORD_FILE, shard_lines
+from elmo_transformers.inference.embed import main
+
+LAUNCHED_EMBED = Path(__file__).resolve().parents[1] / "helpers" / "launched_embed.py"
+LINES = [
+    "The cat sat on the mat .",
+    "",
+    "Héllo wörld ☃ , ça va ?",
+    "x" * 60 + " is a word of 60 bytes",
+    " ".join(f"w{index}" for index in range(23)),
+    "a",
+    "ELMo gives every word three vectors .",
+] * 3
+OPTIONS = ["--batch-size", "3", "--max-words", "8"]
+ENVIRONMENT = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("inputs") / "in.txt"
+    path.write_text("".join(line + "\n" for line in LINES), encoding="utf-8")
+    return path
+
+
+def _assert_rows_equal_the_hdf5_file(folder: Path, hdf5: Path, *, words: bool) -> None:
+    rows = datasets.load_from_disk(str(folder))
+    assert rows.column_names == ["line", "words", "vectors"] if words else ["line", "vectors"]
+    with h5py.File(hdf5, "r") as file:
+        assert len(rows) == len(file) - 1 == len(LINES)
+        for index, row in enumerate(rows.with_format("numpy")):
+            dataset = file[str(index)]
+            assert row["line"] == index
+            vectors = np.array(row["vectors"].tolist(), dtype=dataset.dtype).reshape(dataset.shape)
+            assert np.array_equal(vectors, dataset[()]), index
+            if words:
+                assert list(row["words"]) == json.loads(dataset.attrs["words"])
+        record = json.loads((folder / RECORD_FILE).read_text(encoding="utf-8"))
+        expected = {name: value for name, value in file.attrs.items() if name != "elmo_embed_command"}
+        assert {name: value for name, value in record.items() if name != "elmo_embed_command"} == expected
+
+
+@pytest.mark.parametrize("layers", ["all", "top"])
+@pytest.mark.parametrize("tokenize", [False, True], ids=["words", "tokenize"])
+def test_rows_equal_the_hdf5_file(
+    layers: str, tokenize: bool, source: Path, fixture_model_folder: Path, tmp_path: Path
+) -> None:
+    options = [
+        *OPTIONS,
+        "--model",
+        str(fixture_model_folder),
+        "--layers",
+        layers,
+        *(["--tokenize"] if tokenize else []),
+    ]
+    assert main([str(source), str(tmp_path / "out.hdf5"), *options]) == 0
+    assert main([str(source), str(tmp_path / "rows"), *options, "--format", "datasets"]) == 0
+    assert sorted(path.name for path in (tmp_path / "rows").iterdir()) == [
+        "data-00000-of-00001.arrow", "dataset_info.json", RECORD_FILE, "state.json",
+    ]  # fmt: skip
+    _assert_rows_equal_the_hdf5_file(tmp_path / "rows", tmp_path / "out.hdf5", words=tokenize)
+    assert not (tmp_path / "rows.partial").exists()
+
+
+def _launch(*args: str | Path, processes: int, environment: dict[str, str]) -> subprocess.CompletedProcess:
+    command = [
+        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(processes),
+        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", str(LAUNCHED_EMBED),
+        *map(str, args),
+    ]  # fmt: skip
+    return subprocess.run(command, env={**os.environ, **ENVIRONMENT, **environment}, capture_output=True, text=True)
+
+
+def test_two_processes_write_a_shard_each_and_a_kill_resumes(
+    source: Path, fixture_model_folder: Path, tmp_path: Path
+) -> None:
+    options = [*OPTIONS, "--model", fixture_model_folder, "--format", "datasets", "--tokenize"]
+    output = tmp_path / "rows"
+    killed = _launch(
+        source, output, *options, processes=2,
+        environment={"ELMO_TEST_SEGMENT_BYTES": "1", "ELMO_TEST_FAIL_PROCESS": "1", "ELMO_TEST_FAIL_HOW": "kill"},
+    )  # fmt: skip
+    assert killed.returncode != 0 and not output.exists()
+    resumed = _launch(source, output, *options, "--resume", processes=2, environment={})
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resumed: " in resumed.stdout
+    assert sorted(path.name for path in output.glob("*.arrow")) == [
+        "data-00000-of-00002.arrow",
+        "data-00001-of-00002.arrow",
+    ]
+    hdf5 = tmp_path / "one.hdf5"
+    subprocess.run(
+        [sys.executable, "-m", "elmo_transformers.inference.embed", source, hdf5, *options[:-3], "--tokenize"],
+        env={**os.environ, **ENVIRONMENT}, check=True, capture_output=True,
+    )  # fmt: skip
+    _assert_rows_equal_the_hdf5_file(output, hdf5, words=True)
+
+
+def test_an_output_folder_is_replaced_only_when_told(
+    source: Path, fixture_model_folder: Path, tmp_path: Path, capsys
+) -> None:
+    output = tmp_path / "rows"
+    output.mkdir()
+    (output / "kept.txt").write_text("mine")
+    arguments = [str(source), str(output), "--model", str(fixture_model_folder), "--format", "datasets"]
+    assert main(arguments) == 2
+    assert capsys.readouterr().err == f"elmo-embed: error: {output} already exists: pass --overwrite to replace it\n"
+    assert (output / "kept.txt").read_text() == "mine"
+    assert main([*arguments, "--overwrite"]) == 0
+    assert not (output / "kept.txt").exists() and len(datasets.load_from_disk(str(output))) == len(LINES)
+    inside = tmp_path / "holder"
+    inside.mkdir()
+    held = inside / "in.txt"
+    held.write_text("a b\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main([str(held), str(inside), "--format", "datasets", "--overwrite"]) == 2
+    assert f"{inside} holds the input {held}: replacing it would delete the input" in capsys.readouterr().err
+    assert held.read_text() == "a b\n"
+
+
+def test_shards_are_consecutive_lines_at_least_one_per_process() -> None:
+    assert shard_lines(10, 0, 1) == [range(0, 10)]
+    assert shard_lines(10, 0, 3) == [range(0, 3), range(3, 6), range(6, 10)]
+    assert shard_lines(0, 0, 2) == [range(0, 0), range(0, 0)]
+    assert len(shard_lines(1000, 1_700_000_000, 2)) == 4  # about 500 MB each
