@@ -152,9 +152,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     set_native_libraries()  # before the first kernel
     from transformers.utils.logging import disable_progress_bar
 
-    from . import embedding
+    from elmo_transformers.common.processes import end_processes
 
     disable_progress_bar()  # transformers' weight-loading bar; elmo-embed shows its own
+    try:
+        return _run(args, argv)
+    finally:
+        end_processes()
+
+
+def _run(args: argparse.Namespace, argv: list[str]) -> int:
+    """The run of the parsed command line `argv`: its summary or its one-line error, and the exit status."""
+    from . import embedding
+
     try:
         summary = embedding.embed_file(
             args.input,
