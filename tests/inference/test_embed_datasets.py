@@ -5,7 +5,6 @@ as by one, resumed after a kill, and refused where it would replace what it must
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,22 +13,13 @@ import datasets
 import h5py
 import numpy as np
 import pytest
+from embed_launch import AWKWARD_LINES, ENVIRONMENT, launch_embed
 
 from elmo_transformers.inference.datasets_output import RECORD_FILE, shard_lines
 from elmo_transformers.inference.embed import main
 
-LAUNCHED_EMBED = Path(__file__).resolve().parents[1] / "helpers" / "launched_embed.py"
-LINES = [
-    "The cat sat on the mat .",
-    "",
-    "Héllo wörld ☃ , ça va ?",
-    "x" * 60 + " is a word of 60 bytes",
-    " ".join(f"w{index}" for index in range(23)),
-    "a",
-    "ELMo gives every word three vectors .",
-] * 3
+LINES = AWKWARD_LINES * 2
 OPTIONS = ["--batch-size", "3", "--max-words", "8"]
-ENVIRONMENT = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 @pytest.fixture(scope="module")
@@ -78,26 +68,16 @@ def test_rows_equal_the_hdf5_file(
     assert not (tmp_path / "rows.partial").exists()
 
 
-def _launch(*args: str | Path, processes: int, environment: dict[str, str]) -> subprocess.CompletedProcess:
-    command = [
-        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(processes),
-        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", str(LAUNCHED_EMBED),
-        *map(str, args),
-    ]  # fmt: skip
-    return subprocess.run(command, env={**os.environ, **ENVIRONMENT, **environment}, capture_output=True, text=True)
-
-
 def test_two_processes_write_a_shard_each_and_a_kill_resumes(
     source: Path, fixture_model_folder: Path, tmp_path: Path
 ) -> None:
-    options = [*OPTIONS, "--model", fixture_model_folder, "--format", "datasets", "--tokenize"]
+    hdf5_options = [*OPTIONS, "--model", fixture_model_folder, "--tokenize"]
+    options = [*hdf5_options, "--format", "datasets"]
     output = tmp_path / "rows"
-    killed = _launch(
-        source, output, *options, processes=2,
-        environment={"ELMO_TEST_SEGMENT_BYTES": "1", "ELMO_TEST_FAIL_PROCESS": "1", "ELMO_TEST_FAIL_HOW": "kill"},
-    )  # fmt: skip
+    environment = {"ELMO_TEST_SEGMENT_BYTES": "1", "ELMO_TEST_FAIL_PROCESS": "1", "ELMO_TEST_FAIL_HOW": "kill"}
+    killed = launch_embed(source, output, *options, environment=environment)
     assert killed.returncode != 0 and not output.exists()
-    resumed = _launch(source, output, *options, "--resume", processes=2, environment={})
+    resumed = launch_embed(source, output, *options, "--resume")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resumed: " in resumed.stdout
     assert sorted(path.name for path in output.glob("*.arrow")) == [
@@ -106,8 +86,8 @@ def test_two_processes_write_a_shard_each_and_a_kill_resumes(
     ]
     hdf5 = tmp_path / "one.hdf5"
     subprocess.run(
-        [sys.executable, "-m", "elmo_transformers.inference.embed", source, hdf5, *options[:-3], "--tokenize"],
-        env={**os.environ, **ENVIRONMENT}, check=True, capture_output=True,
+        [sys.executable, "-m", "elmo_transformers.inference.embed", source, hdf5, *hdf5_options],
+        env=ENVIRONMENT, check=True, capture_output=True,
     )  # fmt: skip
     _assert_rows_equal_the_hdf5_file(output, hdf5, words=True)
 

@@ -5,7 +5,6 @@ that stops all of them in its one line, and the refusals of a run printed once."
 from __future__ import annotations
 
 import gzip
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,45 +12,16 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+from embed_launch import AWKWARD_LINES, ENVIRONMENT, launch_embed
 from lock_holder import start_lock_holder
 
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.inference.batching import Piece, batch_groups
 from elmo_transformers.inference.embedding import _process_device
 
-LAUNCHED_EMBED = Path(__file__).resolve().parents[1] / "helpers" / "launched_embed.py"
 ELMO_EMBED = str(Path(sys.executable).with_name("elmo-embed"))
-# Awkward lines: empty ones, one over --max-words (embedded in pieces, in batches that one process must write),
-# unicode, a word over 48 bytes, mixed lengths; enough of them for many batches of --batch-size 3.
-LINES = [
-    "The cat sat on the mat .",
-    "",
-    "Héllo wörld ☃ , ça va ?",
-    "x" * 60 + " is a word of 60 bytes",
-    " ".join(f"w{index}" for index in range(23)),
-    "a",
-    "",
-    "ELMo gives every word three vectors .",
-    "one two three four five six seven",
-    "b c",
-] * 4
+LINES = AWKWARD_LINES * 4  # many batches of --batch-size 3
 OPTIONS = ["--batch-size", "3", "--max-words", "8"]
-# One thread a process: the runs compared bit for bit compute the same way, and the 2 cores are not oversubscribed.
-ENVIRONMENT = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-
-
-def _launch(
-    *args: str | Path, processes: int = 2, environment: dict[str, str] | None = None
-) -> subprocess.CompletedProcess:
-    """`accelerate launch` of elmo-embed (tests/helpers/launched_embed.py) in `processes` CPU processes."""
-    command = [
-        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(processes),
-        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", str(LAUNCHED_EMBED),
-        *map(str, args),
-    ]  # fmt: skip
-    return subprocess.run(
-        command, env={**ENVIRONMENT, **(environment or {})}, capture_output=True, text=True, timeout=600
-    )
 
 
 def _one_process(*args: str | Path) -> subprocess.CompletedProcess:
@@ -95,7 +65,7 @@ def test_two_processes_write_the_file_of_one(
     _one_process(source, tmp_path / "one.hdf5", *options)
     record = tmp_path / "record"
     record.mkdir()
-    launched = _launch(source, tmp_path / "two.hdf5", *options, environment={"ELMO_TEST_RECORD": str(record)})
+    launched = launch_embed(source, tmp_path / "two.hdf5", *options, environment={"ELMO_TEST_RECORD": str(record)})
     assert launched.returncode == 0, launched.stderr[-3000:]
     _assert_same_file(tmp_path / "one.hdf5", tmp_path / "two.hdf5")
     written = [[int(line) for line in (record / f"{process}.txt").read_text().split()] for process in (0, 1)]
@@ -114,11 +84,11 @@ def test_a_killed_process_is_resumed_into_the_same_file(
     _one_process(source, tmp_path / "one.hdf5", *options)
     output = tmp_path / "two.hdf5"
     environment = {"ELMO_TEST_SEGMENT_BYTES": "1", "ELMO_TEST_FAIL_PROCESS": "1", "ELMO_TEST_FAIL_HOW": "kill"}
-    killed = _launch(source, output, *options, environment=environment)
+    killed = launch_embed(source, output, *options, environment=environment)
     assert killed.returncode != 0 and not output.exists()
     assert list(Path(f"{output}.partial").glob("lines-*.hdf5")), "the killed process's first batch is stored"
     if resumed_by == 2:
-        resumed = _launch(source, output, *options, "--resume")
+        resumed = launch_embed(source, output, *options, "--resume")
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         assert "resumed: " in resumed.stdout
     else:
@@ -132,7 +102,7 @@ def test_a_failure_in_one_process_stops_all_in_its_one_line(
 ) -> None:
     output = tmp_path / "two.hdf5"
     environment = {"ELMO_TEST_FAIL_PROCESS": "1", "ELMO_TEST_FAIL_HOW": "raise"}
-    failed = _launch(inputs["text"], output, *OPTIONS, "--model", fixture_model_folder, environment=environment)
+    failed = launch_embed(inputs["text"], output, *OPTIONS, "--model", fixture_model_folder, environment=environment)
     assert failed.returncode != 0 and not output.exists(), "no merged file"
     errors = [line for line in failed.stderr.splitlines() if line.startswith("elmo-embed: error: ")]
     partial = f"{output}.partial keeps the finished lines"
@@ -158,7 +128,7 @@ def test_a_refusal_is_printed_once(inputs: dict[str, Path], fixture_model_folder
     output = tmp_path / "two.hdf5"
     holder = start_lock_holder(output)
     try:
-        refused = _launch(inputs["text"], output, "--model", fixture_model_folder)
+        refused = launch_embed(inputs["text"], output, "--model", fixture_model_folder)
     finally:
         holder.communicate("\n")
     assert refused.returncode != 0 and not output.exists()

@@ -1,0 +1,43 @@
+"""`elmo-embed` under `accelerate launch` for the tests: awkward lines to embed, and the launch of 2 (or N) CPU
+processes over gloo running tests/helpers/launched_embed.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+__all__ = ["AWKWARD_LINES", "ENVIRONMENT", "launch_embed"]
+
+LAUNCHED_EMBED = Path(__file__).resolve().with_name("launched_embed.py")
+# Empty lines, one over --max-words 8 (embedded in pieces, in batches that one process must write), unicode, a word
+# over 48 bytes, mixed lengths.
+AWKWARD_LINES = [
+    "The cat sat on the mat .",
+    "",
+    "Héllo wörld ☃ , ça va ?",
+    "x" * 60 + " is a word of 60 bytes",
+    " ".join(f"w{index}" for index in range(23)),
+    "a",
+    "",
+    "ELMo gives every word three vectors .",
+    "one two three four five six seven",
+    "b c",
+]
+# One thread a process: the runs compared bit for bit compute the same way, and the 2 cores are not oversubscribed.
+ENVIRONMENT = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def launch_embed(
+    *args: str | Path, processes: int = 2, environment: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """`accelerate launch` of elmo-embed ARGS in `processes` CPU processes, with `environment` added (see
+    launched_embed.py for what it may say)."""
+    command = [
+        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(processes),
+        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", str(LAUNCHED_EMBED),
+        *map(str, args),
+    ]  # fmt: skip
+    environment = {**ENVIRONMENT, **(environment or {})}
+    return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600)
