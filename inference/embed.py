@@ -16,7 +16,7 @@ from elmo_transformers.common.atomic_output import partial_path
 from elmo_transformers.common.disk_space import NO_SPACE_CHECK
 from elmo_transformers.common.errors import ElmoError, report_error
 
-from .options import DTYPE_NAMES, FORMATS, LAYER_CHOICES
+from .options import COMPRESSIONS, DTYPE_NAMES, FORMATS, LAYER_CHOICES, STORAGE_DTYPES
 
 __all__ = ["main"]
 
@@ -44,6 +44,7 @@ def set_native_libraries() -> None:
 _EXAMPLES = """examples:
   elmo-embed sentences.txt sentences.hdf5 --model elmo-original
   elmo-embed raw.txt raw.hdf5 --model elmo-original --tokenize --layers top --device cuda --dtype bfloat16
+  elmo-embed big.txt big.hdf5 --model elmo-original --layers top --storage-dtype float16   # 2 KB a word, not 12
   elmo-embed corpus.txt corpus.hdf5 --model elmo-original --resume   # continue an interrupted run
   elmo-embed corpus.txt vectors --model elmo-original --format datasets   # datasets.load_from_disk("vectors")
   accelerate launch --num_processes 4 -m elmo_transformers.inference.embed corpus.txt corpus.hdf5 --model elmo-original
@@ -52,13 +53,17 @@ _EXAMPLES = """examples:
 The input holds one sentence per line of UTF-8 text (or gzip-compressed UTF-8 text, whatever its name):
 whitespace-separated words, or raw text with --tokenize. An input that is mostly not text (binary data, or
 another encoding than UTF-8) is refused before anything is written. The output has the layout of AllenNLP's
-`allennlp elmo` command: dataset "0" holds the first line's vectors, float32 of shape (L+1, words, 2P) with
---layers all (the token layer and the model's L biLSTM layers, each word's vector [forward; backward] of width
-2P) or (words, 2P) otherwise, and "sentence_to_index" holds one JSON string mapping each line's text to its
-dataset name. With --tokenize each line's dataset also has the attribute "words", a JSON list of the words its
-vectors stand for. The file's attributes record how it was made: elmo_embed_model (the model folder),
-elmo_embed_model_sha256 (of its model.safetensors), elmo_embed_model_dtype (--dtype), elmo_embed_layers,
-elmo_embed_dtype (of the vectors: float32), elmo_embed_version and elmo_embed_command (the command line):
+`allennlp elmo` command: dataset "0" holds the first line's vectors, of shape (L+1, words, 2P) with --layers all
+(the token layer and the model's L biLSTM layers, each word's vector [forward; backward] of width 2P) or
+(words, 2P) otherwise, and "sentence_to_index" holds one JSON string mapping each line's text to its dataset
+name. The vectors are float32, or float16 with --storage-dtype float16 (half the size; a value beyond float16's
+range, 65504, is refused rather than stored as inf), uncompressed, or compressed with --compression gzip or lzf
+(HDF5's filters, which h5py reads transparently: readers see the same names, shapes and values). With --tokenize
+each line's dataset also has the attribute "words", a JSON list of the words its vectors stand for. The file's
+attributes record how it was made: elmo_embed_model (the model folder), elmo_embed_model_sha256 (of its
+model.safetensors), elmo_embed_model_dtype (--dtype), elmo_embed_layers, elmo_embed_dtype (of the vectors,
+--storage-dtype), elmo_embed_compression (none, gzip or lzf), elmo_embed_version and elmo_embed_command (the
+command line):
   import h5py, json
   with h5py.File("sentences.hdf5") as file:
       vectors = file["0"][()]
@@ -80,7 +85,7 @@ naming the running one.
 
 Before starting, elmo-embed counts the input's words and refuses to start when the disk clearly cannot hold
 the output at its peak, the end of the merge: the segments and the merged file, about twice the vectors
-(words x layers x width x 4 bytes) (--no-space-check skips this).
+(words x layers x width x 4 bytes, 2 with float16, counted uncompressed) (--no-space-check skips this).
 """
 
 
@@ -121,7 +126,19 @@ def _build_parser() -> argparse.ArgumentParser:
         "--dtype",
         choices=sorted(DTYPE_NAMES),
         default="float32",
-        help="model dtype; the file is float32 (default %(default)s)",
+        help="model dtype; the file stores --storage-dtype (default %(default)s)",
+    )
+    parser.add_argument(
+        "--storage-dtype",
+        choices=STORAGE_DTYPES,
+        default=STORAGE_DTYPES[0],
+        help="dtype of the stored vectors: float16 halves the file (default %(default)s)",
+    )
+    parser.add_argument(
+        "--compression",
+        choices=COMPRESSIONS,
+        default=COMPRESSIONS[0],
+        help="HDF5 filter of each line's dataset, chunked by words; gzip is smaller, lzf faster (default %(default)s)",
     )
     parser.add_argument(
         "--format",
@@ -175,6 +192,8 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
             max_words=args.max_words,
             tokenize=args.tokenize,
             dtype=args.dtype,
+            storage_dtype=args.storage_dtype,
+            compression=args.compression,
             device=args.device,
             resume=args.resume,
             overwrite=args.overwrite,

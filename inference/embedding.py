@@ -33,9 +33,10 @@ from modeling_elmo.onednn_elmo import onednn_available
 
 from .batching import Piece, batch_groups, bucketed_batches
 from .embedder import DTYPES, Embedder, PendingVectors, PreparedBatch, resolve_model
-from .hdf5_output import STORED_DTYPE, EmbeddingFile, WriteError, check_output, check_output_path, stored_bytes
+from .hdf5_output import EmbeddingFile, WriteError, check_output, check_output_path, stored_bytes
 from .lines import check_text, content_sha256, read_lines
 from .pipeline import run_stages
+from .storage import Storage
 
 __all__ = ["EmbedSummary", "ProcessFailure", "embed_file", "is_main_process"]
 
@@ -118,6 +119,8 @@ def embed_file(
     max_words: int = 1000,
     tokenize: bool = False,
     dtype: str = "float32",
+    storage_dtype: str = "float32",
+    compression: str = "none",
     device: str | None = None,
     resume: bool = False,
     overwrite: bool = False,
@@ -129,11 +132,12 @@ def embed_file(
 ) -> EmbedSummary:
     """Embed every line of `input_file` into the hdf5 file `output` (see the module docstring and `--help`).
 
-    Dataset str(i) holds line i's float32 vectors: (L+1, words, 2P) for `layers="all"`, (words, 2P) for "top"
-    and "average". Words are the line's whitespace-separated tokens, or with `tokenize` the tokenizer's
-    PTB-like split of the line, then stored with each dataset as its attribute "words" (a JSON list of
-    strings, one per vector). Empty lines get a dataset of 0 words; undecodable bytes are embedded as U+FFFD;
-    lines of more than `max_words` words are embedded in pieces of at most `max_words` words, concatenated.
+    Dataset str(i) holds line i's vectors, `storage_dtype` (float32 or float16) with HDF5's `compression` filter
+    (none, gzip or lzf): (L+1, words, 2P) for `layers="all"`, (words, 2P) for "top" and "average". Words are the
+    line's whitespace-separated tokens, or with `tokenize` the tokenizer's PTB-like split of the line, then stored
+    with each dataset as its attribute "words" (a JSON list of strings, one per vector). Empty lines get a dataset
+    of 0 words; undecodable bytes are embedded as U+FFFD; lines of more than `max_words` words are embedded in
+    pieces of at most `max_words` words, concatenated. A float16 value that would overflow to inf is refused.
     The input may be gzip-compressed; one that is mostly not UTF-8 text is refused before anything is written.
     The file is built in the folder `OUT.partial` and merged into `OUT` when complete
     (`elmo_transformers.inference.hdf5_output`); with `resume` an existing `OUT.partial` started from the same input
@@ -158,6 +162,7 @@ def embed_file(
     check_text(input_file)
     if batch_size < 1 or max_words < 1:
         raise EmbedError(f"--batch-size and --max-words must be at least 1, got {batch_size} and {max_words}")
+    storage = Storage(storage_dtype, compression)
     check_output_path(output, input_file, folder=output_format == "datasets")
     model = resolve_model(model)
     device = _process_device(device, processes)
@@ -177,7 +182,7 @@ def embed_file(
         split_words = (embedder.tokenizer.tokenize if tokenize else str.split) if space_check and is_main else None
         size = _InputSize.of(input_file, split_words, words_json=tokenize, progress=is_main)
         if space_check:
-            needed = size.output_bytes(embedder, keep_sentences=not forget_sentences)
+            needed = size.output_bytes(embedder, storage, keep_sentences=not forget_sentences)
             what = f"the vectors of {size.words:,} words (stored in segments, then merged into one file)"
             on_main_process(
                 lambda: check_free_space(
@@ -194,13 +199,16 @@ def embed_file(
             "tokenize": tokenize,
             "max_words": max_words,
             "dtype": dtype,
+            "storage_dtype": storage.dtype,
+            "compression": storage.compression,
         }
         attributes = {
             "elmo_embed_model": settings["model"],
             "elmo_embed_model_sha256": settings["model_sha256"],
             "elmo_embed_model_dtype": dtype,
             "elmo_embed_layers": layers,
-            "elmo_embed_dtype": STORED_DTYPE,
+            "elmo_embed_dtype": storage.dtype,
+            "elmo_embed_compression": storage.compression,
             "elmo_embed_version": version("elmo-transformers"),
             "elmo_embed_command": shlex.join(command),
         }
@@ -213,7 +221,13 @@ def embed_file(
         def open_file(join: bool) -> EmbeddingFile:
             try:
                 return EmbeddingFile(
-                    output, settings=settings, attributes=attributes, shape=embedder.shape, resume=resume, join=join
+                    output,
+                    settings=settings,
+                    attributes=attributes,
+                    shape=embedder.shape,
+                    storage=storage,
+                    resume=resume,
+                    join=join,
                 )
             except WriteError as error:
                 raise EmbedError(_write_failure(partial, error.error, 0, size.lines, command)) from None
@@ -256,7 +270,7 @@ def embed_file(
                     write_dataset(
                         file,
                         summary.lines,
-                        dtype=np.dtype(STORED_DTYPE),
+                        dtype=np.dtype(storage.dtype),
                         width=embedder.width,
                         layers=layers == "all",
                         words=tokenize,
@@ -344,9 +358,10 @@ class _InputSize:
                 size.words_json_bytes += len(json.dumps(words))
         return size
 
-    def output_bytes(self, embedder: Embedder, *, keep_sentences: bool) -> int:
-        """The disk space the run takes at its peak, the end of the merge: the segments and the merged file."""
-        stored = self.words * int(np.prod(embedder.shape(1))) * np.dtype(STORED_DTYPE).itemsize
+    def output_bytes(self, embedder: Embedder, storage: Storage, *, keep_sentences: bool) -> int:
+        """The disk space the run takes at its peak, the end of the merge: the segments and the merged file.
+        Compressed vectors are counted uncompressed: how much a filter saves is only known once they are written."""
+        stored = self.words * int(np.prod(embedder.shape(1))) * storage.itemsize
         stored += self.lines * LINE_BYTES + self.words_json_bytes
         return 2 * stored + (self.text_bytes if keep_sentences else 0)
 
@@ -498,7 +513,7 @@ class _Run:
             progress.update(item.words)
             return
         if isinstance(item, _EmptyLine):
-            self._write_piece(item.line, 0, np.zeros(self.embedder.shape(0), dtype=STORED_DTYPE), item.words)
+            self._write_piece(item.line, 0, np.zeros(self.embedder.shape(0), dtype=np.float32), item.words)
             return
         assert item.vectors is not None
         for piece, vectors in zip(item.pieces, item.vectors.result(), strict=True):

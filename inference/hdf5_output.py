@@ -1,17 +1,19 @@
 """The output file, built in the folder `OUT.partial` of segment files and merged into `OUT` when complete, so that
 a run can be interrupted at any moment (killed, out of memory, the disk full) and resumed.
 
-The finished file has AllenNLP's `elmo` command layout: one float32 dataset per line, named by the line's
-0-based index, and (unless forgotten) the dataset "sentence_to_index", a (1,) array of one variable-length
-string: the JSON object mapping each stripped line to its index string. When the words are not simply the
-line's whitespace-separated tokens (`--tokenize`), each line's dataset has the attribute "words": a JSON list
-of the strings its vectors stand for, in order. Its root attributes record how it was made (readers of the
-layout ignore them), each a string:
+The finished file has AllenNLP's `elmo` command layout: one dataset per line, named by the line's 0-based index
+(float32, or float16 with `--storage-dtype float16`; contiguous, or chunked and compressed with `--compression`,
+which readers of the layout decompress without knowing it: `elmo_transformers.inference.storage`), and (unless
+forgotten) the dataset "sentence_to_index", a (1,) array of one variable-length string: the JSON object mapping
+each stripped line to its index string. When the words are not simply the line's whitespace-separated tokens
+(`--tokenize`), each line's dataset has the attribute "words": a JSON list of the strings its vectors stand for,
+in order. Its root attributes record how it was made (readers of the layout ignore them), each a string:
   elmo_embed_model          the model (its folder's absolute path)
   elmo_embed_model_sha256   the sha256 of its weights file, model.safetensors
   elmo_embed_model_dtype    the dtype the model computed in (--dtype)
   elmo_embed_layers         --layers
-  elmo_embed_dtype          the dtype of the stored vectors: float32
+  elmo_embed_dtype          the dtype of the stored vectors (--storage-dtype): float32 or float16
+  elmo_embed_compression    the HDF5 filter of the line datasets (--compression): none, gzip or lzf
   elmo_embed_version        the version of elmo-transformers
   elmo_embed_command        the command line that started the file (a --resume continues it)
 
@@ -56,10 +58,11 @@ from elmo_transformers.common.atomic_output import (
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.common.output_lock import lock_path
 
+from .storage import Storage
+
 __all__ = [
     "SEGMENT_BYTES",
     "SENTENCE_TO_INDEX",
-    "STORED_DTYPE",
     "WORDS",
     "EmbeddingFile",
     "WriteError",
@@ -70,8 +73,6 @@ __all__ = [
 
 SENTENCE_TO_INDEX = "sentence_to_index"
 WORDS = "words"
-# The dtype of every stored vector, whatever the model computed in.
-STORED_DTYPE = "float32"
 # A segment is closed at the first batch boundary after it holds this many bytes of vectors: a failed write loses
 # at most about this much work, and the merge reads from few files.
 SEGMENT_BYTES = 64 * 1000**2
@@ -192,10 +193,11 @@ class _Readers:
 class EmbeddingFile:
     """The `OUT.partial/` folder of a run; a context manager that keeps what is done on any exit.
 
-    `shape(words)` is the shape of one line's dataset. With `resume`, an existing `OUT.partial/` is continued
-    when it was started with the same `settings`; otherwise a new one is created (an old one removed: the caller
-    checked that it may be). `attributes` (strings) become the finished file's root attributes; a resumed run
-    keeps those of the run that started the folder. Writes that fail raise `WriteError`.
+    `shape(words)` is the shape of one line's dataset, stored as `storage` says (the vectors cast before they are
+    written). With `resume`, an existing `OUT.partial/` is continued when it was started with the same `settings`;
+    otherwise a new one is created (an old one removed: the caller checked that it may be). `attributes` (strings)
+    become the finished file's root attributes; a resumed run keeps those of the run that started the folder.
+    Writes that fail raise `WriteError`.
 
     With `join`, another process of the same run (under `accelerate launch`) has just started or continued the
     folder: this one only reads which lines it holds, then writes segments of its own beside the others'.
@@ -208,12 +210,14 @@ class EmbeddingFile:
         settings: dict[str, Any],
         attributes: dict[str, str],
         shape: Callable[[int], tuple[int, ...]],
+        storage: Storage,
         resume: bool,
         join: bool = False,
     ) -> None:
         self.output = Path(output)
         self.partial = partial_path(output)
         self.shape = shape
+        self.storage = storage
         self._words_written: dict[int, int] = {}
         self._open: _Segment | None = None
         # The stored lines: line index -> its segment.
@@ -325,17 +329,20 @@ class EmbeddingFile:
         segment's lines are complete whenever it is closed. `tokens`, the line's `words` words (given with any
         piece), become the dataset's attribute "words".
         """
+        vectors = self.storage.cast(vectors, line)  # a refusal is no failed write: outside `_writing`
         with self._writing():
             if self._open is None:
                 self._open = _Segment(self.partial)
             file = self._open.file
             staging = f"{_INCOMPLETE}/{line}"
             if start == 0 and vectors.shape == self.shape(words):
-                self._label(file.create_dataset(staging, data=vectors, dtype=STORED_DTYPE), tokens)
+                options = self.storage.dataset_options(vectors.shape)
+                self._label(file.create_dataset(staging, data=vectors, **options), tokens)
                 written = words
             else:
                 if staging not in file:
-                    self._label(file.create_dataset(staging, shape=self.shape(words), dtype=STORED_DTYPE), tokens)
+                    options = self.storage.dataset_options(self.shape(words))
+                    self._label(file.create_dataset(staging, shape=self.shape(words), **options), tokens)
                 word_axis = vectors.ndim - 2
                 piece = (slice(None),) * word_axis + (slice(start, start + vectors.shape[word_axis]),)
                 file[staging][piece] = vectors

@@ -1,9 +1,13 @@
 """The choices of `elmo-embed`'s options, which its command line lists without loading torch."""
 
-__all__ = ["DTYPE_NAMES", "FORMATS", "LAYER_CHOICES"]
+__all__ = ["COMPRESSIONS", "DTYPE_NAMES", "FORMATS", "LAYER_CHOICES", "STORAGE_DTYPES"]
 
 LAYER_CHOICES = ("all", "top", "average", "mix")
 # The model dtypes (torch's names): `elmo_transformers.inference.embedder.DTYPES` maps them to torch's dtypes.
 DTYPE_NAMES = ("float32", "bfloat16", "float16")
+# The dtypes the vectors are stored in (`elmo_transformers.inference.storage`); the first is the default.
+STORAGE_DTYPES = ("float32", "float16")
+# HDF5's filters that every h5py reads without plugins; "none" (the default) stores the datasets contiguous.
+COMPRESSIONS = ("none", "gzip", "lzf")
 # The output formats: one hdf5 file in AllenNLP's layout, or a folder that `datasets.load_from_disk` opens.
 FORMATS = ("hdf5", "datasets")

@@ -322,7 +322,7 @@ def test_a_killed_run_resumes_to_the_same_file(fixture_model_folder: Path, tmp_p
 
 def test_the_file_records_how_it_was_made(reference_file: Path, fixture_model_folder: Path) -> None:
     """Root attributes (readers of AllenNLP's layout ignore them): the model and its weights' sha256, the dtypes,
-    the layers, the package version and the command line."""
+    the layers, the stored dtype and filter, the package version and the command line."""
     with h5py.File(reference_file, "r") as file:
         attributes = dict(file.attrs)
     weights = hashlib.sha256((fixture_model_folder / "model.safetensors").read_bytes()).hexdigest()
@@ -333,6 +333,7 @@ def test_the_file_records_how_it_was_made(reference_file: Path, fixture_model_fo
         "elmo_embed_model_dtype": "float32",
         "elmo_embed_layers": "all",
         "elmo_embed_dtype": "float32",
+        "elmo_embed_compression": "none",
         "elmo_embed_version": importlib.metadata.version("elmo-transformers"),
         "elmo_embed_command": shlex.join([*command, "--model", str(fixture_model_folder), "--batch-size", "1"]),
     }
