@@ -46,25 +46,23 @@ def _assert_rows_equal_the_hdf5_file(folder: Path, hdf5: Path, *, words: bool) -
         assert {name: value for name, value in record.items() if name != "elmo_embed_command"} == expected
 
 
-@pytest.mark.parametrize("layers", ["all", "top"])
+@pytest.mark.parametrize(("layers", "storage_dtype"), [("all", "float32"), ("top", "float16")])
 @pytest.mark.parametrize("tokenize", [False, True], ids=["words", "tokenize"])
 def test_rows_equal_the_hdf5_file(
-    layers: str, tokenize: bool, source: Path, fixture_model_folder: Path, tmp_path: Path
+    layers: str, storage_dtype: str, tokenize: bool, source: Path, fixture_model_folder: Path, tmp_path: Path
 ) -> None:
-    options = [
-        *OPTIONS,
-        "--model",
-        str(fixture_model_folder),
-        "--layers",
-        layers,
-        *(["--tokenize"] if tokenize else []),
-    ]
+    options = [*OPTIONS, "--model", str(fixture_model_folder), "--layers", layers, "--storage-dtype", storage_dtype]
+    options += ["--tokenize"] if tokenize else []
     assert main([str(source), str(tmp_path / "out.hdf5"), *options]) == 0
     assert main([str(source), str(tmp_path / "rows"), *options, "--format", "datasets"]) == 0
     assert sorted(path.name for path in (tmp_path / "rows").iterdir()) == [
         "data-00000-of-00001.arrow", "dataset_info.json", RECORD_FILE, "state.json",
     ]  # fmt: skip
     _assert_rows_equal_the_hdf5_file(tmp_path / "rows", tmp_path / "out.hdf5", words=tokenize)
+    value = datasets.load_from_disk(str(tmp_path / "rows")).features["vectors"]
+    while not isinstance(value, datasets.Value):
+        value = value.feature
+    assert value.dtype == storage_dtype
     assert not (tmp_path / "rows.partial").exists()
 
 
