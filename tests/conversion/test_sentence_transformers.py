@@ -1,7 +1,7 @@
 """`elmo-convert sentence-transformers`: the folder `SentenceTransformer` loads, whose `encode()` is the mean over
 real words of the mixed biLM layers (checked against `AutoModel` by hand), with every `--layers` choice, the
 features sentence-transformers users expect, a save/load round trip, remote code where the package is absent,
-and one-line errors."""
+multi-process encoding (sentence-transformers' spawned pool), and one-line errors."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from without_the_package import run_without_the_package
 
 from elmo_transformers.conversion.cli import main
 from elmo_transformers.conversion.sentence_embeddings import SOURCE_CARD
+from modeling_elmo import DEFAULT_MODEL
 from modeling_elmo.sentence_elmo import ElmoSentenceEncoder
 
 PACKAGE = Path(__file__).resolve().parents[2] / "modeling_elmo"
@@ -193,6 +194,88 @@ def test_folder_loads_as_remote_code_where_the_package_is_not_installed(
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert "remote code OK ElmoSentenceEncoder (6, 32)" in completed.stdout
+
+
+# For the 2-process pool: every AWKWARD case and more sentences than one chunk of POOL_CHUNK_SIZE, so that both
+# workers get chunks; each chunk is sorted by length into batches on its own, unlike the single-process run.
+POOL_SENTENCES = AWKWARD + [f"Sentence {index} : {text}" for index, text in enumerate(AWKWARD * 3)]
+POOL_CHUNK_SIZE = 5
+
+
+@pytest.fixture(scope="module")
+def default_sentence_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled default model converted: small, and with oneDNN-packed weights on CPU (the fixture's too)."""
+    return _convert(Path(DEFAULT_MODEL), tmp_path_factory.mktemp("st-pool") / "default-st")
+
+
+def test_multi_process_encode_equals_encode_in_order(
+    default_sentence_folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`encode(device=["cpu", "cpu"])`: sentence-transformers pickles the whole model to 2 spawned workers, which
+    import its classes by name (the folder's code, `transformers_modules....sentence_elmo`) and encode chunks."""
+    model = _load(default_sentence_folder)
+    # First, so that the parent holds the derived (oneDNN-packed) weights and tokenizer word cache that must not
+    # travel to the workers.
+    single = model.encode(POOL_SENTENCES)
+    assert len(np.unique(single.round(5), axis=0)) == len(POOL_SENTENCES) - 1  # only "" and " \t " share a row
+
+    # Spies on the class, not the instance: the instance is what gets pickled to the workers.
+    pools, parent_batches = [], []
+    start_pool, inference = SentenceTransformer.start_multi_process_pool, SentenceTransformer._inference
+
+    def spy_start(self: SentenceTransformer, target_devices: list[str]) -> dict:
+        pools.append(start_pool(self, target_devices))
+        return pools[-1]
+
+    def spy_inference(self: SentenceTransformer, inputs: list, **kwargs) -> object:
+        parent_batches.append(inputs)
+        return inference(self, inputs, **kwargs)
+
+    monkeypatch.setattr(SentenceTransformer, "start_multi_process_pool", spy_start)
+    monkeypatch.setattr(SentenceTransformer, "_inference", spy_inference)
+    multi = model.encode(POOL_SENTENCES, device=["cpu", "cpu"], chunk_size=POOL_CHUNK_SIZE)
+
+    assert len(pools) == 1 and len(pools[0]["processes"]) == 2  # the pool encode() started, and stopped
+    assert not parent_batches, "the parent encoded nothing itself: every chunk came from a worker"
+    assert multi.shape == single.shape and multi.dtype == np.float32
+    np.testing.assert_allclose(multi, single, rtol=0, atol=1e-6)
+
+
+# The same where the package cannot be imported, in the script nor in the pool's workers: what Hub users get.
+_REMOTE_POOL_SCRIPT = """
+    import json, sys
+
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    folder, texts, chunk_size = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
+    model = SentenceTransformer(folder, trust_remote_code=True, device="cpu")
+    assert type(model[0]).__module__.startswith("transformers_modules."), type(model[0]).__module__
+    single = model.encode(texts)
+    pool = model.start_multi_process_pool(["cpu", "cpu"])
+    try:
+        multi = model.encode(texts, pool=pool, chunk_size=chunk_size)
+        workers = sorted({process.pid for process in pool["processes"] if process.is_alive()})
+    finally:
+        model.stop_multi_process_pool(pool)
+    assert len(workers) == 2, workers
+    assert np.allclose(multi, single, rtol=0, atol=1e-6), np.abs(multi - single).max()
+    print("remote pool OK", multi.shape)
+    """
+
+
+def test_multi_process_encode_of_remote_code_where_the_package_is_not_installed(
+    default_sentence_folder: Path, tmp_path: Path
+) -> None:
+    completed = run_without_the_package(
+        _REMOTE_POOL_SCRIPT,
+        str(default_sentence_folder),
+        json.dumps(POOL_SENTENCES),
+        str(POOL_CHUNK_SIZE),
+        work=tmp_path,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert f"remote pool OK ({len(POOL_SENTENCES)}, 256)" in completed.stdout
 
 
 def _conversion_error(capsys: pytest.CaptureFixture, *arguments: str) -> str:

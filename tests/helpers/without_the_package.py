@@ -1,6 +1,7 @@
 """Run a script in a Python where this package cannot be imported, as a Hub user who loads a saved folder with
 `trust_remote_code=True` has it: the folder's own code files must be enough. The editable install would put the
-package on `sys.path`, so the script starts by refusing every top-level package the project installs."""
+package on `sys.path`, so every top-level package the project installs is refused, by a `sitecustomize.py` on
+`PYTHONPATH`: in the script and in every Python it starts (sentence-transformers' spawned pool workers)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,9 @@ _REFUSE_THE_PACKAGE = textwrap.dedent(
 
 def run_without_the_package(script: str, *arguments: str, work: Path) -> subprocess.CompletedProcess[str]:
     """Run `script` (its `sys.argv[1:]` = `arguments`) offline in `work`, with its own modules cache there."""
-    environment = dict(os.environ, HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(work / "modules"), PYTHONPATH="")
-    command = [sys.executable, "-c", _REFUSE_THE_PACKAGE + textwrap.dedent(script), *arguments]
+    site = work / "refuse-the-package"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(_REFUSE_THE_PACKAGE)
+    environment = dict(os.environ, HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(work / "modules"), PYTHONPATH=str(site))
+    command = [sys.executable, "-c", textwrap.dedent(script), *arguments]
     return subprocess.run(command, capture_output=True, text=True, cwd=work, env=environment)
