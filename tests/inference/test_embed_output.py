@@ -355,7 +355,7 @@ _MODULES_AFTER_MAIN = textwrap.dedent(
 
 @pytest.mark.parametrize(
     ("argv", "output"),
-    [(["--help"], "usage: elmo-embed"), (["in.txt"], "the following arguments are required: OUT.hdf5")],
+    [(["--help"], "usage: elmo-embed"), (["in.txt"], "the following arguments are required: OUT")],
     ids=["help", "argument error"],
 )
 def test_help_and_argument_errors_do_not_load_torch(argv: list[str], output: str) -> None:
