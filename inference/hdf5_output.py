@@ -324,22 +324,22 @@ class EmbeddingFile:
     ) -> None:
         """Write `vectors` (shape `self.shape(n)`) for words `start` to `start + n` of line `line` of `words` words.
 
-        A line is written into the open segment's group "elmo_embed_incomplete" and moved to its name once its
-        `words` words are written (at once for a line in one piece, or an empty line: `words` = 0), so that the
-        segment's lines are complete whenever it is closed. `tokens`, the line's `words` words (given with any
-        piece), become the dataset's attribute "words".
+        A line in one piece (or an empty line: `words` = 0) is written at once under its name. A line in pieces is
+        written into the open segment's group "elmo_embed_incomplete" and moved to its name once its `words` words
+        are written, so that the segment's lines are complete whenever it is closed. `tokens`, the line's `words`
+        words (given with any piece), become the dataset's attribute "words".
         """
         vectors = self.storage.cast(vectors, line)  # a refusal is no failed write: outside `_writing`
         with self._writing():
             if self._open is None:
                 self._open = _Segment(self.partial)
             file = self._open.file
-            staging = f"{_INCOMPLETE}/{line}"
+            self._open.bytes += vectors.nbytes
             if start == 0 and vectors.shape == self.shape(words):
                 options = self.storage.dataset_options(vectors.shape)
-                self._label(file.create_dataset(staging, data=vectors, **options), tokens)
-                written = words
+                self._label(file.create_dataset(str(line), data=vectors, **options), tokens)
             else:
+                staging = f"{_INCOMPLETE}/{line}"
                 if staging not in file:
                     options = self.storage.dataset_options(self.shape(words))
                     self._label(file.create_dataset(staging, shape=self.shape(words), **options), tokens)
@@ -347,11 +347,10 @@ class EmbeddingFile:
                 piece = (slice(None),) * word_axis + (slice(start, start + vectors.shape[word_axis]),)
                 file[staging][piece] = vectors
                 written = self._words_written.pop(line, 0) + vectors.shape[word_axis]
-            self._open.bytes += vectors.nbytes
-            if written < words:
-                self._words_written[line] = written
-                return
-            file.move(staging, str(line))
+                if written < words:
+                    self._words_written[line] = written
+                    return
+                file.move(staging, str(line))
             self._open.lines.append(line)
 
     @staticmethod
