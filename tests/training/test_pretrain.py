@@ -5,6 +5,7 @@ evaluation; bad input."""
 
 from __future__ import annotations
 
+import errno
 import itertools
 import json
 import os
@@ -24,8 +25,10 @@ from safetensors.torch import load_file
 from transformers import AutoModel, AutoModelForPreTraining
 
 import modeling_elmo  # noqa: F401  (registers the Auto classes)
+from elmo_transformers.common.errors import TrainingError
 from elmo_transformers.common.output_lock import lock_path
 from elmo_transformers.training.pretraining.evaluate_perplexity import main as evaluate_main
+from elmo_transformers.training.pretraining.metrics_log import MetricsLog
 from elmo_transformers.training.pretraining.perplexity import evaluate_perplexity
 from elmo_transformers.training.pretraining.pretrain import LmTrainer, parse_args
 from elmo_transformers.training.pretraining.pretrain import main as pretrain_main
@@ -463,6 +466,28 @@ def test_a_full_disk_during_a_save_is_one_line_and_the_run_resumes_to_the_same_w
     final, resumed = _weights(two_process_run / "model"), _weights(output / "model")
     assert all(torch.equal(final[name], resumed[name]) for name in final)
     assert (output / "checkpoint-60" / "process-1.json").is_file()
+
+
+@pytest.mark.parametrize("logged", ["log_training", "log_evaluation"])
+def test_a_full_disk_while_logging_metrics_is_one_line(logged: str, corpus, tmp_path, monkeypatch):
+    output = tmp_path / "out"
+    trainer = _single_process_trainer(corpus, output, "--max_steps", "4", "--logging_steps", "3", "--eval_steps", "3")
+
+    failing = {"log_training": "train_perplexity", "log_evaluation": "eval_perplexity"}[logged]
+
+    def full_disk(self, record):
+        if failing in record:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
+        appended(self, record)
+
+    appended = MetricsLog._append
+    monkeypatch.setattr(MetricsLog, "_append", full_disk)
+    with pytest.raises(TrainingError) as refused:
+        trainer.train()
+    assert str(refused.value) == (
+        f"{output}/metrics.jsonl was not saved: the disk of {output} is full; the newest intact checkpoint is"
+        f" {output}/checkpoint-2: free some space and resume with --resume_from_checkpoint latest"
+    )
 
 
 def test_a_run_the_disk_has_no_room_for_is_refused_before_training(corpus, tmp_path):

@@ -279,7 +279,8 @@ class LmTrainer:
             bar.update()
             if self.step % args.logging_steps == 0 or self.step == self.max_steps:
                 elapsed = time.perf_counter() - started
-                record = self.metrics.log_training(self.step, window_losses, words / elapsed, self._epoch())
+                with self._saving(self.metrics.path):  # a full disk here too ends every process in one line
+                    record = self.metrics.log_training(self.step, window_losses, words / elapsed, self._epoch())
                 bar.set_postfix(perplexity=f"{record['train_perplexity']:.1f}", words_per_s=f"{words / elapsed:.0f}")
                 window_losses, started, words = [], time.perf_counter(), 0
             eval_steps = args.eval_steps or args.save_steps
@@ -318,7 +319,10 @@ class LmTrainer:
         return source.epoch + source.shard_position / shards
 
     def _evaluate(self) -> None:
-        if self.accelerator.is_main_process:
+        """The held-out perplexity, on the main process, logged; every process waits for it (the end of the
+        `_saving` block, which also turns a full disk while logging into one line on every process)."""
+        is_main = self.accelerator.is_main_process
+        if is_main:
             results = evaluate_perplexity(
                 self.accelerator.unwrap_model(self.model),
                 self.tokenizer,
@@ -327,9 +331,10 @@ class LmTrainer:
                 batch_size=self.args.per_device_eval_batch_size,
                 unroll_steps=self.args.unroll_steps,
             )
-            self.metrics.log_evaluation(self.step, results)
             logger.info("step %d: validation perplexity %.2f", self.step, results["perplexity"])
-        self.accelerator.wait_for_everyone()
+        with self._saving(self.metrics.path):
+            if is_main:
+                self.metrics.log_evaluation(self.step, results)
 
     # --- saving and resuming -------------------------------------------------------------------------------
     def _is_save_step(self, step: int) -> bool:
