@@ -145,7 +145,8 @@ def _build_parser() -> argparse.ArgumentParser:
         choices=FORMATS,
         default="hdf5",
         help="hdf5: one file in AllenNLP's layout; datasets: a folder of Arrow shards that datasets.load_from_disk"
-        " opens, a row per line (line, words with --tokenize, vectors) (default %(default)s)",
+        " opens, a row per line (line, words with --tokenize, vectors; --storage-dtype applies, --compression only to"
+        " the segments built on the way) (default %(default)s)",
     )
     parser.add_argument("--device", help="torch device: cpu, cuda, cuda:1, ... (default cuda when available, else cpu)")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run from OUT.hdf5.partial")
