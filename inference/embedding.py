@@ -260,6 +260,10 @@ def embed_file(
                         " the finished lines: rerun with --resume (with a smaller --batch-size after running out of"
                         " memory)"
                     ) from error
+                except ProcessFailure:
+                    raise
+                except EmbedError as error:  # a refusal of this process's own lines (a value beyond float16, ...)
+                    raise ProcessFailure(str(error)) from error
                 file.store_open_segment()
                 # Every process's lines are stored (a process that failed ended the run: the launcher stops the
                 # others, and the main one never merges).

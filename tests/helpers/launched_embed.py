@@ -3,7 +3,8 @@ environment:
 - ELMO_TEST_SEGMENT_BYTES: the segment size (1: a segment per batch, stored as soon as the batch is written);
 - ELMO_TEST_RECORD: a folder where each process appends the lines it writes to `PROCESS.txt`;
 - ELMO_TEST_FAIL_PROCESS and ELMO_TEST_FAIL_HOW: that process fails in its first batch, "raise" (a RuntimeError
-  where the model runs) or "kill" (SIGKILL once the batch is stored, as a machine that dies would leave it).
+  where the model runs), "refuse" (an EmbedError there, as a refused line raises) or "kill" (SIGKILL once the batch
+  is stored, as a machine that dies would leave it).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import elmo_transformers.inference.embedding as embedding
 import elmo_transformers.inference.hdf5_output as hdf5_output
+from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.inference.embed import main
 
 PROCESS = int(os.environ.get("RANK", "0"))
@@ -34,10 +36,11 @@ if "ELMO_TEST_RECORD" in os.environ:
     hdf5_output.EmbeddingFile.write = recorded_write
 
 if int(os.environ.get("ELMO_TEST_FAIL_PROCESS", "-1")) == PROCESS:
-    if os.environ["ELMO_TEST_FAIL_HOW"] == "raise":
+    if os.environ["ELMO_TEST_FAIL_HOW"] in ("raise", "refuse"):
+        failure = RuntimeError if os.environ["ELMO_TEST_FAIL_HOW"] == "raise" else EmbedError
 
         def failing_run(self, item):
-            raise RuntimeError("injected failure in the model")
+            raise failure("injected failure in the model")
 
         embedding._Run._run_model = failing_run
     else:

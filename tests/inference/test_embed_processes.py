@@ -97,19 +97,25 @@ def test_a_killed_process_is_resumed_into_the_same_file(
     assert not Path(f"{output}.partial").exists()
 
 
+@pytest.mark.parametrize("how", ["raise", "refuse"])
 def test_a_failure_in_one_process_stops_all_in_its_one_line(
-    inputs: dict[str, Path], fixture_model_folder: Path, tmp_path: Path
+    how: str, inputs: dict[str, Path], fixture_model_folder: Path, tmp_path: Path
 ) -> None:
     output = tmp_path / "two.hdf5"
-    environment = {"ELMO_TEST_FAIL_PROCESS": "1", "ELMO_TEST_FAIL_HOW": "raise"}
+    environment = {"ELMO_TEST_FAIL_PROCESS": "1", "ELMO_TEST_FAIL_HOW": how}
     failed = launch_embed(inputs["text"], output, *OPTIONS, "--model", fixture_model_folder, environment=environment)
     assert failed.returncode != 0 and not output.exists(), "no merged file"
     errors = [line for line in failed.stderr.splitlines() if line.startswith("elmo-embed: error: ")]
     partial = f"{output}.partial keeps the finished lines"
-    assert errors[0] == (
+    # A failure of the process's computation (out of memory, ...), or a refusal of its lines (an EmbedError, which
+    # every process raising alike would leave to the main one): either way the failed process prints it.
+    expected = (
         f"elmo-embed: error: RuntimeError after {len(LINES):,} lines: injected failure in the model; {partial}:"
         " rerun with --resume (with a smaller --batch-size after running out of memory)"
-    ), failed.stderr[-3000:]
+        if how == "raise"
+        else "elmo-embed: error: injected failure in the model"
+    )
+    assert errors[:1] == [expected], failed.stderr[-3000:]
     # The main process, waiting for the failed one, says why it stops, unless the launcher stopped it first.
     assert errors[1:] in (
         [],
