@@ -17,7 +17,7 @@ from accelerate.utils import broadcast_object_list
 
 from .errors import ElmoError
 
-__all__ = ["end_processes", "on_main_process", "wait_for_everyone"]
+__all__ = ["on_main_process", "wait_for_everyone"]
 
 Result = TypeVar("Result")
 
@@ -49,9 +49,3 @@ def on_main_process(check: Callable[[], None], *, error: type[ElmoError]) -> Non
         # Every process holds the refusal before any ends: the launcher stops the others once one has ended.
         wait_for_everyone(error=error)
         raise error(message)
-
-
-def end_processes() -> None:
-    """Leave the run's process group (if any) before the interpreter's exit, whose teardown of gloo's threads
-    otherwise aborts a process now and then ("terminate called without an active exception")."""
-    PartialState().destroy_process_group()

@@ -170,19 +170,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     set_native_libraries()  # before the first kernel
     from transformers.utils.logging import disable_progress_bar
 
-    from elmo_transformers.common.processes import end_processes
-
-    disable_progress_bar()  # transformers' weight-loading bar; elmo-embed shows its own
-    try:
-        return _run(args, argv)
-    finally:
-        end_processes()
-
-
-def _run(args: argparse.Namespace, argv: list[str]) -> int:
-    """The run of the parsed command line `argv`: its summary or its one-line error, and the exit status."""
     from . import embedding
 
+    disable_progress_bar()  # transformers' weight-loading bar; elmo-embed shows its own
     try:
         summary = embedding.embed_file(
             args.input,

@@ -243,13 +243,8 @@ class LmTrainer:
     def train(self) -> dict[str, Any]:
         """Train into output_dir, which no other run may write meanwhile: its lock is held from before the first
         write to the end."""
-        try:
-            with exclusive_output_dir(self.output_dir):
-                return self._train()
-        finally:
-            # The process group is left before the interpreter's exit, whose teardown of gloo's threads otherwise
-            # aborted a process now and then ("terminate called without an active exception").
-            self.accelerator.end_training()
+        with exclusive_output_dir(self.output_dir):
+            return self._train()
 
     def _train(self) -> dict[str, Any]:
         args, accelerator = self.args, self.accelerator
