@@ -58,11 +58,11 @@ def shard_lines(lines: int, stored_bytes: int, processes: int) -> list[range]:
     return [range(index * lines // count, (index + 1) * lines // count) for index in range(count)]
 
 
-def _vectors_column(arrays: list[np.ndarray], width: int) -> pa.Array:
+def _vectors_column(arrays: list[np.ndarray]) -> pa.Array:
     """The "vectors" of `arrays` (each (L+1, words, width) or (words, width)) as nested Arrow lists, built from the
     arrays' buffers without going through Python lists."""
     flat = pa.array(np.concatenate([array.reshape(-1) for array in arrays]))
-    column: pa.Array = pa.FixedSizeListArray.from_arrays(flat, width)
+    column: pa.Array = pa.FixedSizeListArray.from_arrays(flat, arrays[0].shape[-1])
     words = [array.shape[-2] for array in arrays]
     if arrays[0].ndim == 3:  # a list of layers, each a list of words
         layer_words = [count for array, count in zip(arrays, words, strict=True) for _ in range(array.shape[0])]
@@ -87,7 +87,7 @@ def _table(rows: list[tuple[int, np.ndarray, str | None]], columns: Features) ->
     data = {"line": pa.array([line for line, _, _ in rows], pa.int64())}
     if "words" in columns:
         data["words"] = pa.array([json.loads(words) for _, _, words in rows], pa.list_(pa.string()))
-    data["vectors"] = _vectors_column(arrays, arrays[0].shape[-1])
+    data["vectors"] = _vectors_column(arrays)
     return pa.table(data, schema=columns.arrow_schema)
 
 

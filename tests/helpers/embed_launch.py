@@ -1,5 +1,5 @@
-"""`elmo-embed` under `accelerate launch` for the tests: awkward lines to embed, and the launch of 2 (or N) CPU
-processes over gloo running tests/helpers/launched_embed.py."""
+"""`elmo-embed` under `accelerate launch` for the tests: awkward lines to embed, the launch of 2 (or N) CPU
+processes over gloo running tests/helpers/launched_embed.py, and the one-process run they are compared with."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["AWKWARD_LINES", "ENVIRONMENT", "launch_embed"]
+__all__ = ["AWKWARD_LINES", "ENVIRONMENT", "embed_in_one_process", "launch_embed"]
 
 LAUNCHED_EMBED = Path(__file__).resolve().with_name("launched_embed.py")
+ELMO_EMBED = str(Path(sys.executable).with_name("elmo-embed"))
 # Empty lines, one over --max-words 8 (embedded in pieces, in batches that one process must write), unicode, a word
 # over 48 bytes, mixed lengths.
 AWKWARD_LINES = [
@@ -41,3 +42,10 @@ def launch_embed(
     ]  # fmt: skip
     environment = {**ENVIRONMENT, **(environment or {})}
     return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600)
+
+
+def embed_in_one_process(*args: str | Path) -> subprocess.CompletedProcess:
+    """`elmo-embed ARGS`, one process with the launched processes' environment; it must succeed."""
+    completed = subprocess.run([ELMO_EMBED, *map(str, args)], env=ENVIRONMENT, capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return completed

@@ -5,15 +5,13 @@ as by one, resumed after a kill, and refused where it would replace what it must
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import datasets
 import h5py
 import numpy as np
 import pytest
-from embed_launch import AWKWARD_LINES, ENVIRONMENT, launch_embed
+from embed_launch import AWKWARD_LINES, embed_in_one_process, launch_embed
 
 from elmo_transformers.inference.datasets_output import RECORD_FILE, shard_lines
 from elmo_transformers.inference.embed import main
@@ -83,10 +81,7 @@ def test_two_processes_write_a_shard_each_and_a_kill_resumes(
         "data-00001-of-00002.arrow",
     ]
     hdf5 = tmp_path / "one.hdf5"
-    subprocess.run(
-        [sys.executable, "-m", "elmo_transformers.inference.embed", source, hdf5, *hdf5_options],
-        env=ENVIRONMENT, check=True, capture_output=True,
-    )  # fmt: skip
+    embed_in_one_process(source, hdf5, *hdf5_options)
     _assert_rows_equal_the_hdf5_file(output, hdf5, words=True)
 
 

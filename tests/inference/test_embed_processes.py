@@ -5,29 +5,20 @@ that stops all of them in its one line, and the refusals of a run printed once."
 from __future__ import annotations
 
 import gzip
-import subprocess
-import sys
 from pathlib import Path
 
 import h5py
 import numpy as np
 import pytest
-from embed_launch import AWKWARD_LINES, ENVIRONMENT, launch_embed
+from embed_launch import AWKWARD_LINES, embed_in_one_process, launch_embed
 from lock_holder import start_lock_holder
 
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.inference.batching import Piece, batch_groups
 from elmo_transformers.inference.embedding import _process_device
 
-ELMO_EMBED = str(Path(sys.executable).with_name("elmo-embed"))
 LINES = AWKWARD_LINES * 4  # many batches of --batch-size 3
 OPTIONS = ["--batch-size", "3", "--max-words", "8"]
-
-
-def _one_process(*args: str | Path) -> subprocess.CompletedProcess:
-    completed = subprocess.run([ELMO_EMBED, *map(str, args)], env=ENVIRONMENT, capture_output=True, text=True)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    return completed
 
 
 def _contents(path: Path) -> tuple[dict[str, np.ndarray], dict[str, dict], dict]:
@@ -62,7 +53,7 @@ def test_two_processes_write_the_file_of_one(
 ) -> None:
     source = inputs[kind.split()[0]]
     options = [*OPTIONS, "--model", fixture_model_folder, *kind.split()[1:]]
-    _one_process(source, tmp_path / "one.hdf5", *options)
+    embed_in_one_process(source, tmp_path / "one.hdf5", *options)
     record = tmp_path / "record"
     record.mkdir()
     launched = launch_embed(source, tmp_path / "two.hdf5", *options, environment={"ELMO_TEST_RECORD": str(record)})
@@ -81,7 +72,7 @@ def test_a_killed_process_is_resumed_into_the_same_file(
     resumed_by: int, inputs: dict[str, Path], fixture_model_folder: Path, tmp_path: Path
 ) -> None:
     source, options = inputs["text"], [*OPTIONS, "--model", fixture_model_folder]
-    _one_process(source, tmp_path / "one.hdf5", *options)
+    embed_in_one_process(source, tmp_path / "one.hdf5", *options)
     output = tmp_path / "two.hdf5"
     environment = {"ELMO_TEST_SEGMENT_BYTES": "1", "ELMO_TEST_FAIL_PROCESS": "1", "ELMO_TEST_FAIL_HOW": "kill"}
     killed = launch_embed(source, output, *options, environment=environment)
@@ -92,7 +83,7 @@ def test_a_killed_process_is_resumed_into_the_same_file(
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         assert "resumed: " in resumed.stdout
     else:
-        assert "resumed: " in _one_process(source, output, *options, "--resume").stdout
+        assert "resumed: " in embed_in_one_process(source, output, *options, "--resume").stdout
     _assert_same_file(tmp_path / "one.hdf5", output)
     assert not Path(f"{output}.partial").exists()
 
