@@ -149,6 +149,7 @@ def write_dataset(
 
 
 def _write_shard(file: EmbeddingFile, lines: range, path: Path, columns: Features, bar: tqdm) -> None:
+    """Write the shard `path`; one whose write failed is removed, giving back its space (a full disk) at once."""
     writer = ArrowWriter(features=columns, path=str(path))
     try:
         if lines:
@@ -156,6 +157,12 @@ def _write_shard(file: EmbeddingFile, lines: range, path: Path, columns: Feature
                 writer.write_table(table)
                 bar.update(table.num_rows)
         writer.finalize()
-    finally:
         writer.close()
-    sync_to_disk(path)
+        sync_to_disk(path)
+    except BaseException:
+        try:
+            writer.close()
+        except Exception:  # the first error is the one reported
+            pass
+        path.unlink(missing_ok=True)
+        raise

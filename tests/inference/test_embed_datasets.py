@@ -4,13 +4,17 @@ as by one, resumed after a kill, and refused where it would replace what it must
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import shlex
 from pathlib import Path
 
 import datasets
 import h5py
 import numpy as np
 import pytest
+from datasets.arrow_writer import ArrowWriter
 from embed_launch import AWKWARD_LINES, embed_in_one_process, launch_embed
 
 from elmo_transformers.inference.datasets_output import RECORD_FILE, shard_lines
@@ -105,6 +109,30 @@ def test_an_output_folder_is_replaced_only_when_told(
     assert main([str(held), str(inside), "--format", "datasets", "--overwrite"]) == 2
     assert f"{inside} holds the input {held}: replacing it would delete the input" in capsys.readouterr().err
     assert held.read_text() == "a b\n"
+
+
+def test_a_full_disk_while_writing_a_shard_is_one_line_and_resumes(
+    source: Path, fixture_model_folder: Path, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    output = tmp_path / "rows"
+    arguments = [str(source), str(output), "--model", str(fixture_model_folder), "--format", "datasets"]
+    write_table = ArrowWriter.write_table
+
+    def full_disk(self, table, *args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(ArrowWriter, "write_table", full_disk)
+    assert main(arguments) == 2
+    partial = Path(f"{output}.partial")
+    assert capsys.readouterr().err == (
+        f"elmo-embed: error: {partial}: the disk is full (No space left on device): {len(LINES):,} of"
+        f" {len(LINES):,} lines are safely stored; free some space and rerun with --resume:"
+        f" {shlex.join(['elmo-embed', *arguments, '--resume'])}\n"
+    )
+    assert not output.exists() and not list(partial.glob(".dataset.tmp/*.arrow")), "the failed shard is removed"
+    monkeypatch.setattr(ArrowWriter, "write_table", write_table)
+    assert main([*arguments, "--resume"]) == 0
+    assert len(datasets.load_from_disk(str(output))) == len(LINES)
 
 
 def test_shards_are_consecutive_lines_at_least_one_per_process() -> None:
