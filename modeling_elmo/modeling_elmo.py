@@ -314,11 +314,12 @@ class ElmoPreTrainedModel(PreTrainedModel):
     _no_split_modules = ["ElmoCharacterEncoder", "ElmoLstmStack"]
 
     def _initialize_weights(self, module: nn.Module, is_custom_code: bool = False) -> None:
-        # transformers has no public hook for this. As code outside transformers (this package, or Hub remote
-        # code), a module without parameters of its own would be taken as loaded and skipped: the character
-        # encoder, highway and LSTM layers, whose initialisation spans their sub-layers. Every init below uses
-        # transformers' `init` functions, which leave loaded weights alone, so that guard is not needed. (The flag
-        # is passed by position: transformers 5.4 names it `is_remote_code`.)
+        # Private to transformers, with no public equivalent (every release from 5.4 to 5.24 needs this override).
+        # As code outside transformers (this package, or Hub remote code), a module without parameters of its own
+        # would be taken as loaded and skipped: the character encoder, highway and LSTM layers, whose
+        # initialisation spans their sub-layers. Every init below uses transformers' `init` functions, which leave
+        # loaded weights alone, so that guard is not needed. The flag goes by position: 5.4 to 5.x name it
+        # `is_remote_code`, 5.24 `is_custom_code`.
         super()._initialize_weights(module, False)
 
     def set_lstm_implementation(self, implementation: str | None = None, *, onednn: bool | None = None) -> None:
@@ -339,7 +340,12 @@ class ElmoPreTrainedModel(PreTrainedModel):
                     module.lstm_onednn = onednn
 
     def _init_weights(self, module: nn.Module) -> None:
-        """bilm-tf's initialisation for the biLM and the softmax (what training from scratch starts from)."""
+        """bilm-tf's initialisation for the biLM and the softmax (what training from scratch starts from), and
+        Glorot-uniform weights with zero biases for the heads' task encoder."""
+        if isinstance(module, nn.LSTM):  # transformers 5.4 leaves nn.LSTM uninitialised; 5.24 does as here
+            for name, parameter in module.named_parameters():
+                (init.xavier_uniform_ if name.startswith("weight") else init.zeros_)(parameter)
+            return
         super()._init_weights(module)
         if isinstance(module, ElmoLayerMix):
             module.reset_parameters()
