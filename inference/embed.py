@@ -15,6 +15,7 @@ from pathlib import Path
 from elmo_transformers.common.atomic_output import partial_path
 from elmo_transformers.common.disk_space import NO_SPACE_CHECK
 from elmo_transformers.common.errors import ElmoError, report_error
+from elmo_transformers.common.extras import require_extra
 
 from .options import COMPRESSIONS, DTYPE_NAMES, FORMATS, LAYER_CHOICES, STORAGE_DTYPES
 
@@ -167,6 +168,8 @@ def _build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = _build_parser().parse_args(argv)
+    if args.format == "datasets":
+        require_extra("datasets", "elmo-embed --format datasets")
     set_native_libraries()  # before the first kernel
     from transformers.utils.logging import disable_progress_bar
 

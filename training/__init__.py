@@ -7,7 +7,8 @@
 
 `recipes/` holds the runs that built the bundled default model. Both workflows import the shared plumbing (errors,
 atomic outputs, model folders, options files, model pages) from `common` and the model from `modeling_elmo`; neither
-imports the other. The frozen-biLM feature cache and its data collator are exported here, where they always were.
+imports the other. Both need the `train` extra (`pip install 'elmo-transformers[train]'`); this package imports
+nothing itself, so that a script can say so in one line.
 
 Running the scripts
 -------------------
@@ -27,8 +28,3 @@ the package installed (`pip install -e .` in the repository):
 by its name (`from elmo_transformers.training.pretraining.pretrain import main`), never relatively: a file run as a
 script has no package.
 """
-
-from .finetuning.collator import ElmoCachedFeaturesCollator
-from .finetuning.feature_cache import FEATURES_COLUMN, bilm_features_key, cache_bilm_features
-
-__all__ = ["FEATURES_COLUMN", "ElmoCachedFeaturesCollator", "bilm_features_key", "cache_bilm_features"]

@@ -5,13 +5,16 @@ elmo_transformers.training.build_vocab`; installed: `elmo-build-vocab`).
 """
 
 try:
-    from elmo_transformers.training.pretraining.build_vocab import main
+    from elmo_transformers.common.extras import import_from_extra
 except ModuleNotFoundError as error:  # run as a file from a checkout where the package is not installed
     if error.name != "elmo_transformers":
         raise
     raise SystemExit(
         "error: the elmo-transformers package is not installed: run `pip install -e .` in the repository"
     ) from None
+
+module = "elmo_transformers.training.pretraining.build_vocab"
+main = import_from_extra(module, "main", extra="train", what="elmo-build-vocab")
 
 if __name__ == "__main__":
     main()

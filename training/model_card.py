@@ -5,13 +5,16 @@ elmo_transformers.training.model_card`; installed: `elmo-model-card`).
 """
 
 try:
-    from elmo_transformers.training.pretraining.model_card import main
+    from elmo_transformers.common.extras import import_from_extra
 except ModuleNotFoundError as error:  # run as a file from a checkout where the package is not installed
     if error.name != "elmo_transformers":
         raise
     raise SystemExit(
         "error: the elmo-transformers package is not installed: run `pip install -e .` in the repository"
     ) from None
+
+module = "elmo_transformers.training.pretraining.model_card"
+main = import_from_extra(module, "main", extra="train", what="elmo-model-card")
 
 if __name__ == "__main__":
     main()

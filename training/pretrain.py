@@ -6,13 +6,16 @@ installed: `elmo-pretrain`).
 """
 
 try:
-    from elmo_transformers.training.pretraining.pretrain import main
+    from elmo_transformers.common.extras import import_from_extra
 except ModuleNotFoundError as error:  # run as a file from a checkout where the package is not installed
     if error.name != "elmo_transformers":
         raise
     raise SystemExit(
         "error: the elmo-transformers package is not installed: run `pip install -e .` in the repository"
     ) from None
+
+module = "elmo_transformers.training.pretraining.pretrain"
+main = import_from_extra(module, "main", extra="train", what="elmo-pretrain")
 
 if __name__ == "__main__":
     main()

@@ -5,13 +5,16 @@ elmo_transformers.training.run_classification`; installed: `elmo-run-classificat
 """
 
 try:
-    from elmo_transformers.training.finetuning.run_classification import cli, main  # noqa: F401  (main: importable here)
+    from elmo_transformers.common.extras import import_from_extra
 except ModuleNotFoundError as error:  # run as a file from a checkout where the package is not installed
     if error.name != "elmo_transformers":
         raise
     raise SystemExit(
         "error: the elmo-transformers package is not installed: run `pip install -e .` in the repository"
     ) from None
+
+module = "elmo_transformers.training.finetuning.run_classification"
+cli = import_from_extra(module, "cli", extra="train", what="elmo-run-classification")
 
 if __name__ == "__main__":
     cli()

@@ -14,7 +14,7 @@ import torch
 from datasets import Dataset, concatenate_datasets
 from pos_corpus import Corpus
 
-from elmo_transformers.training import FEATURES_COLUMN, cache_bilm_features
+from elmo_transformers.training.finetuning.feature_cache import FEATURES_COLUMN, cache_bilm_features
 from modeling_elmo import ElmoModel, ElmoTokenizer
 
 __all__ = ["DEFAULT_CACHE_DIR", "BilmFeatures", "compute_features", "shuffled_bilm"]

@@ -25,7 +25,8 @@ from pos_taggers import (
 )
 from torch import nn
 
-from elmo_transformers.training import FEATURES_COLUMN, ElmoCachedFeaturesCollator
+from elmo_transformers.training.finetuning.collator import ElmoCachedFeaturesCollator
+from elmo_transformers.training.finetuning.feature_cache import FEATURES_COLUMN
 from elmo_transformers.training.finetuning.layer_weights import layer_weights
 from modeling_elmo import ElmoForTokenClassification
 

@@ -39,7 +39,8 @@ from datasets import Dataset
 from torch.utils.data import DataLoader
 from transformers import DataCollatorForTokenClassification
 
-from elmo_transformers.training import ElmoCachedFeaturesCollator, cache_bilm_features
+from elmo_transformers.training.finetuning.collator import ElmoCachedFeaturesCollator
+from elmo_transformers.training.finetuning.feature_cache import cache_bilm_features
 from modeling_elmo import ElmoConfig, ElmoForTokenClassification, ElmoModel, ElmoTokenizer
 
 NUM_LABELS = 5

@@ -1,7 +1,8 @@
 """Run a script in a Python where this package cannot be imported, as a Hub user who loads a saved folder with
 `trust_remote_code=True` has it: the folder's own code files must be enough. The editable install would put the
 package on `sys.path`, so every top-level package the project installs is refused, by a `sitecustomize.py` on
-`PYTHONPATH`: in the script and in every Python it starts (sentence-transformers' spawned pool workers)."""
+`PYTHONPATH`: in the script and in every Python it starts (sentence-transformers' spawned pool workers). The same
+refusal of other packages stands for an extra that is not installed."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = ["PROJECT_PACKAGES", "run_without_the_package"]
@@ -18,26 +20,27 @@ with open(Path(__file__).resolve().parents[2] / "pyproject.toml", "rb") as _file
     # the installed top-level names: `modeling_elmo` and `elmo_transformers` (pyproject.toml's packages)
     PROJECT_PACKAGES = sorted({name.split(".")[0] for name in tomllib.load(_file)["tool"]["setuptools"]["packages"]})
 
-_REFUSE_THE_PACKAGE = textwrap.dedent(
-    f"""
-    import importlib.abc, sys
+_REFUSE = """
+import importlib.abc, sys
 
-    class RefuseProject(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in {tuple(PROJECT_PACKAGES)!r}:
-                raise ImportError(f"{{name}} must not be importable in this test")
-            return None
+class Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {refused!r}:
+            raise ModuleNotFoundError(f"{{name}} must not be importable in this test", name=name)
+        return None
 
-    sys.meta_path.insert(0, RefuseProject())
-    """
-)
+sys.meta_path.insert(0, Refuse())
+"""
 
 
-def run_without_the_package(script: str, *arguments: str, work: Path) -> subprocess.CompletedProcess[str]:
-    """Run `script` (its `sys.argv[1:]` = `arguments`) offline in `work`, with its own modules cache there."""
+def run_without_the_package(
+    script: str, *arguments: str, work: Path, refuse: Sequence[str] = PROJECT_PACKAGES
+) -> subprocess.CompletedProcess[str]:
+    """Run `script` (its `sys.argv[1:]` = `arguments`) offline in `work`, with its own modules cache there, where
+    the top-level packages `refuse` (this package's, by default) cannot be imported."""
     site = work / "refuse-the-package"
     site.mkdir(exist_ok=True)
-    (site / "sitecustomize.py").write_text(_REFUSE_THE_PACKAGE)
+    (site / "sitecustomize.py").write_text(_REFUSE.format(refused=tuple(refuse)))
     environment = dict(os.environ, HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(work / "modules"), PYTHONPATH=str(site))
     command = [sys.executable, "-c", textwrap.dedent(script), *arguments]
     return subprocess.run(command, capture_output=True, text=True, cwd=work, env=environment)

@@ -93,7 +93,7 @@ def test_a_mix_built_on_its_own_starts_as_configured(trainable: bool) -> None:
 
 
 def test_the_training_script_keeps_the_weights_fixed(fixture_model_folder: Path, tmp_path: Path) -> None:
-    from elmo_transformers.training import run_token_classification
+    from elmo_transformers.training.finetuning import run_token_classification
 
     rows = [
         {"tokens": ["a", "green", "house"], "tags": ["O", "B-ADJ", "B-NOUN"]},

@@ -13,8 +13,8 @@ from datasets import Dataset, concatenate_datasets
 from transformers import AutoTokenizer, DataCollatorForTokenClassification
 
 import modeling_elmo  # noqa: F401  (registers the Auto classes)
-from elmo_transformers.training import ElmoCachedFeaturesCollator, bilm_features_key, cache_bilm_features
-from elmo_transformers.training.finetuning.feature_cache import _pad_inputs
+from elmo_transformers.training.finetuning.collator import ElmoCachedFeaturesCollator
+from elmo_transformers.training.finetuning.feature_cache import _pad_inputs, bilm_features_key, cache_bilm_features
 from modeling_elmo import ElmoConfig, ElmoForTokenClassification, ElmoModel
 from modeling_elmo.configuration_elmo import TASK_HEAD_FIELDS
 

@@ -20,7 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from without_the_package import run_without_the_package
 
+from elmo_transformers.common.extras import EXTRAS
 from modeling_elmo import DEFAULT_MODEL
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -105,6 +107,19 @@ def test_a_script_without_the_package_says_to_install_it_in_one_line(
     stdout, stderr = launches_without_the_package[script, start].communicate(timeout=600)
     assert launches_without_the_package[script, start].returncode == 1
     assert (stdout, stderr) == ("", NOT_INSTALLED + "\n")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", [script for script in SCRIPTS if "recipes" not in script])
+def test_a_script_without_the_train_extra_names_it_in_one_line(script: str, tmp_path: Path) -> None:
+    run_as_file = "import runpy, sys; sys.argv[0] = sys.argv[1]; runpy.run_path(sys.argv[1], run_name='__main__')"
+    completed = run_without_the_package(
+        run_as_file, str(REPOSITORY / script), "--help", work=tmp_path, refuse=EXTRAS["train"]
+    )
+    name = "elmo-" + Path(script).stem.replace("_", "-")
+    missing = ", ".join(EXTRAS["train"])
+    expected = f"error: {name} needs {missing}, which comes with an extra: pip install 'elmo-transformers[train]'"
+    assert (completed.returncode, completed.stdout, completed.stderr) == (1, "", expected + "\n")
 
 
 def _training_console_scripts() -> dict[str, str]:

@@ -21,7 +21,7 @@ from transformers import AutoModelForSequenceClassification, AutoModelForTokenCl
 
 import modeling_elmo  # noqa: F401  (registers the Auto classes)
 from elmo_transformers.common.errors import DataFileError
-from elmo_transformers.training import run_classification, run_token_classification
+from elmo_transformers.training.finetuning import run_classification, run_token_classification
 from elmo_transformers.training.finetuning.arguments import ElmoModelArguments
 from modeling_elmo.configuration_elmo import TASK_HEAD_FIELDS, ElmoConfig
 
