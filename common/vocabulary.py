@@ -1,6 +1,6 @@
 """bilm-tf's vocabulary file: one word per line, its id the line's index, starting with the special words
-`<S>`, `</S>`, `<UNK>`. Read here for the converters (the softmax of a checkpoint) and for pretraining (`LmVocabulary`),
-each of which checks what it needs of the words."""
+`<S>`, `</S>`, `<UNK>`. Read here, one way, for every use: the converters (the softmax of a checkpoint, the token
+layer of a vocabulary) and pretraining (`LmVocabulary`), each of which checks what else it needs of the words."""
 
 from __future__ import annotations
 
@@ -9,16 +9,17 @@ from pathlib import Path
 from elmo_transformers.common.errors import ConversionError, ElmoError
 from modeling_elmo.tokenization_elmo import BOS_WORD, EOS_WORD
 
-__all__ = ["SPECIAL_WORDS", "UNK_WORD", "read_vocabulary_lines"]
+__all__ = ["SPECIAL_WORDS", "UNK_WORD", "read_vocabulary"]
 
 UNK_WORD = "<UNK>"
 # bilm-tf's vocabularies start with these three words (ids 0, 1, 2); build_vocab writes them first.
 SPECIAL_WORDS = (BOS_WORD, EOS_WORD, UNK_WORD)
 
 
-def read_vocabulary_lines(path: str | Path, *, error: type[ElmoError] = ConversionError) -> list[str]:
+def read_vocabulary(path: str | Path, *, error: type[ElmoError] = ConversionError) -> list[str]:
     """Every line of a vocabulary file, surrounding whitespace stripped, as bilm-tf reads them (a blank line is an
-    empty word: lines are softmax rows). Raises `error` naming the file, or the line that is not UTF-8."""
+    empty word: lines are softmax rows). Raises `error` naming the file, or the line that is not UTF-8, and for a file
+    without a line."""
     path = Path(path)
     try:
         lines = path.read_bytes().splitlines()
@@ -32,4 +33,6 @@ def read_vocabulary_lines(path: str | Path, *, error: type[ElmoError] = Conversi
             words.append(line.decode("utf-8").strip())
         except UnicodeDecodeError as problem:
             raise error(f"{path}, line {number}: not UTF-8 ({problem.reason} at byte {problem.start})") from None
+    if not words:
+        raise error(f"{path}: the vocabulary is empty")
     return words

@@ -22,14 +22,13 @@ import torch
 
 from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.options import config_from_options, read_options
-from elmo_transformers.common.vocabulary import SPECIAL_WORDS
+from elmo_transformers.common.vocabulary import SPECIAL_WORDS, read_vocabulary
 from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM
 
 from .allennlp_hdf5 import weight_mappings
 from .model_card import SourceDescription, model_page_source
 from .saving import conversion_summary, save_converted_folder
 from .tf_checkpoint import TfCheckpoint
-from .token_embeddings import read_vocabulary
 from .weight_mapping import check_finite
 
 __all__ = [

@@ -11,23 +11,13 @@ import torch
 from tqdm.auto import tqdm
 
 from elmo_transformers.common.atomic_output import atomic_output_file
-from elmo_transformers.common.errors import ConversionError
-from elmo_transformers.common.vocabulary import read_vocabulary_lines
+from elmo_transformers.common.vocabulary import read_vocabulary
 from modeling_elmo import ElmoTokenizer
 
 from .allennlp import load_converted_model
 from .saving import require_room
 
-__all__ = ["read_vocabulary", "run", "write_token_embeddings"]
-
-
-def read_vocabulary(path: str | Path) -> list[str]:
-    """One word per line, surrounding whitespace stripped, as bilm-tf reads vocabulary files; an empty file is
-    refused."""
-    words = read_vocabulary_lines(path)
-    if not words:
-        raise ConversionError(f"{path}: the vocabulary is empty")
-    return words
+__all__ = ["run", "write_token_embeddings"]
 
 
 def write_token_embeddings(

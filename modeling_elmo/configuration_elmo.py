@@ -1,6 +1,7 @@
 """Configuration of an ELMo bidirectional language model (Peters et al., 2018)."""
 
 import inspect
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
@@ -14,11 +15,13 @@ from transformers import PreTrainedConfig
 __all__ = [
     "BILM_TF_CHAR_IDS",
     "BILM_TF_CHAR_VOCAB_SIZE",
+    "FIELD_CHECKS",
     "LSTM_IMPLEMENTATIONS",
     "ORIGINAL_CHAR_CNN_FILTERS",
     "TASK_HEAD_FIELDS",
     "ElmoConfig",
     "framed_char_ids",
+    "shown_as_json",
 ]
 
 # Where each class lives when a saved folder is loaded as Hub remote code (trust_remote_code=True).
@@ -61,17 +64,28 @@ LSTM_IMPLEMENTATIONS = ("auto", "layer_by_layer", "wavefront")
 
 
 # Field checks: each takes one field's value and raises ValueError("must be EXPECTED, got VALUE") when it does not
-# fit; `FIELD_CHECKS` names each field's. They are `@strict` ElmoConfig's field validators (`_checked`), run whenever
-# a field is set; `check_fields` runs them on a mapping of values. (transformers declares its configs as strict
-# dataclasses from 5.4 on: `pyproject.toml`'s lower bound.)
+# fit; `FIELD_CHECKS` names each field's. They are the one statement of what a field may hold: `@strict` ElmoConfig's
+# field validators (`_checked`), run whenever a field is set, and the checks of an options.json's entries (which
+# `common/options.py` maps onto these fields); `check_fields` runs them on a mapping of values. Values are shown as
+# JSON, the form config.json and options.json give them in. (transformers declares its configs as strict dataclasses
+# from 5.4 on: `pyproject.toml`'s lower bound.)
 def _value_check(expected: str, fits: Callable[[Any], bool], *, optional: bool = False) -> Callable[[Any], None]:
     expected += " or null" if optional else ""
 
     def check(value: Any) -> None:
         if not ((optional and value is None) or fits(value)):
-            raise ValueError(f"must be {expected}, got {value!r}")
+            raise ValueError(f"must be {expected}, got {shown_as_json(value)}")
 
     return check
+
+
+def shown_as_json(value: Any) -> str:
+    """`value` as JSON writes it (true, null, "text"), cut to 80 characters; its repr where JSON has no form."""
+    try:
+        shown = json.dumps(value)
+    except (TypeError, ValueError):
+        shown = repr(value)
+    return shown if len(shown) <= 80 else shown[:77] + "..."
 
 
 def _is_int(value: Any) -> bool:
@@ -83,12 +97,12 @@ def _is_number(value: Any) -> bool:
 
 
 def _int_check(minimum: int, *, optional: bool = False) -> Callable[[Any], None]:
-    expected = "a positive int" if minimum == 1 else f"an int >= {minimum}"
+    expected = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
     return _value_check(expected, lambda value: _is_int(value) and value >= minimum, optional=optional)
 
 
 def _choice_check(choices: tuple[str, ...]) -> Callable[[Any], None]:
-    return _value_check(f"one of {choices}", lambda value: value in choices)
+    return _value_check("one of " + ", ".join(map(json.dumps, choices)), lambda value: value in choices)
 
 
 def _list_check(expected: str, fits_item: Callable[[Any], bool]) -> Callable[[Any], None]:
@@ -102,7 +116,8 @@ _COUNT = _int_check(0)
 _BOOL = _value_check("true or false", lambda value: isinstance(value, bool))
 _NUMBER = _value_check("a number", _is_number)
 _NON_NEGATIVE = _value_check("a number >= 0", lambda value: _is_number(value) and value >= 0)
-_PROBABILITY = _value_check("a number in [0, 1]", lambda value: _is_number(value) and 0 <= value <= 1)
+# A dropout of 1 drops everything: torch gives zeros, and bilm-tf's keep probability of 0 is refused by TensorFlow.
+_DROPOUT = _value_check("a number in [0, 1)", lambda value: _is_number(value) and 0 <= value < 1)
 _CLIP = _value_check("a positive number", lambda value: _is_number(value) and value > 0, optional=True)
 
 
@@ -112,7 +127,7 @@ def _is_filter_list(value: Any) -> bool:
 
 
 # (a filter's width is checked against max_characters_per_token once every field fits)
-_FILTERS = _value_check("a non-empty list of [width, count] pairs of positive ints", _is_filter_list)
+_FILTERS = _value_check("a non-empty list of [width, count] pairs of positive integers", _is_filter_list)
 FIELD_CHECKS: dict[str, Callable[[Any], None]] = {
     "char_vocab_size": _POSITIVE_INT,
     # bow, eow and a character: the shortest word, and each sentence marker
@@ -136,14 +151,14 @@ FIELD_CHECKS: dict[str, Callable[[Any], None]] = {
     "bos_word_id": _int_check(0, optional=True),
     "eos_word_id": _int_check(0, optional=True),
     "vocab_size": _int_check(1, optional=True),
-    "dropout": _PROBABILITY,
+    "dropout": _DROPOUT,
     "training_options": _value_check("a dict (JSON object)", lambda value: isinstance(value, dict), optional=True),
     "initializer_range": _NON_NEGATIVE,
     "mix_mode": _choice_check(MIX_MODES),
     "mix_layers": _list_check("a list of layer indices", _is_int),
     "mix_layer_norm": _BOOL,
     "mix_l2_coefficient": _NON_NEGATIVE,
-    "mix_dropout": _PROBABILITY,
+    "mix_dropout": _DROPOUT,
     "mix_initial_weights": _list_check("a list of numbers", _is_number),
     "mix_trainable": _BOOL,
     "num_output_representations": _POSITIVE_INT,
@@ -151,7 +166,7 @@ FIELD_CHECKS: dict[str, Callable[[Any], None]] = {
     "task_encoder": _choice_check(TASK_ENCODERS),
     "task_hidden_size": _POSITIVE_INT,
     "task_num_layers": _POSITIVE_INT,
-    "classifier_dropout": _PROBABILITY,
+    "classifier_dropout": _DROPOUT,
 }
 
 

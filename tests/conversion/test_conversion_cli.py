@@ -172,11 +172,16 @@ def test_converted_folder_is_readable_by_all(fixture_model_folder: Path) -> None
             {"filters": [[1, 4], [2]]},
             "char_cnn.filters must be a non-empty list of [width, count] pairs of positive integers, got [[1, 4], [2]]",
         ),
-        ({"n_highway": -1}, "char_cnn.n_highway must be an integer of 0 or more, got -1"),
+        ({"n_highway": -1}, "char_cnn.n_highway must be an integer >= 0, got -1"),
         ({"n_characters": 300}, "char_cnn.n_characters must be one of 261, 262, got 300"),
         ({"char_embedding_dim": None}, "char_cnn.embedding.dim must be a positive integer, got null"),
-        ({"dropout": 1.5}, "dropout must be a number from 0 to less than 1, got 1.5"),
+        ({"dropout": 1.5}, "dropout must be a number in [0, 1), got 1.5"),
         ({"n_tokens_vocab": "many"}, 'n_tokens_vocab must be a positive integer or null, got "many"'),
+        # the same checks as config.json's fields (ElmoConfig's FIELD_CHECKS), to their edges
+        ({"dropout": 1}, "dropout must be a number in [0, 1), got 1"),
+        ({"cell_clip": 0}, "lstm.cell_clip must be a positive number or null, got 0"),
+        ({"proj_clip": float("nan")}, "lstm.proj_clip must be a positive number or null, got NaN"),
+        ({"max_characters_per_token": 2}, "char_cnn.max_characters_per_token must be an integer >= 3, got 2"),
     ],
     ids=lambda value: "-".join(f"{key}={value!r}" for key, value in value.items()) if isinstance(value, dict) else "",
 )

@@ -27,15 +27,24 @@ def _folder_with(fixture_model_folder: Path, destination: Path, **fields: Any) -
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("projection_dim", -1, "projection_dim must be a positive int, got -1"),
-        ("cell_size", "512", "cell_size must be a positive int, got '512'"),
-        ("num_highway_layers", 1.5, "num_highway_layers must be an int >= 0, got 1.5"),
-        ("use_skip_connections", "yes", "use_skip_connections must be true or false, got 'yes'"),
+        ("projection_dim", -1, "projection_dim must be a positive integer, got -1"),
+        ("cell_size", "512", 'cell_size must be a positive integer, got "512"'),
+        ("num_highway_layers", 1.5, "num_highway_layers must be an integer >= 0, got 1.5"),
+        ("use_skip_connections", "yes", 'use_skip_connections must be true or false, got "yes"'),
         ("cell_clip", -3, "cell_clip must be a positive number or null, got -3"),
-        ("dropout", 1.5, "dropout must be a number in [0, 1], got 1.5"),
+        ("dropout", 1.5, "dropout must be a number in [0, 1), got 1.5"),
         ("char_cnn_filters", [[1, "4"]], "char_cnn_filters must be a non-empty list of [width, count] pairs"),
-        ("mix_layers", "0,1", "mix_layers must be a list of layer indices or null, got '0,1'"),
-        ("task_encoder", "gru", "task_encoder must be one of ('bilstm', 'none'), got 'gru'"),
+        ("mix_layers", "0,1", 'mix_layers must be a list of layer indices or null, got "0,1"'),
+        ("task_encoder", "gru", 'task_encoder must be one of "bilstm", "none", got "gru"'),
+        # the edges of each kind of check: JSON's true is no count, a clip of 0 clips everything, a dropout of 1
+        # drops everything, and NaN or infinity is no number
+        ("num_hidden_layers", True, "num_hidden_layers must be a positive integer, got true"),
+        ("max_characters_per_token", 2, "max_characters_per_token must be an integer >= 3, got 2"),
+        ("proj_clip", 0, "proj_clip must be a positive number or null, got 0"),
+        ("classifier_dropout", 1, "classifier_dropout must be a number in [0, 1), got 1"),
+        ("lstm_forget_bias", float("nan"), "lstm_forget_bias must be a number, got NaN"),
+        ("cell_clip", float("inf"), "cell_clip must be a positive number or null, got Infinity"),
+        ("mix_initial_weights", [0.0, float("-inf")], "mix_initial_weights must be a list of numbers or null"),
     ],
 )
 def test_from_pretrained_names_the_bad_field(
@@ -59,5 +68,5 @@ def test_elmo_embed_names_config_json_and_the_field(fixture_model_folder: Path, 
     completed = embed_one_line(folder, tmp_path)
     assert completed.returncode == 2
     assert completed.stderr == (
-        f"elmo-embed: error: {folder / 'config.json'}: ElmoConfig: cell_size must be a positive int, got '512'\n"
+        f'elmo-embed: error: {folder / "config.json"}: ElmoConfig: cell_size must be a positive integer, got "512"\n'
     )

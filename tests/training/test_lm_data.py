@@ -112,9 +112,16 @@ def test_vocabulary_checks():
 
 
 def test_vocabulary_file_is_read_as_bilm_tf_reads_it(tmp_path):
-    """Lines stripped, blank lines skipped; a missing file or a line that is not UTF-8 is one error naming it."""
-    path = _write(tmp_path / "vocab.txt", "<S>\r\n</S>\n\n  <UNK> \nnaïve\n")
+    """Lines stripped, each a softmax row (a blank one is refused); a missing or empty file or a line that is not
+    UTF-8 is one error naming it."""
+    path = _write(tmp_path / "vocab.txt", "<S>\r\n</S>\n  <UNK> \nnaïve\n")
     assert LmVocabulary.from_file(path).words == ["<S>", "</S>", "<UNK>", "naïve"]
+    _write(path, "<S>\n</S>\n\n<UNK>\n")
+    with pytest.raises(DataFileError, match=r"vocab\.txt, line 3: '' is not a word"):
+        LmVocabulary.from_file(path)
+    _write(path, "")
+    with pytest.raises(DataFileError, match=r"vocab\.txt: the vocabulary is empty"):
+        LmVocabulary.from_file(path)
     _write(path, b"<S>\n</S>\n<UNK>\nna\xefve\n")
     with pytest.raises(DataFileError, match=r"vocab\.txt, line 4: not UTF-8"):
         LmVocabulary.from_file(path)

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from elmo_transformers.common.errors import DataFileError
-from elmo_transformers.common.vocabulary import SPECIAL_WORDS, UNK_WORD, read_vocabulary_lines
+from elmo_transformers.common.vocabulary import SPECIAL_WORDS, UNK_WORD, read_vocabulary
 
 __all__ = ["LmVocabulary"]
 
@@ -35,9 +35,9 @@ class LmVocabulary:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> LmVocabulary:
-        """The words of a vocabulary file (blank lines skipped); `DataFileError` names the file and line."""
-        lines = read_vocabulary_lines(path, error=DataFileError)
-        return cls((word for word in lines if word), source=str(path))
+        """The words of a vocabulary file, one per line (a blank line is refused, as every line is a softmax row);
+        `DataFileError` names the file and line."""
+        return cls(read_vocabulary(path, error=DataFileError), source=str(path))
 
     @classmethod
     def from_counts(cls, counts: Counter[str], *, min_count: int = 1, max_size: int | None = None) -> LmVocabulary:
