@@ -7,13 +7,16 @@ check so the same folder gets the same verdict, and each raises it as its own er
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from safetensors import SafetensorError, safe_open
 
+from elmo_transformers.common.disk_space import format_bytes
 from elmo_transformers.common.errors import first_line
 from modeling_elmo import ElmoConfig
+from modeling_elmo.configuration_elmo import shown_as_json
 
 __all__ = [
     "damaged_weights_problem",
@@ -68,13 +71,74 @@ def model_folder_problem(model: str | Path, *, hub: bool = False) -> str | None:
 
 
 def _config_problem(config_file: Path, config: dict) -> str | None:
-    """`ElmoConfig`'s refusal of a config.json's fields, named with the file; the load itself would raise it
-    from deep inside from_pretrained."""
+    """`ElmoConfig`'s refusal of a config.json's fields, named with the file (the load itself would raise it from
+    deep inside from_pretrained), then a config that cannot be built here or that its tokenizer contradicts."""
     try:
-        ElmoConfig.from_dict(config)
+        elmo_config = ElmoConfig.from_dict(config)
     except ValueError as error:
         return f"{config_file}: {error}"
+    return _too_big_problem(config_file, elmo_config) or _tokenizer_problem(config_file, elmo_config)
+
+
+def _tokenizer_problem(config_file: Path, config: ElmoConfig) -> str | None:
+    """The character framing that tokenizer_config.json and config.json must agree on: the model's convolutions
+    read words of `max_characters_per_token` characters and its embedding has rows for the special characters."""
+    tokenizer_file = config_file.with_name("tokenizer_config.json")
+    try:
+        tokenizer = json.loads(tokenizer_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # no tokenizer here (a model alone) or none readable: the tokenizer's load says why
+    for name, expected in (
+        ("max_characters_per_token", config.max_characters_per_token),
+        ("special_char_ids", config.special_char_ids),
+    ):
+        if name in tokenizer and tokenizer[name] != expected:
+            return (
+                f"{config_file}: {name} is {shown_as_json(expected)} but {tokenizer_file.name} makes "
+                f"{shown_as_json(tokenizer[name])}: the model and its tokenizer must frame words alike"
+            )
     return None
+
+
+def _too_big_problem(config_file: Path, config: ElmoConfig) -> str | None:
+    """A config whose weights alone would not fit in this machine's memory, named by the fields of its largest part
+    (rather than an allocation error from deep inside from_pretrained)."""
+    parts = weight_counts(config)
+    fields, count = max(parts.items(), key=lambda part: part[1])
+    float32_bytes = 4
+    needed, memory = sum(parts.values()) * float32_bytes, physical_memory()
+    if needed <= memory:
+        return None
+    shown = ", ".join(f"{name} {shown_as_json(getattr(config, name))}" for name in fields)
+    return (
+        f"{config_file}: {shown} make {count:,} weights, {format_bytes(needed)} in all, more than this machine's "
+        f"{format_bytes(memory)} of memory: the config cannot be built here"
+    )
+
+
+def weight_counts(config: ElmoConfig) -> dict[tuple[str, ...], int]:
+    """How many weights each part of the biLM and its softmax holds, keyed by the config fields that size it."""
+    C, P, L = config.cell_size, config.projection_dim, config.num_hidden_layers
+    F = config.num_filters
+    E = config.char_embedding_dim
+    convolutions = sum(width * E * count + count for width, count in config.char_cnn_filters)
+    return {
+        ("char_vocab_size", "char_embedding_dim"): config.char_vocab_size * E,
+        ("word_vocab_size", "word_embedding_dim"): config.word_vocab_size * config.word_embedding_dim,
+        # the convolutions, the highway layers (carry and transform) and the projection to P
+        ("char_cnn_filters", "num_highway_layers"): convolutions
+        + config.num_highway_layers * 2 * (F * F + F)
+        + (F + config.word_embedding_dim) * P
+        + P,
+        # two directions of L layers: the input and state products (4C x P each, 4C biases) and the projection
+        ("cell_size", "projection_dim", "num_hidden_layers"): 2 * L * (8 * C * P + 4 * C + C * P),
+        ("vocab_size", "projection_dim"): (config.vocab_size or 0) * (P + 1),
+    }
+
+
+def physical_memory() -> int:
+    """This machine's memory in bytes."""
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 def require_model_folder(model: str | Path, error_type: type[Exception], *, hub: bool = False) -> None:

@@ -82,7 +82,7 @@ def _value_check(expected: str, fits: Callable[[Any], bool], *, optional: bool =
 def shown_as_json(value: Any) -> str:
     """`value` as JSON writes it (true, null, "text"), cut to 80 characters; its repr where JSON has no form."""
     try:
-        shown = json.dumps(value)
+        shown = json.dumps(value, sort_keys=True)
     except (TypeError, ValueError):
         shown = repr(value)
     return shown if len(shown) <= 80 else shown[:77] + "..."

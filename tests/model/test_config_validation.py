@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 from bad_inputs import embed_one_line
 
-from modeling_elmo import ElmoConfig, ElmoModel
+from elmo_transformers.common.disk_space import format_bytes
+from elmo_transformers.common.model_folder import physical_memory, weight_counts
+from modeling_elmo import DEFAULT_MODEL, ElmoConfig, ElmoForBidirectionalLM, ElmoModel
 from modeling_elmo.configuration_elmo import FIELD_CHECKS
 
 
@@ -70,3 +72,46 @@ def test_elmo_embed_names_config_json_and_the_field(fixture_model_folder: Path, 
     assert completed.stderr == (
         f'elmo-embed: error: {folder / "config.json"}: ElmoConfig: cell_size must be a positive integer, got "512"\n'
     )
+
+
+def test_a_config_too_big_to_build_is_refused_before_any_work(fixture_model_folder: Path, tmp_path: Path) -> None:
+    folder = _folder_with(fixture_model_folder, tmp_path / "model", cell_size=10**11)
+    completed = embed_one_line(folder, tmp_path)
+    config = folder / "config.json"
+    memory = format_bytes(physical_memory())
+    assert (completed.returncode, completed.stdout) == (2, "")
+    assert completed.stderr.startswith(
+        f"elmo-embed: error: {config}: cell_size 100000000000, projection_dim 16, num_hidden_layers 2 make "
+    )
+    assert completed.stderr.endswith(f"more than this machine's {memory} of memory: the config cannot be built here\n")
+    assert not list(tmp_path.glob("out*"))
+
+
+def test_the_weight_counts_are_the_models(fixture_model_folder: Path) -> None:
+    model = ElmoForBidirectionalLM.from_pretrained(DEFAULT_MODEL)
+    assert sum(weight_counts(model.config).values()) == model.num_parameters()
+    config = ElmoConfig(
+        cell_size=24, projection_dim=8, char_cnn_filters=[[1, 4], [2, 8]], num_highway_layers=1, num_hidden_layers=3
+    )
+    config.update({"word_vocab_size": 10, "word_embedding_dim": 7, "bos_word_id": 1, "eos_word_id": 2})
+    assert sum(weight_counts(config).values()) == ElmoModel(config).num_parameters()
+
+
+@pytest.mark.parametrize(
+    ("name", "value"), [("max_characters_per_token", 1_000_000), ("special_char_ids", {"bos": 1, "eos": 2})]
+)
+def test_a_tokenizer_that_frames_words_otherwise_is_refused(
+    fixture_model_folder: Path, tmp_path: Path, name: str, value: Any
+) -> None:
+    folder = Path(shutil.copytree(fixture_model_folder, tmp_path / "model"))
+    tokenizer_file = folder / "tokenizer_config.json"
+    tokenizer = json.loads(tokenizer_file.read_text())
+    expected = tokenizer[name]
+    tokenizer_file.write_text(json.dumps({**tokenizer, name: value}))
+    completed = embed_one_line(folder, tmp_path)
+    assert (completed.returncode, completed.stdout) == (2, "")
+    assert completed.stderr == (
+        f"elmo-embed: error: {folder / 'config.json'}: {name} is {json.dumps(expected)} but tokenizer_config.json "
+        f"makes {json.dumps(value)}: the model and its tokenizer must frame words alike\n"
+    )
+    assert not list(tmp_path.glob("out*"))
