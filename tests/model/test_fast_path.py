@@ -164,3 +164,32 @@ def test_words_with_a_word_embedding_are_distinct_by_word_id_too() -> None:
     torch.testing.assert_close(vectors, alone, rtol=0, atol=1e-6)
     torch.testing.assert_close(vectors[0] - vectors[1], difference, rtol=0, atol=1e-6)
     torch.testing.assert_close(vectors[0], vectors[2], rtol=0, atol=0)
+
+
+def _reorder_is_missing(weight: torch.Tensor) -> torch.Tensor:
+    raise AttributeError("'_OpNamespace' 'mkldnn' object has no attribute '_reorder_linear_weight'")
+
+
+def _pointwise_that_differs(x, weight, bias, *args):  # an op of another signature or meaning in another torch
+    return torch.zeros(x.shape[0], weight.shape[0])
+
+
+@pytest.mark.parametrize(
+    ("op", "replacement"),
+    [("_reorder_linear_weight", _reorder_is_missing), ("_linear_pointwise", _pointwise_that_differs)],
+    ids=["missing", "different"],
+)
+def test_a_torch_whose_private_onednn_ops_are_missing_or_differ_runs_the_plain_path(
+    model: ElmoModel, op: str, replacement, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`onednn_available` is the one place that decides: it refuses ops that are absent or disagree with
+    F.linear, and the model then computes on torch, bit for bit as with `onednn=False`."""
+    plain = run_batches(_without_onednn(model))
+    onednn_available.cache_clear()
+    monkeypatch.setattr(torch.ops.mkldnn, op, replacement)
+    try:
+        assert not onednn_available()
+        assert_all_close(run_batches(model), plain, atol=0.0)
+    finally:
+        monkeypatch.undo()
+        onednn_available.cache_clear()
