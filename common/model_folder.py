@@ -88,14 +88,17 @@ def _tokenizer_problem(config_file: Path, config: ElmoConfig) -> str | None:
         tokenizer = json.loads(tokenizer_file.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None  # no tokenizer here (a model alone) or none readable: the tokenizer's load says why
-    for name, expected in (
-        ("max_characters_per_token", config.max_characters_per_token),
-        ("special_char_ids", config.special_char_ids),
+    special_char_ids = tokenizer.get("special_char_ids")
+    if isinstance(special_char_ids, dict):  # (a tokenizer may have ids of its own besides: ELMoForManyLangs' oov)
+        special_char_ids = {name: special_char_ids.get(name) for name in config.special_char_ids}
+    for name, expected, made in (
+        ("max_characters_per_token", config.max_characters_per_token, tokenizer.get("max_characters_per_token")),
+        ("special_char_ids", config.special_char_ids, special_char_ids),
     ):
-        if name in tokenizer and tokenizer[name] != expected:
+        if made is not None and made != expected:
             return (
                 f"{config_file}: {name} is {shown_as_json(expected)} but {tokenizer_file.name} makes "
-                f"{shown_as_json(tokenizer[name])}: the model and its tokenizer must frame words alike"
+                f"{shown_as_json(made)}: the model and its tokenizer must frame words alike"
             )
     return None
 

@@ -98,7 +98,11 @@ def test_the_weight_counts_are_the_models(fixture_model_folder: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "value"), [("max_characters_per_token", 1_000_000), ("special_char_ids", {"bos": 1, "eos": 2})]
+    ("name", "value"),
+    [
+        ("max_characters_per_token", 1_000_000),
+        ("special_char_ids", {"bos": 1, "bow": 259, "eos": 2, "eow": 260, "pad": 261}),
+    ],
 )
 def test_a_tokenizer_that_frames_words_otherwise_is_refused(
     fixture_model_folder: Path, tmp_path: Path, name: str, value: Any
