@@ -15,6 +15,7 @@ from modeling_elmo import ElmoConfig, ElmoModel
 
 from .allennlp_hdf5 import read_allennlp_weights, write_allennlp_weights
 from .model_card import SourceDescription, model_page_source
+from .nlpl_archive import extracted_nlpl_archive
 from .saving import conversion_summary, require_room, save_converted_folder, weight_bytes
 from .variants import VARIANTS
 
@@ -106,6 +107,10 @@ def export_allennlp(
 
 
 def run_convert(args: argparse.Namespace) -> str:
+    if args.archive:
+        return _run_convert_archive(args)
+    if not args.weights:
+        raise ConversionError("--weights is needed with --options or --variant (an --archive holds its own)")
     weights = Path(args.weights)
     if args.variant:
         variant = VARIANTS[args.variant]
@@ -131,6 +136,34 @@ def run_convert(args: argparse.Namespace) -> str:
         space_check=not args.no_space_check,
     )
     return conversion_summary(weights, args.output, model, parity)
+
+
+def _run_convert_archive(args: argparse.Namespace) -> str:
+    """`--archive`: an NLPL repository ZIP, its files found by their roles and its meta.json on the model page."""
+    if args.weights:
+        raise ConversionError(f"--archive {args.archive} holds its weights: --weights goes with --options or --variant")
+    with extracted_nlpl_archive(args.archive, space_check=not args.no_space_check) as archive:
+        options_source = f"{archive.path}:{archive.members['options']}"
+        source = SourceDescription(
+            archive.description(),
+            (archive.path,),
+            args.license,
+            args.language or archive.language() or "en",
+            archive.training_data(),
+            options_file=archive.options_file,
+            card_fields={"nlpl_metadata": archive.metadata} if archive.metadata else {},
+        )
+        model, parity = convert_allennlp(
+            read_options(archive.options_file),
+            archive.weights_file,
+            args.output,
+            source=source,
+            options_source=options_source,
+            repo_id=args.push_to_hub,
+            overwrite=args.overwrite,
+            space_check=not args.no_space_check,
+        )
+    return conversion_summary(archive.path, args.output, model, parity)
 
 
 def run_export(args: argparse.Namespace) -> str:
