@@ -723,15 +723,20 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
         )
 
     def word_log_probabilities(
-        self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        state: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> torch.Tensor:
         r"""What each language model predicts at every word of a sentence: the forward LM from the words to its
         left (after `<S>`), the backward LM from the words to its right (after `</S>`); neither sees the word.
 
         Args:
             input_ids (`torch.LongTensor` of shape `(batch, words, max_characters_per_token)`): sentences from
-                [`ElmoTokenizer`], as for [`ElmoModel`]; each starts from a zero state.
+                [`ElmoTokenizer`], as for [`ElmoModel`].
             attention_mask (`torch.Tensor` of shape `(batch, words)`, *optional*): as for [`ElmoModel`].
+            state (`tuple(torch.Tensor, torch.Tensor)`, *optional*): `(h, c)` to start every row from, as
+                [`ElmoModel`]'s `state` (e.g. the state after the text before); zeros without it.
 
         Returns:
             `torch.FloatTensor` of shape `(2, batch, words, vocab_size)`: the full softmax's log-probability of every
@@ -742,7 +747,8 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
         token = elmo.embed(input_ids, word_mask)
         marked_lengths = word_mask.sum(dim=1) + 2
         reversing = _reversing_index(marked_lengths, token.shape[1])
-        outputs, _ = elmo.contextualize(torch.stack([token, _reverse_each_row(token, reversing)]), marked_lengths)
+        lstm_inputs = torch.stack([token, _reverse_each_row(token, reversing)])
+        outputs, _ = elmo.contextualize(lstm_inputs, marked_lengths, state)
         forward_top, backward_top = outputs[-1][0], _reverse_each_row(outputs[-1][1], reversing)
         # Word i sits at marked position i + 1: the forward LM predicts it from position i (having read <S> and
         # the words before it), the backward LM from position i + 2 (having read </S> and the words after it).
@@ -757,18 +763,19 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
         top_k: int = 10,
         combination: str = DEFAULT_SUBSTITUTE_COMBINATION,
         excluded_ids: Sequence[int] = BILM_TF_SPECIAL_WORD_IDS,
+        state: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> ElmoSubstitutesOutput:
         r"""The `top_k` lexical substitutes of every word: the softmax's words that fit its position best by both
         language models ([`word_log_probabilities`]), combined as `combination` says (see `substitutes_elmo`:
         `"product"`, the default, `"product_over_prior"`, `"mean"`, `"forward"`, `"backward"`). The word itself
         plays no part. `excluded_ids` (bilm-tf's `<S>`, `</S>`, `<UNK>` by default) are never proposed; the
-        softmax's row k is line k of the model's `vocab.txt`.
+        softmax's row k is line k of the model's `vocab.txt`. `state`: as for [`word_log_probabilities`].
         """
         proposable = self.config.vocab_size - len(set(excluded_ids))
         if not 1 <= top_k <= proposable:
             raise ValueError(f"top_k must lie in 1..{proposable} (the words that can be proposed), got {top_k}")
         word_mask = self.elmo._word_mask(input_ids, attention_mask)
-        forward, backward = self.word_log_probabilities(input_ids, attention_mask)
+        forward, backward = self.word_log_probabilities(input_ids, attention_mask, state)
         log_probabilities = combine_lm_log_probabilities(forward, backward, combination, excluded_ids=excluded_ids)
         top = log_probabilities.topk(top_k, dim=-1)
         return ElmoSubstitutesOutput(

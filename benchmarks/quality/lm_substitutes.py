@@ -10,7 +10,8 @@ model's `vocab.txt` (not `<UNK>`) is a test case: the substitutes of its positio
 forward LM sees the words before it, the backward LM those after it) and ranked; the case counts as found at k
 where the word is among the top k. Rows: every combination of `SUBSTITUTE_COMBINATIONS`, and the unigram baseline
 that proposes the k most frequent words everywhere (the first k non-special lines of `vocab.txt`, which bilm-tf
-sorts by frequency). Printed as a Markdown table (and written to --output, where given).
+sorts by frequency). Every sentence starts from the zero state, or with --warmup_text from the fixed warm state of
+pos_warm_state.py. Printed as a Markdown table (and written to --output, where given).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 
 import torch
+from pos_warm_state import warm_state
 from tqdm.auto import tqdm
 
 from modeling_elmo import DEFAULT_MODEL, ElmoForBidirectionalLM, ElmoTokenizer
@@ -45,9 +47,13 @@ def original_word_ranks(
     sentences: list[list[str]],
     word_ids: dict[str, int],
     batch_size: int,
+    start_state: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> dict[str, torch.Tensor]:
-    """Per combination, the rank (1 = best) of each in-vocabulary original word among all proposable words."""
+    """Per combination, the rank (1 = best) of each in-vocabulary original word among all proposable words, and
+    under "forward LM" and "backward LM" its log-probability by each LM alone; every sentence starts from
+    `start_state` (one row: (2, layers, 1, width)), or from zeros."""
     ranks: dict[str, list[torch.Tensor]] = {name: [] for name in SUBSTITUTE_COMBINATIONS}
+    log_probabilities: dict[str, list[torch.Tensor]] = {"forward LM": [], "backward LM": []}
     for start in tqdm(range(0, len(sentences), batch_size), desc="substitutes", unit="batch"):
         batch = sentences[start : start + batch_size]
         inputs = tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt")
@@ -59,12 +65,17 @@ def original_word_ranks(
         )
         known = targets >= 0
         with torch.no_grad():
-            forward, backward = model.word_log_probabilities(**inputs)
+            state = None
+            if start_state is not None:
+                state = tuple(part.expand(-1, -1, len(batch), -1) for part in start_state)
+            forward, backward = model.word_log_probabilities(**inputs, state=state)
+            for name, direction in zip(log_probabilities, (forward, backward), strict=True):
+                log_probabilities[name].append(direction[known].gather(1, targets[known][:, None])[:, 0])
             for name in SUBSTITUTE_COMBINATIONS:
                 scores = combine_lm_log_probabilities(forward[known], backward[known], name)
                 target_scores = scores.gather(1, targets[known][:, None])
                 ranks[name].append((scores > target_scores).sum(dim=1) + 1)
-    return {name: torch.cat(parts) for name, parts in ranks.items()}
+    return {name: torch.cat(parts) for name, parts in {**ranks, **log_probabilities}.items()}
 
 
 def unigram_ranks(sentences: list[list[str]], word_ids: dict[str, int]) -> torch.Tensor:
@@ -75,12 +86,20 @@ def unigram_ranks(sentences: list[list[str]], word_ids: dict[str, int]) -> torch
     )
 
 
-def report(ranks: dict[str, torch.Tensor], covered: int, total: int, command: str, seconds: float) -> str:
+def report(
+    ranks: dict[str, torch.Tensor], log_probabilities: dict[str, torch.Tensor], command: str, seconds: float, total: int
+) -> str:
     header = "| proposer | " + " | ".join(f"original word in top {k}" for k in CUTOFFS) + " | mean reciprocal rank |"
     lines = [header, "| --- |" + " ---: |" * (len(CUTOFFS) + 1)]
     for name, rank in ranks.items():
         found = " | ".join(f"{100 * float((rank <= k).float().mean()):.1f}%" for k in CUTOFFS)
         lines.append(f"| {name} | {found} | {float((1.0 / rank.double()).mean()):.3f} |")
+    perplexities = ", ".join(
+        f"{name} {float((-values.double().mean()).exp()):.1f}" for name, values in log_probabilities.items()
+    )
+    covered = len(ranks["unigram baseline"])
+    lines.append("")
+    lines.append(f"Perplexity of the test words: {perplexities}.")
     lines.append("")
     lines.append(
         f"{covered:,} test words (of {total:,} words; the rest are not in the vocabulary); `{command}`, "
@@ -96,6 +115,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max_sentences", type=int, help="only the first sentences")
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--output", type=Path, help="also write the table here")
+    parser.add_argument(
+        "--warmup_text", type=Path, help="start every sentence from the warm state of this text (pos_warm_state.py)"
+    )
+    parser.add_argument("--warmup_rows", type=int, default=64, help="rows of the warm-up batches")
+    parser.add_argument("--warmup_batches", type=int, default=4, help="warm-up batches read, the state carried")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     model = ElmoForBidirectionalLM.from_pretrained(args.model).eval()
@@ -104,11 +128,16 @@ def main(argv: list[str] | None = None) -> int:
     special = {vocabulary[index] for index in BILM_TF_SPECIAL_WORD_IDS}
     word_ids = {word: index for index, word in enumerate(vocabulary) if word not in special}
     sentences = read_sentences(args.text, args.max_sentences)
-    ranks = original_word_ranks(model, tokenizer, sentences, word_ids, args.batch_size)
+    start_state = None
+    if args.warmup_text:
+        warmup = read_sentences(args.warmup_text, None)
+        start_state = warm_state(model.elmo, tokenizer, warmup, args.warmup_rows, args.warmup_batches)
+    ranks = original_word_ranks(model, tokenizer, sentences, word_ids, args.batch_size, start_state)
+    log_probabilities = {name: ranks.pop(name) for name in ("forward LM", "backward LM")}
     ranks["unigram baseline"] = unigram_ranks(sentences, word_ids)
     command = shlex.join(["python", *sys.argv])
     total = sum(len(sentence) for sentence in sentences)
-    table = report(ranks, len(ranks["unigram baseline"]), total, command, time.perf_counter() - started)
+    table = report(ranks, log_probabilities, command, time.perf_counter() - started, total)
     print(table)
     if args.output:
         args.output.write_text(table + "\n")

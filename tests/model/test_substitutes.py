@@ -40,10 +40,12 @@ def _language_model() -> ElmoForBidirectionalLM:
     return model
 
 
-def _window_log_probabilities(model: ElmoForBidirectionalLM, words: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+def _window_log_probabilities(
+    model: ElmoForBidirectionalLM, words: list[str], state: tuple[torch.Tensor, torch.Tensor] | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(words, vocab) log p_f and log p_b of every vocabulary word at every position of one sentence, through the
     training graph: the windows `<S> w1 .. wn` and `</S> wn .. w1`, one copy per vocabulary word labelled with it
-    at every step (the loss of label c at step j is -log p(c) there)."""
+    at every step (the loss of label c at step j is -log p(c) there), all starting from the one-row `state`."""
     tokenizer = ElmoTokenizer()
     windows = tokenizer([["<S>", *words], ["</S>", *reversed(words)]], is_split_into_words=True, return_tensors="pt")
     forward_window, backward_window = windows["input_ids"][:1], windows["input_ids"][1:]
@@ -55,6 +57,7 @@ def _window_log_probabilities(model: ElmoForBidirectionalLM, words: list[str]) -
             backward_input_ids=backward_window.expand(VOCAB, -1, -1),
             labels=labels,
             backward_labels=labels,
+            state=None if state is None else tuple(part.expand(-1, -1, VOCAB, -1) for part in state),
         )
     forward = -output.forward_token_losses.reshape(VOCAB, steps).T.double()  # step j predicts word j
     backward = -output.backward_token_losses.reshape(VOCAB, steps).T.double()  # step j predicts word n - 1 - j
@@ -93,6 +96,23 @@ def test_scores_equal_the_combination_of_the_two_softmaxes(combination):
         assert not set(output.word_ids[row, : len(words)].flatten().tolist()) & set(SPECIAL)
     padding = inputs["attention_mask"] == 0
     assert not output.scores[padding].any() and not output.word_ids[padding].any()
+
+
+def test_scores_start_from_the_given_state():
+    model = _language_model()
+    inputs = ElmoTokenizer()(SENTENCES, is_split_into_words=True, padding=True, return_tensors="pt")
+    config, generator = model.config, torch.Generator().manual_seed(1)
+    h = torch.randn(2, config.num_hidden_layers, len(SENTENCES), config.projection_dim, generator=generator)
+    c = torch.randn(2, config.num_hidden_layers, len(SENTENCES), config.cell_size, generator=generator)
+    with torch.no_grad():
+        output = model.substitutes(**inputs, top_k=5, state=(h, c))
+        from_zero = model.substitutes(**inputs, top_k=5)
+    for row, words in enumerate(SENTENCES):
+        state = (h[:, :, row : row + 1], c[:, :, row : row + 1])
+        expected = _expected_probabilities(*_window_log_probabilities(model, words, state), "product")
+        actual = output.log_probabilities[row, : len(words)].double().exp()
+        assert torch.allclose(actual, expected, rtol=0, atol=2e-6), row
+    assert not torch.allclose(output.log_probabilities, from_zero.log_probabilities, atol=1e-3)
 
 
 def test_a_top_k_beyond_the_proposable_words_is_refused():
