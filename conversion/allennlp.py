@@ -108,7 +108,16 @@ def export_allennlp(
 
 def run_convert(args: argparse.Namespace) -> str:
     if args.archive:
-        return _run_convert_archive(args)
+        if args.weights:
+            raise ConversionError(
+                f"--archive {args.archive} holds its weights: --weights goes with --options or --variant"
+            )
+        with extracted_nlpl_archive(args.archive, space_check=not args.no_space_check) as archive:
+            options_source = f"{archive.path}:{archive.members['options']}"
+            options = read_options(archive.options_file)
+            return _convert(
+                args, options, archive.weights_file, archive.model_page_source(args), options_source, archive.path
+            )
     if not args.weights:
         raise ConversionError("--weights is needed with --options or --variant (an --archive holds its own)")
     weights = Path(args.weights)
@@ -125,6 +134,18 @@ def run_convert(args: argparse.Namespace) -> str:
             "the corpus its source was trained on (not recorded in the source files)",
             options_file=args.options,
         )
+    return _convert(args, options, weights, source, options_source, weights)
+
+
+def _convert(
+    args: argparse.Namespace,
+    options: dict[str, Any],
+    weights: Path,
+    source: SourceDescription,
+    options_source: str,
+    named: Path,
+) -> str:
+    """Convert `weights` as `options` describe them to the arguments' output; the summary line names `named`."""
     model, parity = convert_allennlp(
         options,
         weights,
@@ -135,35 +156,7 @@ def run_convert(args: argparse.Namespace) -> str:
         overwrite=args.overwrite,
         space_check=not args.no_space_check,
     )
-    return conversion_summary(weights, args.output, model, parity)
-
-
-def _run_convert_archive(args: argparse.Namespace) -> str:
-    """`--archive`: an NLPL repository ZIP, its files found by their roles and its meta.json on the model page."""
-    if args.weights:
-        raise ConversionError(f"--archive {args.archive} holds its weights: --weights goes with --options or --variant")
-    with extracted_nlpl_archive(args.archive, space_check=not args.no_space_check) as archive:
-        options_source = f"{archive.path}:{archive.members['options']}"
-        source = SourceDescription(
-            archive.description(),
-            (archive.path,),
-            args.license,
-            args.language or archive.language() or "en",
-            archive.training_data(),
-            options_file=archive.options_file,
-            card_fields={"nlpl_metadata": archive.metadata} if archive.metadata else {},
-        )
-        model, parity = convert_allennlp(
-            read_options(archive.options_file),
-            archive.weights_file,
-            args.output,
-            source=source,
-            options_source=options_source,
-            repo_id=args.push_to_hub,
-            overwrite=args.overwrite,
-            space_check=not args.no_space_check,
-        )
-    return conversion_summary(archive.path, args.output, model, parity)
+    return conversion_summary(named, args.output, model, parity)
 
 
 def run_export(args: argparse.Namespace) -> str:

@@ -19,6 +19,7 @@ names the member inside the archive (`MODEL.zip:options.json: ...`), never the t
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import tempfile
@@ -32,6 +33,8 @@ from typing import Any
 
 from elmo_transformers.common.disk_space import check_free_space, is_disk_full
 from elmo_transformers.common.errors import ConversionError
+
+from .model_card import SourceDescription
 
 __all__ = ["NlplArchive", "extracted_nlpl_archive"]
 
@@ -52,6 +55,19 @@ class NlplArchive:
     options_file: Path
     members: dict[str, str]
     metadata: dict[str, Any] | None
+
+    def model_page_source(self, args: argparse.Namespace) -> SourceDescription:
+        """What the model page says of the archive: its entry and corpus, the archive's and the options' checksums,
+        the language of `--language`, else meta.json's, else en, and the whole meta.json in the page's metadata."""
+        return SourceDescription(
+            self.description(),
+            (self.path,),
+            args.license,
+            args.language or self.language() or "en",
+            self.training_data(),
+            options_file=self.options_file,
+            card_fields={"nlpl_metadata": self.metadata} if self.metadata else {},
+        )
 
     def description(self) -> str:
         """What the model page calls the source: the repository entry's id, where meta.json gives one."""
