@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import tempfile
 import zipfile
 import zlib
@@ -30,6 +29,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from tqdm.auto import tqdm
 
 from elmo_transformers.common.disk_space import check_free_space, is_disk_full
 from elmo_transformers.common.errors import ConversionError
@@ -146,9 +147,12 @@ def _read_member(archive: zipfile.ZipFile, path: Path, info: zipfile.ZipInfo) ->
 
 def _extract_member(archive: zipfile.ZipFile, path: Path, info: zipfile.ZipInfo, target: Path) -> None:
     """Copy a member out of the archive; the CRC check at its end catches a damaged one."""
+    progress = tqdm(total=info.file_size, unit="B", unit_scale=True, desc=f"Extracting {info.filename}", leave=False)
     try:
-        with archive.open(info) as source, open(target, "wb") as copy:
-            shutil.copyfileobj(source, copy, 1 << 20)
+        with archive.open(info) as source, open(target, "wb") as copy, progress:
+            while block := source.read(1 << 20):
+                copy.write(block)
+                progress.update(len(block))
     except (zipfile.BadZipFile, zlib.error, EOFError) as error:
         raise ConversionError(f"{path}: member {info.filename} is damaged ({error})") from None
     except OSError as error:

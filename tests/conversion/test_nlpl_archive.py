@@ -55,10 +55,13 @@ def _nlpl_members(elmo_fixture: Path, folder: str = "", weights_name: str = "mod
 
 
 def _error(capsys: pytest.CaptureFixture, *arguments: str) -> str:
+    """The one error line (above it at most progress bars, which end before it), with no traceback."""
     assert main(["allennlp", *arguments]) == 2
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1, lines
-    return lines[0]
+    error = capsys.readouterr().err
+    assert "Traceback" not in error and error.count("elmo-convert: error:") == 1, error
+    last = error.strip().splitlines()[-1]
+    assert last.startswith("elmo-convert: error: "), error
+    return last
 
 
 @pytest.mark.parametrize(
