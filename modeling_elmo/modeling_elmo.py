@@ -642,6 +642,9 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
     bilm-tf. `num_sampled` (`config.training_options["n_negative_samples_batch"]`, 8192 in bilm-tf) turns on
     the sampled softmax in training; evaluation (`model.eval()`) always uses the full softmax.
 
+    On sentences, [`word_log_probabilities`] gives each LM's prediction at every word (from the words to its left,
+    and to its right) and [`substitutes`] the words that fit there by both: lexical substitutes.
+
     A saved folder also loads as `AutoModel` (the biLM alone, `ElmoModel`).
     """
 
