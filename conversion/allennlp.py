@@ -15,6 +15,7 @@ from modeling_elmo import ElmoConfig, ElmoModel
 
 from .allennlp_hdf5 import read_allennlp_weights, write_allennlp_weights
 from .model_card import SourceDescription, model_page_source
+from .nlpl_archive import extracted_nlpl_archive
 from .saving import conversion_summary, require_room, save_converted_folder, weight_bytes
 from .variants import VARIANTS
 
@@ -106,6 +107,19 @@ def export_allennlp(
 
 
 def run_convert(args: argparse.Namespace) -> str:
+    if args.archive:
+        if args.weights:
+            raise ConversionError(
+                f"--archive {args.archive} holds its weights: --weights goes with --options or --variant"
+            )
+        with extracted_nlpl_archive(args.archive, space_check=not args.no_space_check) as archive:
+            options_source = f"{archive.path}:{archive.members['options']}"
+            options = read_options(archive.options_file)
+            return _convert(
+                args, options, archive.weights_file, archive.model_page_source(args), options_source, archive.path
+            )
+    if not args.weights:
+        raise ConversionError("--weights is needed with --options or --variant (an --archive holds its own)")
     weights = Path(args.weights)
     if args.variant:
         variant = VARIANTS[args.variant]
@@ -120,6 +134,18 @@ def run_convert(args: argparse.Namespace) -> str:
             "the corpus its source was trained on (not recorded in the source files)",
             options_file=args.options,
         )
+    return _convert(args, options, weights, source, options_source, weights)
+
+
+def _convert(
+    args: argparse.Namespace,
+    options: dict[str, Any],
+    weights: Path,
+    source: SourceDescription,
+    options_source: str,
+    named: Path,
+) -> str:
+    """Convert `weights` as `options` describe them to the arguments' output; the summary line names `named`."""
     model, parity = convert_allennlp(
         options,
         weights,
@@ -130,7 +156,7 @@ def run_convert(args: argparse.Namespace) -> str:
         overwrite=args.overwrite,
         space_check=not args.no_space_check,
     )
-    return conversion_summary(weights, args.output, model, parity)
+    return conversion_summary(named, args.output, model, parity)
 
 
 def run_export(args: argparse.Namespace) -> str:

@@ -18,6 +18,7 @@ _EXAMPLES = """examples:
   elmo-convert allennlp --options elmo_2x4096_512_2048cnn_2xhighway_options.json \\
       --weights elmo_2x4096_512_2048cnn_2xhighway_weights.hdf5 --output elmo-original
   elmo-convert allennlp --variant small --weights elmo_2x1024_128_2048cnn_1xhighway_weights.hdf5 --output elmo-small
+  elmo-convert allennlp --archive 209.zip --output elmo-nlpl-209 --license cc-by-4.0
   elmo-convert elmoformanylangs --model 144 --language zh --output elmo-zh
   elmo-convert to-allennlp --model elmo-original --output elmo-original-allennlp
   elmo-convert token-embeddings --model elmo-original --vocab vocab.txt --output elmo_token_embeddings.hdf5

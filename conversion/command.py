@@ -31,13 +31,17 @@ class ConverterCommand:
         return getattr(importlib.import_module(f".{module}", __package__), function)(args)
 
 
-def add_model_page_arguments(parser: argparse.ArgumentParser) -> None:
-    """The model page's license and language, and the upload, of a converter that writes a new model folder."""
+def add_model_page_arguments(parser: argparse.ArgumentParser, *, language_from: str | None = None) -> None:
+    """The model page's license and language, and the upload, of a converter that writes a new model folder;
+    `language_from` names where the language comes from when the option is not given (default: en)."""
     parser.add_argument(
         "--license", default="apache-2.0", help="license of the weights, for the model page (default %(default)s)"
     )
+    language_default = f"{language_from}, else en" if language_from else "%(default)s"
     parser.add_argument(
-        "--language", default="en", help="language of the weights, for the model page (default %(default)s)"
+        "--language",
+        default=None if language_from else "en",
+        help=f"language of the weights, for the model page (default {language_default})",
     )
     parser.add_argument("--push-to-hub", metavar="REPO", help="upload the folder to this Hub model repo")
 
@@ -48,9 +52,14 @@ def _allennlp_arguments(parser: argparse.ArgumentParser) -> None:
     described_by.add_argument(
         "--variant", choices=sorted(VARIANTS), help="a released model's options, instead of --options"
     )
-    parser.add_argument("--weights", required=True, help="the model's weights.hdf5")
+    described_by.add_argument(
+        "--archive",
+        help="an NLPL repository ZIP archive (model.hdf5, options.json, meta.json, ...), instead of --options and "
+        "--weights: its meta.json's language and corpus go into the model page",
+    )
+    parser.add_argument("--weights", help="the model's weights.hdf5 (with --options or --variant)")
     parser.add_argument("--output", required=True, help="model folder to create")
-    add_model_page_arguments(parser)
+    add_model_page_arguments(parser, language_from="the --archive's meta.json")
 
 
 def _elmoformanylangs_arguments(parser: argparse.ArgumentParser) -> None:
@@ -104,7 +113,7 @@ def _sentence_transformers_arguments(parser: argparse.ArgumentParser) -> None:
 COMMANDS = (
     ConverterCommand(
         "allennlp",
-        "AllenNLP/bilm-tf options.json + weights.hdf5 -> model folder",
+        "AllenNLP/bilm-tf options.json + weights.hdf5, or an NLPL archive (ZIP) -> model folder",
         _allennlp_arguments,
         "allennlp:run_convert",
     ),

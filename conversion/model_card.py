@@ -5,8 +5,9 @@ folder against a float64 computation from the source weights."""
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from huggingface_hub import ModelCard
@@ -35,6 +36,7 @@ class SourceDescription:
     language: str = "en"
     training_data: str = "the 1 Billion Word Benchmark (about 800M tokens of news text)"
     options_file: Path | None = None  # the options.json the weights were read with, where one was given
+    card_fields: dict[str, Any] = field(default_factory=dict)  # further page metadata, e.g. an archive's meta.json
 
 
 def model_page_source(
@@ -50,7 +52,7 @@ def model_page_source(
         description,
         files,
         args.license,
-        args.language,
+        args.language or "en",  # None where the language could have come from the source (an --archive's)
         training_data,
         options_file=None if options_file is None else Path(options_file),
     )
@@ -79,6 +81,7 @@ def write_model_card(
         language=source.language,
         source_weights=[_file_record(path) for path in source.source_files],
         parity_max_abs_difference=float(f"{parity:.3g}"),
+        **source.card_fields,
     )
     if source.options_file is not None:
         card_data.source_options = _file_record(source.options_file)

@@ -26,7 +26,8 @@ from .modeling_elmo import (
     ElmoModelOutput,
     ElmoPreTrainedModel,
 )
-from .pipeline_elmo import ElmoTokenClassificationPipeline
+from .pipeline_elmo import ElmoSubstitutesPipeline, ElmoTokenClassificationPipeline
+from .substitutes_elmo import ElmoSubstitutesOutput
 from .tokenization_elmo import ElmoTokenizer, split_words, word_to_char_ids
 
 __all__ = [
@@ -42,6 +43,8 @@ __all__ = [
     "ElmoModel",
     "ElmoModelOutput",
     "ElmoPreTrainedModel",
+    "ElmoSubstitutesOutput",
+    "ElmoSubstitutesPipeline",
     "ElmoTokenClassificationPipeline",
     "ElmoTokenizer",
     "split_words",

@@ -8,7 +8,7 @@ clipping and residual connections read the sentence forwards and backwards.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -24,6 +24,12 @@ from .lstm_elmo import LstmCell, LstmState, lstm_cell_step, run_lstm_layer, run_
 from .mixing_elmo import ElmoLayerMix
 from .onednn_elmo import ElmoDerivedWeights, ElmoOneDnnWeights
 from .softmax_elmo import ElmoSoftmax
+from .substitutes_elmo import (
+    BILM_TF_SPECIAL_WORD_IDS,
+    DEFAULT_SUBSTITUTE_COMBINATION,
+    ElmoSubstitutesOutput,
+    combine_lm_log_probabilities,
+)
 
 __all__ = [
     "ElmoBidirectionalLMOutput",
@@ -642,6 +648,9 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
     bilm-tf. `num_sampled` (`config.training_options["n_negative_samples_batch"]`, 8192 in bilm-tf) turns on
     the sampled softmax in training; evaluation (`model.eval()`) always uses the full softmax.
 
+    On sentences, [`word_log_probabilities`] gives each LM's prediction at every word (from the words to its left,
+    and to its right) and [`substitutes`] the words that fit there by both: lexical substitutes.
+
     A saved folder also loads as `AutoModel` (the biLM alone, `ElmoModel`).
     """
 
@@ -720,6 +729,68 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
             forward_token_losses=token_losses[0],
             backward_token_losses=token_losses[1],
             state=final_state,
+        )
+
+    def word_log_probabilities(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        state: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> torch.Tensor:
+        r"""What each language model predicts at every word of a sentence: the forward LM from the words to its
+        left (after `<S>`), the backward LM from the words to its right (after `</S>`); neither sees the word.
+
+        Args:
+            input_ids (`torch.LongTensor` of shape `(batch, words, max_characters_per_token)`): sentences from
+                [`ElmoTokenizer`], as for [`ElmoModel`].
+            attention_mask (`torch.Tensor` of shape `(batch, words)`, *optional*): as for [`ElmoModel`].
+            state (`tuple(torch.Tensor, torch.Tensor)`, *optional*): `(h, c)` to start every row from, as
+                [`ElmoModel`]'s `state` (e.g. the state after the text before); zeros without it.
+
+        Returns:
+            `torch.FloatTensor` of shape `(2, batch, words, vocab_size)`: the full softmax's log-probability of every
+            word at every position, forward LM first, then backward; 0 at padding.
+        """
+        elmo = self.elmo
+        word_mask = elmo._word_mask(input_ids, attention_mask)
+        token = elmo.embed(input_ids, word_mask)
+        marked_lengths = word_mask.sum(dim=1) + 2
+        reversing = _reversing_index(marked_lengths, token.shape[1])
+        lstm_inputs = torch.stack([token, _reverse_each_row(token, reversing)])
+        outputs, _ = elmo.contextualize(lstm_inputs, marked_lengths, state)
+        forward_top, backward_top = outputs[-1][0], _reverse_each_row(outputs[-1][1], reversing)
+        # Word i sits at marked position i + 1: the forward LM predicts it from position i (having read <S> and
+        # the words before it), the backward LM from position i + 2 (having read </S> and the words after it).
+        hidden = torch.stack([forward_top[:, :-2], backward_top[:, 2:]])
+        return self.softmax.log_probabilities(hidden) * word_mask[..., None]
+
+    def substitutes(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        top_k: int = 10,
+        combination: str = DEFAULT_SUBSTITUTE_COMBINATION,
+        excluded_ids: Sequence[int] = BILM_TF_SPECIAL_WORD_IDS,
+        state: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> ElmoSubstitutesOutput:
+        r"""The `top_k` lexical substitutes of every word: the softmax's words that fit its position best by both
+        language models ([`word_log_probabilities`]), combined as `combination` says (see `substitutes_elmo`:
+        `"product"`, the default, `"product_over_prior"`, `"mean"`, `"forward"`, `"backward"`). The word itself
+        plays no part. `excluded_ids` (bilm-tf's `<S>`, `</S>`, `<UNK>` by default) are never proposed; the
+        softmax's row k is line k of the model's `vocab.txt`. `state`: as for [`word_log_probabilities`].
+        """
+        proposable = self.config.vocab_size - len(set(excluded_ids))
+        if not 1 <= top_k <= proposable:
+            raise ValueError(f"top_k must lie in 1..{proposable} (the words that can be proposed), got {top_k}")
+        word_mask = self.elmo._word_mask(input_ids, attention_mask)
+        forward, backward = self.word_log_probabilities(input_ids, attention_mask, state)
+        log_probabilities = combine_lm_log_probabilities(forward, backward, combination, excluded_ids=excluded_ids)
+        top = log_probabilities.topk(top_k, dim=-1)
+        return ElmoSubstitutesOutput(
+            scores=top.values.exp() * word_mask[..., None],
+            word_ids=top.indices * word_mask[..., None],
+            log_probabilities=log_probabilities,
         )
 
     def _token_vectors(self, char_ids: torch.Tensor) -> torch.Tensor:

@@ -1,4 +1,5 @@
-"""`pipeline("elmo-token-classification")`: one prediction per word.
+"""ELMo's pipelines: `pipeline("elmo-token-classification")`, one prediction per word, and
+`pipeline("elmo-substitutes")`, the words the biLM proposes for a position of a sentence (fill-mask's output).
 
 transformers' own token-classification pipeline needs a fast tokenizer's offsets; ELMo's tokenizer gives
 one position per word instead, which makes the mapping back to the text simple.
@@ -9,10 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from transformers import AutoModelForTokenClassification, Pipeline
+import torch
+from transformers import AutoModelForPreTraining, AutoModelForTokenClassification, Pipeline
 from transformers.pipelines import PIPELINE_REGISTRY
+from transformers.utils import cached_file
 
-__all__ = ["ElmoTokenClassificationPipeline"]
+from .substitutes_elmo import DEFAULT_SUBSTITUTE_COMBINATION
+
+__all__ = ["ElmoSubstitutesPipeline", "ElmoTokenClassificationPipeline"]
 
 
 class ElmoTokenClassificationPipeline(Pipeline):
@@ -28,9 +33,7 @@ class ElmoTokenClassificationPipeline(Pipeline):
         return {}, {}, {}
 
     def preprocess(self, inputs: str | list[str]) -> dict[str, Any]:
-        words = self.tokenizer.tokenize(inputs) if isinstance(inputs, str) else list(inputs)
-        encoded = self.tokenizer(words, is_split_into_words=True, return_tensors="pt")
-        return {"model_inputs": encoded, "words": words, "text": inputs if isinstance(inputs, str) else None}
+        return _encode_words(self.tokenizer, inputs)
 
     def _forward(self, model_inputs: dict[str, Any]) -> dict[str, Any]:
         logits = self.model(**model_inputs["model_inputs"]).logits
@@ -61,6 +64,81 @@ class ElmoTokenClassificationPipeline(Pipeline):
         return results
 
 
+def _encode_words(tokenizer, inputs: str | list[str]) -> dict[str, Any]:
+    """A text split as the tokenizer splits it, or a list of words kept as they are, encoded as one sentence."""
+    words = tokenizer.tokenize(inputs) if isinstance(inputs, str) else list(inputs)
+    encoded = tokenizer(words, is_split_into_words=True, return_tensors="pt")
+    return {"model_inputs": encoded, "words": words, "text": inputs if isinstance(inputs, str) else None}
+
+
+class ElmoSubstitutesPipeline(Pipeline):
+    """The words that fit a position of a sentence by both of the biLM's language models: the forward LM given the
+    words to the left, the backward LM given the words to the right (`ElmoForBidirectionalLM.substitutes`; the
+    word at the position plays no part). Needs a language-model folder (with its softmax and `vocab.txt`).
+
+    Call it on a text (split like the tokenizer splits it) or a list of words (pass a list of such lists: a plain
+    list is a batch of texts), with `position` (the word's index), `top_k` (default 10) and `combination` (default
+    `"product"`, see `substitutes_elmo`). Returns, as fill-mask does, `top_k` dicts `{"score", "token",
+    "token_str", "sequence"}`, best first: the probability under the combination, the word's softmax row, the word,
+    and the sentence with the word put in its place (words joined by spaces); without `position`, one such list per
+    word. The words come from the model folder's `vocab.txt`, or `vocabulary=` (one word per softmax row).
+    """
+
+    def __init__(self, *args: Any, vocabulary: list[str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if vocabulary is None:
+            with open(cached_file(self.model.name_or_path, "vocab.txt"), encoding="utf-8") as file:
+                vocabulary = [line.strip() for line in file.read().splitlines()]
+        if len(vocabulary) != self.model.config.vocab_size:
+            raise ValueError(
+                f"the vocabulary has {len(vocabulary)} words, the model's softmax {self.model.config.vocab_size} rows"
+            )
+        self.vocabulary = vocabulary
+
+    def _sanitize_parameters(
+        self, position: int | None = None, top_k: int | None = None, combination: str | None = None, **kwargs: Any
+    ) -> tuple[dict, dict, dict]:
+        forward_parameters = {"top_k": top_k, "combination": combination}
+        return (
+            {},
+            {name: value for name, value in forward_parameters.items() if value is not None},
+            {"position": position},
+        )
+
+    def preprocess(self, inputs: str | list[str]) -> dict[str, Any]:
+        return _encode_words(self.tokenizer, inputs)
+
+    def _forward(
+        self, model_inputs: dict[str, Any], top_k: int = 10, combination: str = DEFAULT_SUBSTITUTE_COMBINATION
+    ) -> dict[str, Any]:
+        output = self.model.substitutes(**model_inputs["model_inputs"], top_k=top_k, combination=combination)
+        return {"scores": output.scores, "word_ids": output.word_ids, "words": model_inputs["words"]}
+
+    def postprocess(self, model_outputs: dict[str, Any], position: int | None = None) -> list:
+        words = model_outputs["words"]
+        if position is not None and not 0 <= position < len(words):
+            raise ValueError(f"position must lie in 0..{len(words) - 1} (the sentence's words), got {position}")
+        positions = range(len(words)) if position is None else [position]
+        results = [self._position_results(model_outputs, words, index) for index in positions]
+        return results if position is None else results[0]
+
+    def _position_results(self, model_outputs: dict[str, Any], words: list[str], index: int) -> list[dict[str, Any]]:
+        scores: torch.Tensor = model_outputs["scores"][0, index]
+        word_ids: torch.Tensor = model_outputs["word_ids"][0, index]
+        results = []
+        for score, word_id in zip(scores.tolist(), word_ids.tolist(), strict=True):
+            word = self.vocabulary[word_id]
+            sequence = " ".join([*words[:index], word, *words[index + 1 :]])
+            results.append({"score": score, "token": word_id, "token_str": word, "sequence": sequence})
+        return results
+
+
+PIPELINE_REGISTRY.register_pipeline(
+    "elmo-substitutes",
+    pipeline_class=ElmoSubstitutesPipeline,
+    pt_model=AutoModelForPreTraining,
+    type="text",
+)
 PIPELINE_REGISTRY.register_pipeline(
     "elmo-token-classification",
     pipeline_class=ElmoTokenClassificationPipeline,

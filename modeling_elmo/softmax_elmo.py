@@ -94,6 +94,12 @@ class ElmoSoftmax(nn.Module):
         nn.init.normal_(self.weight, std=1.0 / math.sqrt(self.weight.shape[1]))
         nn.init.zeros_(self.bias)
 
+    def log_probabilities(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The full softmax's log-probability of every word, shape `(..., vocab_size)` in float32, for `hidden`
+        `(..., hidden_size)`."""
+        logits = nn.functional.linear(hidden, self.weight, self.bias)
+        return torch.log_softmax(logits.float(), dim=-1)
+
     def forward(
         self,
         hidden: torch.Tensor,

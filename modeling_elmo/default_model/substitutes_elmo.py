@@ -1,0 +1,1 @@
+../substitutes_elmo.py

@@ -1,0 +1,170 @@
+"""Lexical substitutes from the biLM (`ElmoForBidirectionalLM.substitutes`, `pipeline("elmo-substitutes")`): the
+scores are the combination of the two LMs' softmaxes, computed here independently through the training graph's
+windows; on held-out text the bundled model's substitutes find the original word more often than the unigram
+baseline; the bundled model loads as a language model with its softmax."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from lm_substitutes import original_word_ranks, unigram_ranks
+from safetensors.torch import load_file
+from transformers import pipeline
+
+from modeling_elmo import DEFAULT_MODEL, ElmoConfig, ElmoForBidirectionalLM, ElmoTokenizer
+from modeling_elmo.substitutes_elmo import SUBSTITUTE_COMBINATIONS
+
+VOCAB = 40
+SPECIAL = (0, 1, 2)
+HELDOUT = Path(__file__).with_name("data") / "heldout_sample.txt"
+# Awkward on purpose: non-ASCII, a word over 48 bytes, an empty-string word, a one-word sentence, mixed lengths.
+SENTENCES = [
+    ["The", "naïve", "café", "owner", "said", "«", "bonjour", "»", "."],
+    ["Größe", "日本語", "x" * 60, ""],
+    ["Alone"],
+    ["a", "b", "a", "b", "c"],
+]
+
+
+def _language_model() -> ElmoForBidirectionalLM:
+    torch.manual_seed(0)
+    config = ElmoConfig(
+        cell_size=24, projection_dim=8, char_cnn_filters=[[1, 4], [2, 4]], num_highway_layers=1, vocab_size=VOCAB
+    )
+    model = ElmoForBidirectionalLM(config).eval()
+    with torch.no_grad():
+        model.softmax.weight.mul_(6.0)  # peaked distributions: a clear order among the top words
+    return model
+
+
+def _window_log_probabilities(
+    model: ElmoForBidirectionalLM, words: list[str], state: tuple[torch.Tensor, torch.Tensor] | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(words, vocab) log p_f and log p_b of every vocabulary word at every position of one sentence, through the
+    training graph: the windows `<S> w1 .. wn` and `</S> wn .. w1`, one copy per vocabulary word labelled with it
+    at every step (the loss of label c at step j is -log p(c) there), all starting from the one-row `state`."""
+    tokenizer = ElmoTokenizer()
+    windows = tokenizer([["<S>", *words], ["</S>", *reversed(words)]], is_split_into_words=True, return_tensors="pt")
+    forward_window, backward_window = windows["input_ids"][:1], windows["input_ids"][1:]
+    steps = len(words) + 1
+    labels = torch.arange(VOCAB)[:, None].expand(VOCAB, steps)
+    with torch.no_grad():
+        output = model(
+            input_ids=forward_window.expand(VOCAB, -1, -1),
+            backward_input_ids=backward_window.expand(VOCAB, -1, -1),
+            labels=labels,
+            backward_labels=labels,
+            state=None if state is None else tuple(part.expand(-1, -1, VOCAB, -1) for part in state),
+        )
+    forward = -output.forward_token_losses.reshape(VOCAB, steps).T.double()  # step j predicts word j
+    backward = -output.backward_token_losses.reshape(VOCAB, steps).T.double()  # step j predicts word n - 1 - j
+    return forward[: len(words)], backward[: len(words)].flip(0)
+
+
+def _expected_probabilities(forward: torch.Tensor, backward: torch.Tensor, combination: str) -> torch.Tensor:
+    """The combination, written out from the two softmaxes' probabilities in float64."""
+    p_forward, p_backward = forward.exp(), backward.exp()
+    ranks = torch.arange(VOCAB, dtype=torch.float64)
+    zipf = torch.log((ranks + 2) / (ranks + 1)) / math.log(VOCAB + 1)
+    unnormalised = {
+        "product_over_prior": p_forward * p_backward / zipf,
+        "product": p_forward * p_backward,
+        "mean": (p_forward + p_backward) / 2,
+        "forward": p_forward,
+        "backward": p_backward,
+    }[combination]
+    unnormalised[:, list(SPECIAL)] = 0.0
+    return unnormalised / unnormalised.sum(dim=-1, keepdim=True)
+
+
+@pytest.mark.parametrize("combination", SUBSTITUTE_COMBINATIONS)
+def test_scores_equal_the_combination_of_the_two_softmaxes(combination):
+    model = _language_model()
+    inputs = ElmoTokenizer()(SENTENCES, is_split_into_words=True, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        output = model.substitutes(**inputs, top_k=5, combination=combination)
+    for row, words in enumerate(SENTENCES):
+        expected = _expected_probabilities(*_window_log_probabilities(model, words), combination)
+        actual = output.log_probabilities[row, : len(words)].double().exp()
+        assert torch.allclose(actual, expected, rtol=0, atol=2e-6), (combination, row)
+        top = expected.topk(5, dim=-1)
+        assert torch.equal(output.word_ids[row, : len(words)], top.indices)
+        assert torch.allclose(output.scores[row, : len(words)].double(), top.values, rtol=0, atol=2e-6)
+        assert not set(output.word_ids[row, : len(words)].flatten().tolist()) & set(SPECIAL)
+    padding = inputs["attention_mask"] == 0
+    assert not output.scores[padding].any() and not output.word_ids[padding].any()
+
+
+def test_scores_start_from_the_given_state():
+    model = _language_model()
+    inputs = ElmoTokenizer()(SENTENCES, is_split_into_words=True, padding=True, return_tensors="pt")
+    config, generator = model.config, torch.Generator().manual_seed(1)
+    h = torch.randn(2, config.num_hidden_layers, len(SENTENCES), config.projection_dim, generator=generator)
+    c = torch.randn(2, config.num_hidden_layers, len(SENTENCES), config.cell_size, generator=generator)
+    with torch.no_grad():
+        output = model.substitutes(**inputs, top_k=5, state=(h, c))
+        from_zero = model.substitutes(**inputs, top_k=5)
+    for row, words in enumerate(SENTENCES):
+        state = (h[:, :, row : row + 1], c[:, :, row : row + 1])
+        expected = _expected_probabilities(*_window_log_probabilities(model, words, state), "product")
+        actual = output.log_probabilities[row, : len(words)].double().exp()
+        assert torch.allclose(actual, expected, rtol=0, atol=2e-6), row
+    assert not torch.allclose(output.log_probabilities, from_zero.log_probabilities, atol=1e-3)
+
+
+def test_a_top_k_beyond_the_proposable_words_is_refused():
+    model = _language_model()
+    inputs = ElmoTokenizer()([["a", "b"]], is_split_into_words=True, return_tensors="pt")
+    with pytest.raises(ValueError, match=r"top_k must lie in 1\.\.37"):
+        model.substitutes(**inputs, top_k=VOCAB)
+    with pytest.raises(ValueError, match="combination must be one of"):
+        model.substitutes(**inputs, combination="sum")
+
+
+def test_the_bundled_model_loads_as_a_language_model_with_its_softmax():
+    model, info = ElmoForBidirectionalLM.from_pretrained(DEFAULT_MODEL, output_loading_info=True)
+    assert not any(info.values()), info  # no missing, unexpected or mismatched weights
+    saved = load_file(Path(DEFAULT_MODEL) / "model.safetensors")
+    assert torch.equal(model.softmax.weight, saved["softmax.weight"])
+    assert torch.equal(model.softmax.bias, saved["softmax.bias"])
+    vocabulary = (Path(DEFAULT_MODEL) / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    assert len(vocabulary) == model.config.vocab_size and vocabulary[:3] == ["<S>", "</S>", "<UNK>"]
+
+
+def test_substitutes_find_the_original_word_more_often_than_the_unigram_baseline_on_heldout_text():
+    """The held-out sample is text of documents the bundled model never trained on (tests/model/data/README.md)."""
+    model = ElmoForBidirectionalLM.from_pretrained(DEFAULT_MODEL).eval()
+    tokenizer = ElmoTokenizer.from_pretrained(DEFAULT_MODEL)
+    vocabulary = (Path(DEFAULT_MODEL) / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    word_ids = {word: index for index, word in enumerate(vocabulary) if index not in SPECIAL}
+    sentences = [line.split() for line in HELDOUT.read_text(encoding="utf-8").splitlines() if line.split()]
+    substitutes = original_word_ranks(model, tokenizer, sentences, word_ids, batch_size=32)["product"]
+    baseline = unigram_ranks(sentences, word_ids)
+    assert len(substitutes) == len(baseline) > 1000
+    found, found_by_baseline = float((substitutes <= 10).double().mean()), float((baseline <= 10).double().mean())
+    print(f"original word in the top 10: substitutes {found:.1%}, unigram baseline {found_by_baseline:.1%}")
+    assert found > found_by_baseline + 0.02
+
+
+def test_pipeline_gives_the_models_substitutes_as_fill_mask_does():
+    substitutes = pipeline("elmo-substitutes", model=DEFAULT_MODEL)
+    text = "The king sat upon his throne ."
+    results = substitutes(text, position=1, top_k=4)
+    assert [sorted(result) for result in results] == [["score", "sequence", "token", "token_str"]] * 4
+    model = ElmoForBidirectionalLM.from_pretrained(DEFAULT_MODEL).eval()
+    inputs = ElmoTokenizer.from_pretrained(DEFAULT_MODEL)(text, return_tensors="pt")
+    with torch.no_grad():
+        expected = model.substitutes(**inputs, top_k=4)
+    vocabulary = (Path(DEFAULT_MODEL) / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    assert [result["token"] for result in results] == expected.word_ids[0, 1].tolist()
+    assert [result["token_str"] for result in results] == [vocabulary[i] for i in expected.word_ids[0, 1].tolist()]
+    assert [result["score"] for result in results] == pytest.approx(expected.scores[0, 1].tolist(), abs=1e-7)
+    assert results[0]["sequence"] == f"The {results[0]['token_str']} sat upon his throne ."
+
+    # A list of words goes in a list (a plain list is a batch of texts); without a position, every word's list.
+    [every_word] = substitutes([["The", "king", "sat", "."]], top_k=2, combination="forward")
+    assert len(every_word) == 4 and all(len(position) == 2 for position in every_word)
+    assert every_word[1][0]["sequence"] == f"The {every_word[1][0]['token_str']} sat ."
