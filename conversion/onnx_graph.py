@@ -23,14 +23,12 @@ import torch
 from onnx import TensorProto, helper, numpy_helper
 
 from modeling_elmo import ElmoModel
-from modeling_elmo.modeling_elmo import ElmoTaskModel
 from modeling_elmo.configuration_elmo import framed_char_ids
+from modeling_elmo.modeling_elmo import ElmoTaskModel
 
-__all__ = ["LAYOUT_VERSION", "OPSET", "QUANTIZABLE_PREFIX", "build_graph"]
+__all__ = ["OPSET", "QUANTIZABLE_PREFIX", "build_graph"]
 
 OPSET = 17
-# The graph's inputs, outputs and metadata as this module writes them: a reader refuses a graph of another layout.
-LAYOUT_VERSION = "1"
 # The names of the LSTM's weight products (input, state and output projections): what `--quantize int8` quantises.
 QUANTIZABLE_PREFIX = "lstm_product"
 
@@ -47,7 +45,9 @@ class _Builder:
     def fresh(self, hint: str) -> str:
         return f"{hint}_{next(self.names)}"
 
-    def op(self, op_type: str, *inputs: str, outputs: int = 1, name: str | None = None, **attributes) -> str | list[str]:
+    def op(
+        self, op_type: str, *inputs: str, outputs: int = 1, name: str | None = None, **attributes
+    ) -> str | list[str]:
         names = [self.fresh(op_type.lower()) for _ in range(outputs)]
         node_name = self.fresh(name or op_type)
         self.nodes.append(helper.make_node(op_type, list(inputs), names, name=node_name, **attributes))
@@ -97,7 +97,11 @@ def build_graph(model: ElmoModel | ElmoTaskModel, metadata: dict[str, str]) -> o
         if isinstance(model, ElmoTaskModel):
             layers, mask = _bilm(graph, model.elmo, input_ids, config.mix_depth)
             named = {"logits": _head(graph, model, layers, mask)}
-            shapes = {"logits": ["batch", "words", config.num_labels] if _is_token_head(model) else ["batch", config.num_labels]}
+            shapes = {
+                "logits": ["batch", "words", config.num_labels]
+                if _is_token_head(model)
+                else ["batch", config.num_labels]
+            }
         else:
             layers, mask = _bilm(graph, model, input_ids, config.num_hidden_layers)
             stacked = graph.op("Concat", *(graph.unsqueeze(layer, 0) for layer in layers), axis=0)
@@ -168,12 +172,15 @@ def _bilm(graph: _Builder, model: ElmoModel, input_ids: str, num_layers: int) ->
     forward_input = graph.op("Transpose", token, perm=[1, 0, 2])  # (T, batch, P)
     from_end = graph.op("Sub", graph.op("Sub", marked_lengths, graph.ints(1)), positions)  # (batch, T)
     reversing = graph.op("Where", graph.op("GreaterOrEqual", from_end, graph.ints(0)), from_end, positions)
-    reversing = graph.op("Expand", graph.unsqueeze(graph.op("Transpose", reversing), 2), graph.op("Shape", forward_input))
+    reversing = graph.op(
+        "Expand", graph.unsqueeze(graph.op("Transpose", reversing), 2), graph.op("Shape", forward_input)
+    )
     backward_input = graph.op("GatherElements", forward_input, reversing, axis=0)
 
     layers = [graph.op("Concat", token, token, axis=2)]
     state_shapes = {
-        width: graph.op("Concat", batch, graph.ints(width), axis=0) for width in (config.projection_dim, config.cell_size)
+        width: graph.op("Concat", batch, graph.ints(width), axis=0)
+        for width in (config.projection_dim, config.cell_size)
     }
     zeros = {width: graph.op("ConstantOfShape", shape) for width, shape in state_shapes.items()}
     stack_inputs = [forward_input, backward_input]
@@ -181,7 +188,8 @@ def _bilm(graph: _Builder, model: ElmoModel, input_ids: str, num_layers: int) ->
         pair = (model.forward_lstm.layers[index], model.backward_lstm.layers[index])
         outputs = _lstm_layer(graph, pair, stack_inputs, zeros[config.projection_dim], zeros[config.cell_size])
         if index > 0 and config.use_skip_connections:
-            outputs = [graph.op("Add", output, layer_input) for output, layer_input in zip(outputs, stack_inputs)]
+            pairs = zip(outputs, stack_inputs, strict=True)
+            outputs = [graph.op("Add", output, layer_input) for output, layer_input in pairs]
         stack_inputs = outputs
         forward = graph.op("Transpose", outputs[0], perm=[1, 0, 2])
         backward = graph.op("Transpose", graph.op("GatherElements", outputs[1], reversing, axis=0), perm=[1, 0, 2])
@@ -212,7 +220,9 @@ def _char_encoder(graph: _Builder, model: ElmoModel, char_ids: str) -> str:
     x = graph.op("Concat", *features, axis=1)
     for highway in encoder.highways:
         gate = graph.op("Sigmoid", graph.linear(x, highway.carry.weight, highway.carry.bias, name="highway"))
-        transformed = graph.op("Relu", graph.linear(x, highway.transform.weight, highway.transform.bias, name="highway"))
+        transformed = graph.op(
+            "Relu", graph.linear(x, highway.transform.weight, highway.transform.bias, name="highway")
+        )
         carried = graph.op("Mul", graph.op("Sub", graph.scalar(1.0), gate), x)
         x = graph.op("Add", graph.op("Mul", gate, transformed), carried)
     projected = graph.linear(x, encoder.projection.weight, encoder.projection.bias, name="token_projection")
@@ -224,7 +234,7 @@ def _lstm_layer(graph: _Builder, pair: Sequence, inputs: list[str], h0: str, c0:
     (T, batch, P), from zero state, in one `Scan` -> their outputs (T, batch, P), before any skip connection."""
     input_gates = [
         graph.linear(x, layer.input_projection.weight, layer._gate_bias(), name=QUANTIZABLE_PREFIX)
-        for x, layer in zip(inputs, pair)
+        for x, layer in zip(inputs, pair, strict=True)
     ]
     body = _Builder(graph.names)
     state_names = [body.fresh(name) for name in ("h_forward", "c_forward", "h_backward", "c_backward")]
@@ -282,8 +292,8 @@ def _head(graph: _Builder, model: ElmoTaskModel, layers: list[str], word_mask: s
     floor_shape = graph.op("Concat", graph.dim(features, 0), graph.ints(1), graph.dim(features, 2), axis=0)
     floor = graph.op("Expand", lowest, floor_shape)
     pooled = graph.op("ReduceMax", graph.op("Concat", masked, floor, axis=1), axes=[1], keepdims=0)
-    has_words = graph.op("ReduceMax", graph.op("Cast", word_mask, to=TensorProto.INT32), axes=[1], keepdims=1)
-    has_words = graph.op("Cast", has_words, to=TensorProto.BOOL)
+    words = graph.op("ReduceSum", graph.op("Cast", word_mask, to=TensorProto.INT64), graph.ints(1), keepdims=1)
+    has_words = graph.op("Greater", words, graph.ints(0))  # (batch, 1)
     pooled = graph.op("Where", has_words, pooled, graph.scalar(0.0))
     return graph.linear(pooled, model.classifier.weight, model.classifier.bias, name="classifier")
 
@@ -295,12 +305,15 @@ def _mix(graph: _Builder, mix, layers: list[str], mask: str) -> str:
     elif mix.mode == "layer":
         (mixed,) = layers
     elif mix.mode == "average":
-        mixed = graph.op("ReduceMean", graph.op("Concat", *(graph.unsqueeze(x, 0) for x in layers), axis=0), axes=[0], keepdims=0)
+        mixed = graph.op(
+            "ReduceMean", graph.op("Concat", *(graph.unsqueeze(x, 0) for x in layers), axis=0), axes=[0], keepdims=0
+        )
     elif mix.mode == "scalar_mix":
         if mix.layer_norm:
             layers = [_masked_layer_norm(graph, layer, mask) for layer in layers]
         weights = torch.softmax(mix.mix_weights, dim=0)
-        terms = [graph.op("Mul", graph.scalar(float(weight)), layer) for weight, layer in zip(weights, layers)]
+        pairs = zip(weights, layers, strict=True)
+        terms = [graph.op("Mul", graph.scalar(float(weight)), layer) for weight, layer in pairs]
         total = terms[0]
         for term in terms[1:]:
             total = graph.op("Add", total, term)
