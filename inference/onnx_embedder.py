@@ -18,7 +18,7 @@ import torch
 from elmo_transformers.common.errors import ElmoError, EmbedError, first_line
 from modeling_elmo import ElmoConfig, ElmoTokenizer
 
-from .embedder import PendingVectors, PreparedBatch
+from .embedder import Embedder, PendingVectors, PreparedBatch
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -31,6 +31,7 @@ __all__ = [
     "QUANTIZED_GRAPH",
     "OnnxEmbedder",
     "holds_onnx_graph",
+    "open_embedder",
     "open_graph",
     "require_onnx",
 ]
@@ -80,6 +81,18 @@ def open_graph(path: str | Path, error: type[ElmoError], *, threads: int | None 
             "again with elmo-convert onnx"
         )
     return session
+
+
+def open_embedder(
+    model: str, *, layers: str, dtype: str = "float32", device: str | None = None
+) -> Embedder | OnnxEmbedder:
+    """`elmo-embed`'s embedder of `model`: `OnnxEmbedder` where the folder holds an exported graph (float32, on CPU
+    whatever `device`), else `Embedder` (PyTorch) on `device`."""
+    if not holds_onnx_graph(model):
+        return Embedder(model, layers=layers, dtype=dtype, device=device)
+    if dtype != "float32":
+        raise EmbedError(f"--dtype {dtype}: {model} holds an ONNX graph, which runs in float32 (on CPU)")
+    return OnnxEmbedder(model, layers=layers)
 
 
 class OnnxEmbedder:

@@ -238,3 +238,32 @@ def test_the_embedder_on_the_graph_equals_pytorch(bilm_folder: Path, fixture_mod
         for actual, expected in zip(graph.embed(sentences), model.embed(sentences), strict=True):
             assert actual.shape == expected.shape
             assert np.abs(actual - expected).max() <= TOLERANCE
+
+
+def test_elmo_embed_on_the_graph_equals_the_pytorch_run(
+    bilm_folder: Path, fixture_model_folder: Path, tmp_path
+) -> None:
+    import h5py
+
+    from elmo_transformers.inference.embed import main as embed
+
+    source = tmp_path / "in.txt"
+    source.write_text("a bb\n\nthe café is open .\n" + "x" * 60 + " é\n", encoding="utf-8")
+    outputs = {}
+    for name, model in (("graph", bilm_folder), ("torch", fixture_model_folder)):
+        assert embed([str(source), str(tmp_path / f"{name}.hdf5"), "--model", str(model), "--batch-size", "2"]) == 0
+        with h5py.File(tmp_path / f"{name}.hdf5", "r") as file:
+            outputs[name] = {key: file[key][()] for key in file if key.isdigit()}
+    assert outputs["graph"].keys() == outputs["torch"].keys() == {"0", "1", "2", "3"}
+    for key, expected in outputs["torch"].items():
+        assert outputs["graph"][key].shape == expected.shape
+        assert np.abs(outputs["graph"][key] - expected).max(initial=0.0) <= TOLERANCE
+
+
+def test_elmo_embed_refuses_another_dtype_for_a_graph(bilm_folder: Path, tmp_path: Path, capsys) -> None:
+    from elmo_transformers.inference.embed import main as embed
+
+    source = tmp_path / "in.txt"
+    source.write_text("a bb\n", encoding="utf-8")
+    assert embed([str(source), str(tmp_path / "out.hdf5"), "--model", str(bilm_folder), "--dtype", "bfloat16"]) == 2
+    assert capsys.readouterr().err.strip().endswith("holds an ONNX graph, which runs in float32 (on CPU)")
