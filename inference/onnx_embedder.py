@@ -105,6 +105,8 @@ class OnnxEmbedder:
         folder = Path(model)
         name = QUANTIZED_GRAPH if quantized or not (folder / FLOAT_GRAPH).is_file() else FLOAT_GRAPH
         self.session = open_graph(folder / name, EmbedError, threads=threads)
+        if "hidden_states" not in {output.name for output in self.session.get_outputs()}:
+            raise EmbedError(f"{folder / name}: the graph of a task head (logits), not of the biLM: export the biLM")
         self.layers = layers
         self.tokenizer = ElmoTokenizer.from_pretrained(model)
         config = ElmoConfig.from_pretrained(model)

@@ -267,3 +267,10 @@ def test_elmo_embed_refuses_another_dtype_for_a_graph(bilm_folder: Path, tmp_pat
     source.write_text("a bb\n", encoding="utf-8")
     assert embed([str(source), str(tmp_path / "out.hdf5"), "--model", str(bilm_folder), "--dtype", "bfloat16"]) == 2
     assert capsys.readouterr().err.strip().endswith("holds an ONNX graph, which runs in float32 (on CPU)")
+
+
+def test_elmo_embed_refuses_a_heads_graph_in_one_line(fixture_model_folder: Path, tmp_path: Path) -> None:
+    folder = _head(ElmoForTokenClassification, fixture_model_folder, tmp_path / "head")
+    exported = _export(folder, tmp_path / "head-onnx")
+    with pytest.raises(EmbedError, match=r"the graph of a task head \(logits\), not of the biLM: export the biLM$"):
+        OnnxEmbedder(str(exported), layers="all")
