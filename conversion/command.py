@@ -104,7 +104,9 @@ def _onnx_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="model folder written by this package (the biLM or a task head)")
     parser.add_argument("--output", required=True, help="folder to create for model.onnx, the tokenizer and config")
     parser.add_argument(
-        "--quantize", choices=["int8"], help="also write model_quantized.onnx, 8-bit weights in the LSTM's products"
+        "--quantize",
+        choices=["int8"],
+        help="also write model_quantized.onnx, 8-bit weights in the LSTM, highway and projection products",
     )
 
 

@@ -121,7 +121,8 @@ def _copy_model_files(model_dir: Path, folder: Path) -> None:
 
 
 def product_node_names(graph) -> list[str]:
-    """The names of the LSTM's product nodes (input, state and output projections), in the graph and its loops."""
+    """The names of the product nodes `--quantize int8` quantises (`onnx_graph.QUANTIZABLE_PREFIX`: the LSTM's input,
+    state and output projections, the highway layers and the token projection), in the graph and its loops."""
     from .onnx_graph import QUANTIZABLE_PREFIX
 
     names, graphs = [], [graph.graph]
@@ -135,8 +136,8 @@ def product_node_names(graph) -> list[str]:
 
 
 def quantize_graph(source: Path, target: Path) -> None:
-    """onnxruntime's dynamic quantisation of the LSTM's products: int8 weights (per output column), activations
-    quantised per step; every other operator stays float32."""
+    """onnxruntime's dynamic quantisation of the large products (`product_node_names`): int8 weights (per output
+    column), activations quantised per call; every other operator stays float32."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -248,7 +249,7 @@ def _write_model_page(folder: Path, model: torch.nn.Module, result: OnnxExport, 
             )
         )
         quantized_row = (
-            f"| `{QUANTIZED_GRAPH}` | int8 weights in the LSTM's products ({result.quantized_bytes / 1e6:.1f} MB)"
+            f"| `{QUANTIZED_GRAPH}` | int8 weights in the LSTM, highway and projection products ({result.quantized_bytes / 1e6:.1f} MB)"
             f"{measured} |\n"
         )
     if result.architecture == "ElmoModel":

@@ -29,8 +29,9 @@ from modeling_elmo.modeling_elmo import ElmoTaskModel
 __all__ = ["OPSET", "QUANTIZABLE_PREFIX", "build_graph"]
 
 OPSET = 17
-# The names of the LSTM's weight products (input, state and output projections): what `--quantize int8` quantises.
-QUANTIZABLE_PREFIX = "lstm_product"
+# The names of the large weight products (the LSTM's input, state and output projections, the highway layers and the
+# token projection): what `--quantize int8` quantises. The character embedding and convolutions stay float32.
+QUANTIZABLE_PREFIX = "quantizable_product"
 
 
 class _Builder:
@@ -219,13 +220,13 @@ def _char_encoder(graph: _Builder, model: ElmoModel, char_ids: str) -> str:
         features.append(graph.op(activation, graph.op("ReduceMax", convolved, axes=[2], keepdims=0)))
     x = graph.op("Concat", *features, axis=1)
     for highway in encoder.highways:
-        gate = graph.op("Sigmoid", graph.linear(x, highway.carry.weight, highway.carry.bias, name="highway"))
+        gate = graph.op("Sigmoid", graph.linear(x, highway.carry.weight, highway.carry.bias, name=QUANTIZABLE_PREFIX))
         transformed = graph.op(
-            "Relu", graph.linear(x, highway.transform.weight, highway.transform.bias, name="highway")
+            "Relu", graph.linear(x, highway.transform.weight, highway.transform.bias, name=QUANTIZABLE_PREFIX)
         )
         carried = graph.op("Mul", graph.op("Sub", graph.scalar(1.0), gate), x)
         x = graph.op("Add", graph.op("Mul", gate, transformed), carried)
-    projected = graph.linear(x, encoder.projection.weight, encoder.projection.bias, name="token_projection")
+    projected = graph.linear(x, encoder.projection.weight, encoder.projection.bias, name=QUANTIZABLE_PREFIX)
     return graph.op("Gather", projected, inverse)
 
 
