@@ -249,7 +249,8 @@ def _write_model_page(folder: Path, model: torch.nn.Module, result: OnnxExport, 
             )
         )
         quantized_row = (
-            f"| `{QUANTIZED_GRAPH}` | int8 weights in the LSTM, highway and projection products ({result.quantized_bytes / 1e6:.1f} MB)"
+            f"| `{QUANTIZED_GRAPH}` | int8 weights in the LSTM, highway and projection products"
+            f" ({result.quantized_bytes / 1e6:.1f} MB)"
             f"{measured} |\n"
         )
     if result.architecture == "ElmoModel":

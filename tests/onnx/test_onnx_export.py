@@ -1,6 +1,6 @@
 """`elmo-convert onnx`: one graph serving any batch and sentence length equals PyTorch float32, for the biLM and
-the task heads; its int8 copy keeps the per-word cosine and has 8-bit weights in its large products; clients without this package can
-feed it; bad folders and a missing extra get one line."""
+the task heads; its int8 copy keeps the per-word cosine and has 8-bit weights in its large products; clients without
+this package can feed it; bad folders and a missing extra get one line."""
 
 from __future__ import annotations
 
@@ -178,10 +178,10 @@ def test_the_int8_graph_has_8_bit_lstm_weights_and_keeps_the_cosine(tmp_path: Pa
     quantized = onnx.load(str(folder / "model_quantized.onnx"))
     # Every LSTM product became an integer product with int8 weights; none is left in float32.
     graphs, integer_weights, float_products = [quantized.graph], [], []
-    initializers = {tensor.name: tensor for tensor in quantized.graph.initializer}
-    products = set(product_node_names(quantized))
+    initializers, products = {}, set(product_node_names(quantized))
     while graphs:
         graph = graphs.pop()
+        initializers.update((tensor.name, tensor) for tensor in graph.initializer)  # a loop's weights are its own
         for node in graph.node:
             graphs.extend(attribute.g for attribute in node.attribute if attribute.HasField("g"))
             if node.op_type == "MatMulInteger":
