@@ -113,7 +113,6 @@ class OnnxEmbedder:
         self.device = torch.device("cpu")
         self.width = 2 * config.projection_dim
         self.num_layers = config.num_hidden_layers + 1
-        self.backend = f"onnxruntime {name}"
 
     def shape(self, words: int) -> tuple[int, ...]:
         """Shape of one sentence's output: (L+1, words, width) for "all", (words, width) otherwise."""
