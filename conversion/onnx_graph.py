@@ -22,9 +22,9 @@ import onnx
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
-from modeling_elmo import ElmoModel
+from modeling_elmo import ElmoLayerMix, ElmoModel
 from modeling_elmo.configuration_elmo import framed_char_ids
-from modeling_elmo.modeling_elmo import ElmoLstmLayer, ElmoTaskModel
+from modeling_elmo.modeling_elmo import ElmoForTokenClassification, ElmoLstmLayer, ElmoTaskModel
 
 __all__ = ["OPSET", "QUANTIZABLE_PREFIX", "build_graph"]
 
@@ -100,7 +100,7 @@ def build_graph(model: ElmoModel | ElmoTaskModel, metadata: dict[str, str]) -> o
             named = {"logits": _head(graph, model, layers, mask)}
             shapes = {
                 "logits": ["batch", "words", config.num_labels]
-                if _is_token_head(model)
+                if isinstance(model, ElmoForTokenClassification)
                 else ["batch", config.num_labels]
             }
         else:
@@ -125,10 +125,6 @@ def build_graph(model: ElmoModel | ElmoTaskModel, metadata: dict[str, str]) -> o
     onnx_model.ir_version = 8  # onnxruntime >= 1.14 reads it
     helper.set_model_props(onnx_model, metadata)
     return onnx_model
-
-
-def _is_token_head(model: ElmoTaskModel) -> bool:
-    return type(model).__name__ == "ElmoForTokenClassification"
 
 
 def _bilm(graph: _Builder, model: ElmoModel, input_ids: str, num_layers: int) -> tuple[list[str], str]:
@@ -294,7 +290,7 @@ def _head(graph: _Builder, model: ElmoTaskModel, layers: list[str], word_mask: s
     if len(representations) > 1:
         features = graph.op("Concat", features, representations[1], axis=2)
     features = graph.op("Mul", features, mask)
-    if _is_token_head(model):
+    if isinstance(model, ElmoForTokenClassification):
         return graph.linear(features, model.classifier.weight, model.classifier.bias, name="classifier")
     # Max over each sentence's words; a floor row keeps the max defined without words, where the result is 0.
     lowest = graph.scalar(float(torch.finfo(torch.float32).min))
@@ -308,7 +304,7 @@ def _head(graph: _Builder, model: ElmoTaskModel, layers: list[str], word_mask: s
     return graph.linear(pooled, model.classifier.weight, model.classifier.bias, name="classifier")
 
 
-def _mix(graph: _Builder, mix, layers: list[str], mask: str) -> str:
+def _mix(graph: _Builder, mix: ElmoLayerMix, layers: list[str], mask: str) -> str:
     """`ElmoLayerMix` (eval mode) over `layers` (batch, words, D), `mask` (batch, words, 1) float."""
     if mix.mode == "concat":
         mixed = graph.op("Concat", *layers, axis=2)
