@@ -174,10 +174,15 @@ def _bilm(graph: _Builder, model: ElmoModel, input_ids: str, num_layers: int) ->
     )
     backward_input = graph.op("GatherElements", forward_input, reversing, axis=0)
 
-    # The marked sentences' positions in time-major order, (positions, 1) indices into T * batch: the LSTM's input
-    # products run on them only (a third of a batch of sentences of 10-30 words is padding).
-    running = graph.op("Reshape", graph.op("Transpose", marked_mask), graph.ints(-1))
-    running = graph.op("Transpose", graph.op("NonZero", running))
+    # The LSTM's input products run on the marked sentences' positions only (a third of a batch of sentences of 10-30
+    # words is padding): `running` (positions, 1) indexes them in T * batch, time-major; `rows` (T, batch) says
+    # where each step's input gates are among them (padding: the zero row after them).
+    by_step = graph.op("Reshape", graph.op("Transpose", marked_mask), graph.ints(-1))  # (T * batch,)
+    running = graph.op("Transpose", graph.op("NonZero", by_step))
+    counted = graph.op("CumSum", graph.op("Cast", by_step, to=TensorProto.INT64), zero)
+    positions_run = graph.op("ReduceSum", graph.op("Cast", by_step, to=TensorProto.INT64), keepdims=1)
+    rows = graph.op("Where", by_step, graph.op("Sub", counted, graph.ints(1)), positions_run)
+    rows = graph.op("Reshape", rows, graph.op("Concat", steps, batch, axis=0))
 
     layers = [graph.op("Concat", token, token, axis=2)]
     state_shapes = {
@@ -189,7 +194,8 @@ def _bilm(graph: _Builder, model: ElmoModel, input_ids: str, num_layers: int) ->
     for index in range(num_layers):
         pair = (model.forward_lstm.layers[index], model.backward_lstm.layers[index])
         h0, c0 = zeros[config.projection_dim], zeros[config.cell_size]
-        outputs = [_lstm_layer(graph, layer, x, running, h0, c0) for layer, x in zip(pair, stack_inputs, strict=True)]
+        pairs = zip(pair, stack_inputs, strict=True)
+        outputs = [_lstm_layer(graph, layer, x, running, rows, h0, c0) for layer, x in pairs]
         if index > 0 and config.use_skip_connections:
             pairs = zip(outputs, stack_inputs, strict=True)
             outputs = [graph.op("Add", output, layer_input) for output, layer_input in pairs]
@@ -232,25 +238,24 @@ def _char_encoder(graph: _Builder, model: ElmoModel, char_ids: str) -> str:
     return graph.op("Gather", projected, inverse)
 
 
-def _lstm_layer(graph: _Builder, layer: ElmoLstmLayer, inputs: str, running: str, h0: str, c0: str) -> str:
+def _lstm_layer(graph: _Builder, layer: ElmoLstmLayer, inputs: str, running: str, rows: str, h0: str, c0: str) -> str:
     """One `ElmoLstmLayer` over its time-major `inputs` (T, batch, P) from zero state -> its outputs (T, batch, P),
     before any skip connection: one product for the input gates of the `running` positions ((positions, 1) indices
-    into T * batch; the others' gates are zero), then a `Scan` over the steps.
+    into T * batch), then a `Scan` over the steps, step t taking its rows of them (`rows[t]`; padding a zero row).
 
     Each direction of each layer has its own loop, as PyTorch's layer-by-layer schedule on CPUs: its state and output
     weights stay in the CPU's caches from step to step (one loop for both directions took 8% longer at the original
     shape, batch 32, onnxruntime 1.32 on one thread). They are the loop body's own initializers rather than the outer
     graph's (7% faster there)."""
+    width = 4 * layer.cell_size
     by_position = graph.op("Reshape", inputs, graph.ints(-1, layer.input_projection.in_features))
     picked = graph.op("GatherND", by_position, running)
-    gates = graph.linear(picked, layer.input_projection.weight, layer._gate_bias(), name=QUANTIZABLE_PREFIX)
-    gates_shape = graph.op("Concat", graph.dim(by_position, 0), graph.ints(4 * layer.cell_size), axis=0)
-    input_gates = graph.op("ScatterND", graph.op("ConstantOfShape", gates_shape), running, gates)
-    steps_shape = graph.op("Concat", graph.op("Shape", inputs, start=0, end=2), graph.ints(4 * layer.cell_size), axis=0)
-    input_gates = graph.op("Reshape", input_gates, steps_shape)  # (T, batch, 4C)
+    input_gates = graph.linear(picked, layer.input_projection.weight, layer._gate_bias(), name=QUANTIZABLE_PREFIX)
+    input_gates = graph.op("Concat", input_gates, graph.constant(np.zeros((1, width), np.float32)), axis=0)
     body = _Builder(graph.names)
-    h, c, gates = (body.fresh(name) for name in ("h", "c", "input_gates"))
-    step_inputs = [h, c, gates]
+    h, c, step_rows = (body.fresh(name) for name in ("h", "c", "rows"))
+    step_inputs = [h, c, step_rows]
+    gates = body.op("Gather", input_gates, step_rows)  # (batch, 4C), from the graph around the loop
     # The state product is added to the input gates, as torch.addmm(input_gates, h, W_state.T).
     state_weight = body.constant(layer.state_projection.weight.T, "state_weight")
     gates = body.op("Add", gates, body.op("MatMul", h, state_weight, name=QUANTIZABLE_PREFIX))
@@ -271,11 +276,16 @@ def _lstm_layer(graph: _Builder, layer: ElmoLstmLayer, inputs: str, running: str
     body_graph = helper.make_graph(
         body.nodes,
         graph.fresh("lstm_step"),
-        [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in step_inputs],
+        [
+            helper.make_tensor_value_info(name, element, None)
+            for name, element in zip(
+                step_inputs, (TensorProto.FLOAT, TensorProto.FLOAT, TensorProto.INT64), strict=True
+            )
+        ],
         [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in step_outputs],
         body.initializers,
     )
-    return graph.op("Scan", h0, c0, input_gates, outputs=3, body=body_graph, num_scan_inputs=1)[2]
+    return graph.op("Scan", h0, c0, rows, outputs=3, body=body_graph, num_scan_inputs=1)[2]
 
 
 def _head(graph: _Builder, model: ElmoTaskModel, layers: list[str], word_mask: str) -> str:
