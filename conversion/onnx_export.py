@@ -13,7 +13,7 @@ import argparse
 import importlib.metadata
 import logging
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -96,9 +96,7 @@ def export_onnx(
             cosine = (
                 graph_cosine(session, quantized, tokenizer, PARITY_SENTENCES) if architecture == "ElmoModel" else None
             )
-            result = OnnxExport(
-                architecture, result.parity, result.graph_bytes, (folder / QUANTIZED_GRAPH).stat().st_size, cosine
-            )
+            result = replace(result, quantized_bytes=(folder / QUANTIZED_GRAPH).stat().st_size, cosine=cosine)
         _write_model_page(folder, model, result, output.name)
     return result
 
@@ -141,16 +139,21 @@ def quantize_graph(source: Path, target: Path) -> None:
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    logging.getLogger().setLevel(logging.ERROR)  # the quantiser logs advice about static models on the root logger
-    quantize_dynamic(
-        source,
-        target,
-        weight_type=QuantType.QInt8,
-        per_channel=True,
-        op_types_to_quantize=["MatMul"],
-        nodes_to_quantize=product_node_names(onnx.load(source, load_external_data=False)),
-        extra_options={"EnableSubgraph": True},
-    )
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # the quantiser logs advice about static models on the root logger
+    try:
+        quantize_dynamic(
+            source,
+            target,
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            op_types_to_quantize=["MatMul"],
+            nodes_to_quantize=product_node_names(onnx.load(source, load_external_data=False)),
+            extra_options={"EnableSubgraph": True},
+        )
+    finally:
+        root.setLevel(level)
 
 
 def graph_cosine(float_graph, quantized_graph, tokenizer: ElmoTokenizer, sentences) -> tuple[float, float]:

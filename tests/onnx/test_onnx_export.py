@@ -276,3 +276,15 @@ def test_elmo_embed_refuses_a_heads_graph_in_one_line(fixture_model_folder: Path
     exported = _export(folder, tmp_path / "head-onnx")
     with pytest.raises(EmbedError, match=r"the graph of a task head \(logits\), not of the biLM: export the biLM$"):
         OnnxEmbedder(str(exported), layers="all")
+
+
+def test_a_model_with_a_word_embedding_is_refused_in_one_line(tmp_path: Path, capsys) -> None:
+    config = ElmoModel.config_class(
+        char_cnn_filters=[[1, 4]], char_embedding_dim=4, num_highway_layers=1, cell_size=8, projection_dim=4,
+        word_vocab_size=10, word_embedding_dim=3, bos_word_id=1, eos_word_id=2,
+    )  # fmt: skip
+    ElmoModel(config).save_pretrained(tmp_path / "many-langs")
+    assert main(["onnx", "--model", str(tmp_path / "many-langs"), "--output", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.endswith("many-langs: models with a word embedding (ELMoForManyLangs') are not exported to ONNX")
+    assert not (tmp_path / "out").exists()
