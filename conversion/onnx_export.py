@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from huggingface_hub import ModelCard
 
 from elmo_transformers.common.atomic_output import atomic_output_folder
 from elmo_transformers.common.errors import ConversionError
@@ -97,7 +98,7 @@ def export_onnx(
                 graph_cosine(session, quantized, tokenizer, PARITY_SENTENCES) if architecture == "ElmoModel" else None
             )
             result = replace(result, quantized_bytes=(folder / QUANTIZED_GRAPH).stat().st_size, cosine=cosine)
-        _write_model_page(folder, model, result, output.name)
+        _write_model_page(folder, model_dir, model, result, output.name)
     return result
 
 
@@ -183,7 +184,7 @@ def _parity(model: torch.nn.Module, session, tokenizer: ElmoTokenizer) -> float:
 
 _PAGE = """---
 library_name: onnx
-tags:
+{source_fields}tags:
 - elmo
 - onnx
 - feature-extraction
@@ -238,7 +239,16 @@ _BILM_OUTPUTS = """- `last_hidden_state` float32 `(batch, words, {width})`: the 
 - `word_mask` bool `(batch, words)`: True at each sentence's words."""
 
 
-def _write_model_page(folder: Path, model: torch.nn.Module, result: OnnxExport, name: str) -> None:
+def _source_fields(model_dir: Path) -> str:
+    """The source model page's license and language, as lines of the new page's front matter."""
+    if not (model_dir / "README.md").is_file():
+        return ""
+    data = ModelCard.load(model_dir / "README.md").data
+    fields = {"license": data.license, "language": data.language}
+    return "".join(f"{key}: {value}\n" for key, value in fields.items() if isinstance(value, str))
+
+
+def _write_model_page(folder: Path, source: Path, model: torch.nn.Module, result: OnnxExport, name: str) -> None:
     config = model.config
     special = config.special_char_ids
     quantized_row = ""
@@ -263,6 +273,7 @@ def _write_model_page(folder: Path, model: torch.nn.Module, result: OnnxExport, 
     else:
         outputs = f"- `logits` float32 `(batch, {config.num_labels})`; labels: `config.json`'s `id2label`."
     page = _PAGE.format(
+        source_fields=_source_fields(source),
         name=name,
         architecture=result.architecture,
         version=importlib.metadata.version("elmo-transformers"),

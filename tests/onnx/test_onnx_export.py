@@ -175,6 +175,9 @@ def test_the_int8_graph_has_8_bit_lstm_weights_and_keeps_the_cosine(tmp_path: Pa
     from elmo_transformers.conversion.onnx_export import graph_cosine
 
     folder = _export(DEFAULT_MODEL, tmp_path / "default-onnx", "--quantize", "int8")
+    assert "\nlicense: cc-by-sa-4.0\nlanguage: en\n" in (folder / "README.md").read_text(
+        encoding="utf-8"
+    )  # the source's
     quantized = onnx.load(str(folder / "model_quantized.onnx"))
     # Every LSTM product became an integer product with int8 weights; none is left in float32.
     graphs, integer_weights, float_products = [quantized.graph], [], []
