@@ -68,6 +68,12 @@ def bilm_folder(fixture_model_folder: Path, tmp_path_factory: pytest.TempPathFac
     return _export(fixture_model_folder, tmp_path_factory.mktemp("onnx") / "elmo-fixture-onnx")
 
 
+@pytest.fixture(scope="module")
+def default_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled model (trained, 512 cells), exported with its int8 graph."""
+    return _export(DEFAULT_MODEL, tmp_path_factory.mktemp("onnx") / "default-onnx", "--quantize", "int8")
+
+
 def _char_ids(sentences: list[list[str]], width: int = 50) -> np.ndarray:
     """The character-id rule of the model page, written here without the package: bytes + 1 framed by
     begin-of-word 259 and end-of-word 260, padded with 261 to `width`; all-zero rows after a sentence's words."""
@@ -79,15 +85,21 @@ def _char_ids(sentences: list[list[str]], width: int = 50) -> np.ndarray:
     return ids
 
 
+@pytest.mark.parametrize("model_name", ["fixture", "bundled"])
 @pytest.mark.parametrize("name", BATCHES)
-def test_the_float_graph_equals_pytorch_at_every_layer(bilm_folder: Path, fixture_model_folder: Path, name) -> None:
-    model = ElmoModel.from_pretrained(fixture_model_folder).eval()
-    session = onnxruntime.InferenceSession(str(bilm_folder / "model.onnx"))
+def test_the_float_graph_equals_pytorch_at_every_layer(
+    bilm_folder: Path, default_folder: Path, fixture_model_folder: Path, name: str, model_name: str
+) -> None:
+    source, exported = (
+        (fixture_model_folder, bilm_folder) if model_name == "fixture" else (DEFAULT_MODEL, default_folder)
+    )
+    model = ElmoModel.from_pretrained(source).eval()
+    session = onnxruntime.InferenceSession(str(exported / "model.onnx"))
     ids = _char_ids(BATCHES[name])
     with torch.no_grad():
         expected = model(torch.from_numpy(ids), output_hidden_states=True)
     last, layers, mask = session.run(None, {"input_ids": ids})
-    assert layers.shape == (3, *ids.shape[:2], 2 * model.config.projection_dim)
+    assert layers.shape == (model.config.num_hidden_layers + 1, *ids.shape[:2], 2 * model.config.projection_dim)
     assert np.array_equal(mask, expected.word_mask.numpy())
     assert np.abs(layers - torch.stack(expected.hidden_states).numpy()).max(initial=0.0) <= TOLERANCE
     assert np.array_equal(last, layers[-1])
@@ -171,10 +183,10 @@ def _held_out_sentences(elmo_fixture: Path) -> list[list[str]]:
     return [sentence.split() for batch in batches for sentence in batch]
 
 
-def test_the_int8_graph_has_8_bit_lstm_weights_and_keeps_the_cosine(tmp_path: Path, elmo_fixture: Path) -> None:
+def test_the_int8_graph_has_8_bit_lstm_weights_and_keeps_the_cosine(default_folder: Path, elmo_fixture: Path) -> None:
     from elmo_transformers.conversion.onnx_export import graph_cosine
 
-    folder = _export(DEFAULT_MODEL, tmp_path / "default-onnx", "--quantize", "int8")
+    folder = default_folder
     assert "\nlicense: cc-by-sa-4.0\nlanguage: en\n" in (folder / "README.md").read_text(
         encoding="utf-8"
     )  # the source's
