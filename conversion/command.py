@@ -109,6 +109,16 @@ def _sentence_transformers_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--push-to-hub", metavar="REPO", help="upload the folder to this Hub model repo")
 
 
+def _onnx_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="model folder written by this package (the biLM or a task head)")
+    parser.add_argument("--output", required=True, help="folder to create for model.onnx, the tokenizer and config")
+    parser.add_argument(
+        "--quantize",
+        choices=["int8"],
+        help="also write model_quantized.onnx, 8-bit weights in the LSTM, highway and projection products",
+    )
+
+
 # Every subcommand, in the order `--help` lists them.
 COMMANDS = (
     ConverterCommand(
@@ -146,5 +156,11 @@ COMMANDS = (
         "model folder -> sentence-transformers folder: averaged ELMo sentence vectors (mixed layers, mean over words)",
         _sentence_transformers_arguments,
         "sentence_embeddings:run",
+    ),
+    ConverterCommand(
+        "onnx",
+        "model folder -> ONNX folder (model.onnx: any batch and sentence length; onnxruntime; needs the [onnx] extra)",
+        _onnx_arguments,
+        "onnx_export:run",
     ),
 )

@@ -35,6 +35,7 @@ from .batching import Piece, batch_groups, bucketed_batches
 from .embedder import DTYPES, Embedder, PendingVectors, PreparedBatch, resolve_model
 from .hdf5_output import EmbeddingFile, WriteError, check_output, check_output_path, stored_bytes
 from .lines import check_text, content_sha256, read_lines
+from .onnx_embedder import open_embedder
 from .pipeline import run_stages
 from .storage import Storage
 
@@ -170,7 +171,7 @@ def embed_file(
     # here, touching nothing, and the checks below see the state that no running process is changing.
     with ExitStack() as held:
         on_main_process(lambda: _claim_output(held, output, resume=resume, overwrite=overwrite), error=EmbedError)
-        embedder = Embedder(model, layers=layers, dtype=dtype, device=device)
+        embedder = open_embedder(model, layers=layers, dtype=dtype, device=device)  # the ONNX graph where it is one
         if is_main and embedder.device.type == "cpu" and dtype != "float32" and not onednn_available(DTYPES[dtype]):
             print(
                 f"elmo-embed: warning: this CPU has no fast {dtype} matrix products (no oneDNN {dtype} kernels for"

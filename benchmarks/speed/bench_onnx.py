@@ -1,0 +1,123 @@
+"""Words per second of the exported ONNX graphs (float32 and int8, onnxruntime) against `ElmoModel` float32 in PyTorch,
+side by side in one run, plus the folders' sizes and the int8 graph's per-word cosine to float32.
+
+The model: random weights of a released shape (default the original, 2x4096_512_2048cnn_2xhighway) written as
+options.json + weights.hdf5 and converted with `elmo-convert allennlp` (as `bench_inference.py` does), or the bundled
+model (`--bundled`); it is exported with `elmo-convert onnx --quantize int8`. Every batch runs on each backend in
+turn (PyTorch, float32 graph, int8 graph), so that the machine's load hits all three alike; the ratios are to PyTorch.
+
+    python benchmarks/speed/bench_onnx.py --batches 32:3 --threads 1
+    python benchmarks/speed/bench_onnx.py --bundled --batches 1:8,32:3,128:1
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from bench_common import cpu_model, ensure_weights, load_averages, markdown_table, sentence_batches
+
+from elmo_transformers.common.errors import ConversionError
+from elmo_transformers.conversion.cli import main as convert
+from elmo_transformers.conversion.onnx_export import graph_cosine
+from elmo_transformers.inference.onnx_embedder import FLOAT_GRAPH, QUANTIZED_GRAPH, open_graph
+from modeling_elmo import DEFAULT_MODEL, ElmoModel, ElmoTokenizer
+
+
+def _model_folder(args: argparse.Namespace) -> Path:
+    """The PyTorch model folder: the bundled model, or the random-weight shape converted once."""
+    if args.bundled:
+        return Path(DEFAULT_MODEL)
+    options, weights = ensure_weights(args.work_dir, args.seed, args.shape)
+    folder = options.parent / "converted"
+    if not (folder / "config.json").is_file():
+        arguments = ["allennlp", "--options", str(options), "--weights", str(weights), "--output", str(folder)]
+        assert convert(arguments) == 0
+    return folder
+
+
+def _onnx_folder(model: Path, work_dir: Path, name: str) -> Path:
+    folder = work_dir / f"{name}-onnx"
+    if not (folder / QUANTIZED_GRAPH).is_file():
+        arguments = ["onnx", "--model", str(model), "--output", str(folder), "--quantize", "int8", "--overwrite"]
+        assert convert(arguments) == 0
+    return folder
+
+
+def _folder_mb(folder: Path, graph: str) -> float:
+    others = sum(path.stat().st_size for path in folder.iterdir() if path.suffix != ".onnx")
+    return ((folder / graph).stat().st_size + others) / 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shape", default="original", help="released shape of the random weights")
+    parser.add_argument("--bundled", action="store_true", help="the bundled model instead of random weights")
+    parser.add_argument("--batches", default="32:3", help="SIZE:COUNT,... batches timed (default %(default)s)")
+    parser.add_argument("--threads", type=int, default=1, help="threads of each backend (default %(default)s)")
+    parser.add_argument("--min-words", type=int, default=10)
+    parser.add_argument("--max-words", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--work-dir", type=Path, default=Path("/tmp/elmo-bench-onnx"))
+    args = parser.parse_args()
+    args.work_dir.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(args.threads)
+    load_before = os.getloadavg()
+
+    model_folder = _model_folder(args)
+    name = "bundled" if args.bundled else f"{args.shape}-seed{args.seed}"
+    onnx_folder = _onnx_folder(model_folder, args.work_dir, name)
+    model = ElmoModel.from_pretrained(model_folder).eval()
+    tokenizer = ElmoTokenizer.from_pretrained(model_folder)
+    graphs = {
+        "onnxruntime float32": open_graph(onnx_folder / FLOAT_GRAPH, ConversionError, threads=args.threads),
+        "onnxruntime int8": open_graph(onnx_folder / QUANTIZED_GRAPH, ConversionError, threads=args.threads),
+    }
+
+    def pytorch(ids: np.ndarray) -> None:
+        with torch.inference_mode():
+            model(torch.from_numpy(ids), output_hidden_states=True)
+
+    backends = {"PyTorch float32": pytorch}
+    for label, session in graphs.items():
+        backends[label] = lambda ids, session=session: session.run(["hidden_states"], {"input_ids": ids})
+
+    rows, cosines = [], []
+    for batch_size, batches, warmup in sentence_batches(args.batches, args.seed, args.min_words, args.max_words):
+        warm_ids = tokenizer(warmup, is_split_into_words=True, padding=True, return_tensors="np")["input_ids"]
+        for run in backends.values():
+            run(warm_ids)
+        seconds = dict.fromkeys(backends, 0.0)
+        words = 0
+        for batch in batches:
+            ids = tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="np")["input_ids"]
+            words += sum(map(len, batch))
+            for label, run in backends.items():
+                start = time.perf_counter()
+                run(ids)
+                seconds[label] += time.perf_counter() - start
+        cosines.append(graph_cosine(graphs["onnxruntime float32"], graphs["onnxruntime int8"], tokenizer, batches[0]))
+        baseline = words / seconds["PyTorch float32"]
+        for label in backends:
+            speed = words / seconds[label]
+            rows.append([label, str(batch_size), str(len(batches)), f"{speed:,.0f}", f"{speed / baseline:.2f}x"])
+
+    print(f"model: {name} ({model_folder}); ONNX folder: {onnx_folder}")
+    print(f"CPU: {cpu_model()}, {args.threads} thread(s); load average before {load_averages(load_before)},")
+    print(f"after {load_averages(os.getloadavg())}; torch {torch.__version__}")
+    print(markdown_table(rows, ["backend", "batch", "batches", "words/s", "vs PyTorch"]))
+    mean = float(np.mean([cosine[0] for cosine in cosines]))
+    minimum = min(cosine[1] for cosine in cosines)
+    print(f"int8 per-word cosine to float32 (biLSTM layers, timed batches' first): mean {mean:.4f}, min {minimum:.4f}")
+    print(
+        f"folder sizes: float32 {_folder_mb(onnx_folder, FLOAT_GRAPH):.1f} MB,"
+        f" int8 {_folder_mb(onnx_folder, QUANTIZED_GRAPH):.1f} MB (each graph with the tokenizer and config files)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,395 @@
+"""The ONNX graph of an ELMo model (the biLM, or a task head over it), written node by node with `onnx.helper`.
+
+The graph computes what `ElmoModel(..., output_hidden_states=True)` computes, in the same order of operations:
+the character CNN over each distinct word (`Unique`), the sentence markers `<S>`/`</S>` added inside the graph,
+then per biLSTM layer one product for the input gates of every position and an ONNX `Scan` over the time steps
+(one per direction), bilm-tf's cell (gates `i, j, f, o`, forget bias, cell clip, projection, projection
+clip) written out as products and element-wise steps. The loop is not unrolled: one graph serves every batch size
+and sentence length, empty sentences included.
+
+Positions past a row's end run through the LSTM like any other (no mask inside the loop): each position only reads
+the ones before it, and a row's words come first in both directions (the backward stack reads each row's words
+reversed, padding left in place), so padding never reaches a word; the outputs are zeroed there at the end.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import numpy as np
+import onnx
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+from modeling_elmo import ElmoLayerMix, ElmoModel
+from modeling_elmo.configuration_elmo import framed_char_ids
+from modeling_elmo.modeling_elmo import ElmoForTokenClassification, ElmoLstmLayer, ElmoTaskModel
+
+__all__ = ["OPSET", "QUANTIZABLE_PREFIX", "build_graph"]
+
+OPSET = 17
+# The names of the large weight products (the LSTM's input, state and output projections, the highway layers and the
+# token projection): what `--quantize int8` quantises. The character embedding and convolutions stay float32.
+QUANTIZABLE_PREFIX = "quantizable_product"
+
+
+class _Builder:
+    """Nodes and weights of one ONNX graph (the main graph or a loop body); names are unique across all builders
+    sharing `names` (a subgraph may not reuse a name of the graph around it)."""
+
+    def __init__(self, names: Iterator[int]) -> None:
+        self.names = names
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: list[onnx.TensorProto] = []
+
+    def fresh(self, hint: str) -> str:
+        return f"{hint}_{next(self.names)}"
+
+    def op(
+        self, op_type: str, *inputs: str, outputs: int = 1, name: str | None = None, **attributes
+    ) -> str | list[str]:
+        names = [self.fresh(op_type.lower()) for _ in range(outputs)]
+        node_name = self.fresh(name or op_type)
+        self.nodes.append(helper.make_node(op_type, list(inputs), names, name=node_name, **attributes))
+        return names[0] if outputs == 1 else names
+
+    def constant(self, value: np.ndarray | torch.Tensor, hint: str = "const") -> str:
+        array = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
+        name = self.fresh(hint)
+        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+        return name
+
+    def ints(self, *values: int) -> str:
+        return self.constant(np.array(values, dtype=np.int64), "ints")
+
+    def scalar(self, value: float) -> str:
+        return self.constant(np.array(value, dtype=np.float32), "scalar")
+
+    def linear(self, x: str, weight: torch.Tensor, bias: torch.Tensor | None, *, name: str = "linear") -> str:
+        """`x @ weight.T + bias`, as `nn.Linear`."""
+        product = self.op("MatMul", x, self.constant(weight.T, f"{name}_weight"), name=name)
+        return product if bias is None else self.op("Add", product, self.constant(bias, f"{name}_bias"))
+
+    def unsqueeze(self, x: str, *axes: int) -> str:
+        return self.op("Unsqueeze", x, self.ints(*axes))
+
+    def dim(self, x: str, axis: int) -> str:
+        """The size of `x` along `axis`, as a (1,) int64 tensor."""
+        return self.op("Shape", x, start=axis, end=axis + 1)
+
+
+def build_graph(model: ElmoModel | ElmoTaskModel, metadata: dict[str, str]) -> onnx.ModelProto:
+    """The ONNX model of `model` (in eval mode, float32): an `ElmoModel` or a task head.
+
+    Input `input_ids` (batch, words, max_characters_per_token) int64, all-zero rows for padding after each
+    sentence's words. Outputs of the biLM: `last_hidden_state` (batch, words, 2P), `hidden_states` (L+1, batch,
+    words, 2P), `word_mask` (batch, words) bool; of a head: `logits`. `metadata` goes into the model's
+    metadata_props.
+    """
+    config = model.config
+    if config.word_embedding_dim:
+        raise ValueError("models with a word embedding (ELMoForManyLangs') are not exported to ONNX")
+    graph = _Builder(itertools.count())
+    chars = config.max_characters_per_token
+    input_ids = "input_ids"
+    inputs = [helper.make_tensor_value_info(input_ids, TensorProto.INT64, ["batch", "words", chars])]
+    with torch.no_grad():
+        if isinstance(model, ElmoTaskModel):
+            layers, mask = _bilm(graph, model.elmo, input_ids, config.mix_depth)
+            named = {"logits": _head(graph, model, layers, mask)}
+            shapes = {
+                "logits": ["batch", "words", config.num_labels]
+                if isinstance(model, ElmoForTokenClassification)
+                else ["batch", config.num_labels]
+            }
+        else:
+            layers, mask = _bilm(graph, model, input_ids, config.num_hidden_layers)
+            stacked = graph.op("Concat", *(graph.unsqueeze(layer, 0) for layer in layers), axis=0)
+            named = {"last_hidden_state": layers[-1], "hidden_states": stacked, "word_mask": mask}
+            width = config.hidden_size
+            shapes = {
+                "last_hidden_state": ["batch", "words", width],
+                "hidden_states": [len(layers), "batch", "words", width],
+                "word_mask": ["batch", "words"],
+            }
+    outputs = []
+    for name, value in named.items():
+        graph.nodes.append(helper.make_node("Identity", [value], [name], name=f"output_{name}"))
+        element = TensorProto.BOOL if name == "word_mask" else TensorProto.FLOAT
+        outputs.append(helper.make_tensor_value_info(name, element, shapes[name]))
+    onnx_graph = helper.make_graph(graph.nodes, type(model).__name__, inputs, outputs, graph.initializers)
+    onnx_model = helper.make_model(
+        onnx_graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="elmo-transformers"
+    )
+    onnx_model.ir_version = 8  # onnxruntime >= 1.14 reads it
+    helper.set_model_props(onnx_model, metadata)
+    return onnx_model
+
+
+def _bilm(graph: _Builder, model: ElmoModel, input_ids: str, num_layers: int) -> tuple[list[str], str]:
+    """The biLM's first `num_layers + 1` layers, each (batch, words, 2P) and zero at padding, and the word mask
+    (batch, words) bool, as `ElmoModel.forward`."""
+    config = model.config
+    chars = config.max_characters_per_token
+    # A word is a row with a non-zero id; its sentence's words come first (right padding).
+    word_mask = graph.op("Greater", graph.op("ReduceMax", input_ids, axes=[2], keepdims=0), graph.ints(0))
+    mask_ints = graph.op("Cast", word_mask, to=TensorProto.INT64)
+    lengths = graph.op("ReduceSum", mask_ints, graph.ints(1), keepdims=0)  # (batch,)
+
+    # The marked sentence (batch, T = words + 2, chars): <S>, the words, </S> right after the last word.
+    batch = graph.dim(input_ids, 0)
+    marker_shape = graph.op("Concat", batch, graph.ints(1, chars), axis=0)
+
+    def marker(char_id: int) -> str:
+        ids = framed_char_ids([char_id], config.special_char_ids, chars)
+        return graph.constant(np.array(ids, dtype=np.int64).reshape(1, 1, chars), "marker")
+
+    words = graph.op("Mul", input_ids, graph.unsqueeze(mask_ints, 2))
+    empty = graph.op("Expand", graph.constant(np.zeros((1, 1, chars), np.int64)), marker_shape)
+    marked = graph.op("Concat", graph.op("Expand", marker(config.bos_char_id), marker_shape), words, empty, axis=1)
+    steps = graph.op("Add", graph.dim(input_ids, 1), graph.ints(2))
+    zero, one = (graph.constant(np.array(value, dtype=np.int64)) for value in (0, 1))
+    positions = graph.op("Range", zero, graph.op("Squeeze", steps), one)
+    positions = graph.unsqueeze(positions, 0)  # (1, T)
+    after_words = graph.unsqueeze(graph.op("Add", lengths, graph.ints(1)), 1)  # (batch, 1): </S>'s position
+    is_eos = graph.unsqueeze(graph.op("Equal", positions, after_words), 2)
+    marked = graph.op("Where", is_eos, marker(config.eos_char_id), marked)
+    marked_lengths = graph.op("Add", after_words, graph.ints(1))  # (batch, 1)
+    marked_mask = graph.op("Less", positions, marked_lengths)  # (batch, T)
+
+    # Token vectors (batch, T, P), zero past each marked sentence.
+    flat = graph.op("Reshape", marked, graph.ints(-1, chars))
+    vectors = _char_encoder(graph, model, flat)
+    token_shape = graph.op("Concat", batch, steps, graph.ints(config.projection_dim), axis=0)
+    token = graph.op("Reshape", vectors, token_shape)
+    token = graph.op("Where", graph.unsqueeze(marked_mask, 2), token, graph.scalar(0.0))
+
+    # Time-major inputs of the two stacks; the backward one reads each row's marked sentence reversed.
+    forward_input = graph.op("Transpose", token, perm=[1, 0, 2])  # (T, batch, P)
+    from_end = graph.op("Sub", graph.op("Sub", marked_lengths, graph.ints(1)), positions)  # (batch, T)
+    reversing = graph.op("Where", graph.op("GreaterOrEqual", from_end, graph.ints(0)), from_end, positions)
+    reversing = graph.op(
+        "Expand", graph.unsqueeze(graph.op("Transpose", reversing), 2), graph.op("Shape", forward_input)
+    )
+    backward_input = graph.op("GatherElements", forward_input, reversing, axis=0)
+
+    # The LSTM's input products run on the marked sentences' positions only (a third of a batch of sentences of 10-30
+    # words is padding): `running` (positions, 1) indexes them in T * batch, time-major; `rows` (T, batch) says
+    # where each step's input gates are among them (padding: the zero row after them).
+    by_step = graph.op("Reshape", graph.op("Transpose", marked_mask), graph.ints(-1))  # (T * batch,)
+    running = graph.op("Transpose", graph.op("NonZero", by_step))
+    counted = graph.op("CumSum", graph.op("Cast", by_step, to=TensorProto.INT64), zero)
+    positions_run = graph.op("ReduceSum", graph.op("Cast", by_step, to=TensorProto.INT64), keepdims=1)
+    rows = graph.op("Where", by_step, graph.op("Sub", counted, graph.ints(1)), positions_run)
+    rows = graph.op("Reshape", rows, graph.op("Concat", steps, batch, axis=0))
+
+    layers = [graph.op("Concat", token, token, axis=2)]
+    state_shapes = {
+        width: graph.op("Concat", batch, graph.ints(width), axis=0)
+        for width in (config.projection_dim, config.cell_size)
+    }
+    zeros = {width: graph.op("ConstantOfShape", shape) for width, shape in state_shapes.items()}
+    stack_inputs = [forward_input, backward_input]
+    for index in range(num_layers):
+        pair = (model.forward_lstm.layers[index], model.backward_lstm.layers[index])
+        h0, c0 = zeros[config.projection_dim], zeros[config.cell_size]
+        pairs = zip(pair, stack_inputs, strict=True)
+        outputs = [_lstm_layer(graph, layer, x, running, rows, h0, c0) for layer, x in pairs]
+        if index > 0 and config.use_skip_connections:
+            pairs = zip(outputs, stack_inputs, strict=True)
+            outputs = [graph.op("Add", output, layer_input) for output, layer_input in pairs]
+        stack_inputs = outputs
+        forward = graph.op("Transpose", outputs[0], perm=[1, 0, 2])
+        backward = graph.op("Transpose", graph.op("GatherElements", outputs[1], reversing, axis=0), perm=[1, 0, 2])
+        layers.append(graph.op("Concat", forward, backward, axis=2))
+
+    # Drop the markers' positions (word i sits at i + 1) and zero the padding.
+    word_mask3 = graph.unsqueeze(word_mask, 2)
+    trimmed = []
+    for layer in layers:
+        words_only = graph.op("Slice", layer, graph.ints(1), graph.ints(-1), graph.ints(1))
+        trimmed.append(graph.op("Where", word_mask3, words_only, graph.scalar(0.0)))
+    return trimmed, word_mask
+
+
+def _char_encoder(graph: _Builder, model: ElmoModel, char_ids: str) -> str:
+    """`ElmoCharacterEncoder` over char ids (N, chars) -> token vectors (N, P), each distinct word encoded once."""
+    encoder = model.char_encoder
+    distinct, _, inverse, _ = graph.op("Unique", char_ids, outputs=4, axis=0)
+    embedded = graph.op("Gather", graph.constant(encoder.char_embedding.weight, "char_embedding"), distinct)
+    embedded = graph.op("Transpose", embedded, perm=[0, 2, 1])  # (U, E, chars)
+    activation = "Relu" if model.config.char_cnn_activation == "relu" else "Tanh"
+    features = []
+    for convolution in encoder.convolutions:
+        convolved = graph.op(
+            "Conv", embedded, graph.constant(convolution.weight, "conv_weight"), graph.constant(convolution.bias)
+        )
+        features.append(graph.op(activation, graph.op("ReduceMax", convolved, axes=[2], keepdims=0)))
+    x = graph.op("Concat", *features, axis=1)
+    for highway in encoder.highways:
+        gate = graph.op("Sigmoid", graph.linear(x, highway.carry.weight, highway.carry.bias, name=QUANTIZABLE_PREFIX))
+        transformed = graph.op(
+            "Relu", graph.linear(x, highway.transform.weight, highway.transform.bias, name=QUANTIZABLE_PREFIX)
+        )
+        carried = graph.op("Mul", graph.op("Sub", graph.scalar(1.0), gate), x)
+        x = graph.op("Add", graph.op("Mul", gate, transformed), carried)
+    projected = graph.linear(x, encoder.projection.weight, encoder.projection.bias, name=QUANTIZABLE_PREFIX)
+    return graph.op("Gather", projected, inverse)
+
+
+def _lstm_layer(graph: _Builder, layer: ElmoLstmLayer, inputs: str, running: str, rows: str, h0: str, c0: str) -> str:
+    """One `ElmoLstmLayer` over its time-major `inputs` (T, batch, P) from zero state -> its outputs (T, batch, P),
+    before any skip connection: one product for the input gates of the `running` positions ((positions, 1) indices
+    into T * batch), then a `Scan` over the steps, step t taking its rows of them (`rows[t]`; padding a zero row).
+
+    Each direction of each layer has its own loop, as PyTorch's layer-by-layer schedule on CPUs: its state and output
+    weights stay in the CPU's caches from step to step (one loop for both directions took 8% longer at the original
+    shape, batch 32, onnxruntime 1.32 on one thread). They are the loop body's own initializers rather than the outer
+    graph's (7% faster there)."""
+    width = 4 * layer.cell_size
+    by_position = graph.op("Reshape", inputs, graph.ints(-1, layer.input_projection.in_features))
+    picked = graph.op("GatherND", by_position, running)
+    input_gates = graph.linear(picked, layer.input_projection.weight, layer._gate_bias(), name=QUANTIZABLE_PREFIX)
+    input_gates = graph.op("Concat", input_gates, graph.constant(np.zeros((1, width), np.float32)), axis=0)
+    body = _Builder(graph.names)
+    h, c, step_rows = (body.fresh(name) for name in ("h", "c", "rows"))
+    step_inputs = [h, c, step_rows]
+    gates = body.op("Gather", input_gates, step_rows)  # (batch, 4C), from the graph around the loop
+    # The state product is added to the input gates, as torch.addmm(input_gates, h, W_state.T).
+    state_weight = body.constant(layer.state_projection.weight.T, "state_weight")
+    gates = body.op("Add", gates, body.op("MatMul", h, state_weight, name=QUANTIZABLE_PREFIX))
+    i, j, f, o = body.op("Split", gates, outputs=4, axis=1)
+    c = body.op(
+        "Add",
+        body.op("Mul", body.op("Sigmoid", f), c),
+        body.op("Mul", body.op("Sigmoid", i), body.op("Tanh", j)),
+    )
+    if layer.cell_clip is not None:
+        c = body.op("Clip", c, graph.scalar(-layer.cell_clip), graph.scalar(layer.cell_clip))
+    hidden = body.op("Mul", body.op("Sigmoid", o), body.op("Tanh", c))
+    output_weight = body.constant(layer.output_projection.weight.T, "output_weight")
+    h = body.op("MatMul", hidden, output_weight, name=QUANTIZABLE_PREFIX)
+    if layer.proj_clip is not None:
+        h = body.op("Clip", h, graph.scalar(-layer.proj_clip), graph.scalar(layer.proj_clip))
+    step_outputs = [h, c, body.op("Identity", h)]
+    body_graph = helper.make_graph(
+        body.nodes,
+        graph.fresh("lstm_step"),
+        [
+            helper.make_tensor_value_info(name, element, None)
+            for name, element in zip(
+                step_inputs, (TensorProto.FLOAT, TensorProto.FLOAT, TensorProto.INT64), strict=True
+            )
+        ],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in step_outputs],
+        body.initializers,
+    )
+    return graph.op("Scan", h0, c0, rows, outputs=3, body=body_graph, num_scan_inputs=1)[2]
+
+
+def _head(graph: _Builder, model: ElmoTaskModel, layers: list[str], word_mask: str) -> str:
+    """A task head's logits over the biLM's `layers`, as `ElmoTaskModel._features` and its subclasses' forward."""
+    config = model.config
+    mask = graph.unsqueeze(graph.op("Cast", word_mask, to=TensorProto.FLOAT), 2)  # (batch, words, 1)
+    mixed_layers = [layers[index] for index in config.mixed_layers]
+    representations = [_mix(graph, mix, mixed_layers, mask) for mix in model.mixes]
+    features = representations[0]
+    if model.task_encoder is not None:
+        features = _task_encoder(graph, model.task_encoder, features, word_mask)
+    if len(representations) > 1:
+        features = graph.op("Concat", features, representations[1], axis=2)
+    features = graph.op("Mul", features, mask)
+    if isinstance(model, ElmoForTokenClassification):
+        return graph.linear(features, model.classifier.weight, model.classifier.bias, name="classifier")
+    # Max over each sentence's words; a floor row keeps the max defined without words, where the result is 0.
+    lowest = graph.scalar(float(torch.finfo(torch.float32).min))
+    masked = graph.op("Where", graph.unsqueeze(word_mask, 2), features, lowest)
+    floor_shape = graph.op("Concat", graph.dim(features, 0), graph.ints(1), graph.dim(features, 2), axis=0)
+    floor = graph.op("Expand", lowest, floor_shape)
+    pooled = graph.op("ReduceMax", graph.op("Concat", masked, floor, axis=1), axes=[1], keepdims=0)
+    words = graph.op("ReduceSum", graph.op("Cast", word_mask, to=TensorProto.INT64), graph.ints(1), keepdims=1)
+    has_words = graph.op("Greater", words, graph.ints(0))  # (batch, 1)
+    pooled = graph.op("Where", has_words, pooled, graph.scalar(0.0))
+    return graph.linear(pooled, model.classifier.weight, model.classifier.bias, name="classifier")
+
+
+def _mix(graph: _Builder, mix: ElmoLayerMix, layers: list[str], mask: str) -> str:
+    """`ElmoLayerMix` (eval mode) over `layers` (batch, words, D), `mask` (batch, words, 1) float."""
+    if mix.mode == "concat":
+        mixed = graph.op("Concat", *layers, axis=2)
+    elif mix.mode == "layer":
+        (mixed,) = layers
+    elif mix.mode == "average":
+        mixed = graph.op(
+            "ReduceMean", graph.op("Concat", *(graph.unsqueeze(x, 0) for x in layers), axis=0), axes=[0], keepdims=0
+        )
+    elif mix.mode == "scalar_mix":
+        if mix.layer_norm:
+            layers = [_masked_layer_norm(graph, layer, mask) for layer in layers]
+        weights = torch.softmax(mix.mix_weights, dim=0)
+        pairs = zip(weights, layers, strict=True)
+        terms = [graph.op("Mul", graph.scalar(float(weight)), layer) for weight, layer in pairs]
+        total = terms[0]
+        for term in terms[1:]:
+            total = graph.op("Add", total, term)
+        mixed = graph.op("Mul", graph.scalar(float(mix.mix_gamma)), total)
+    else:  # per_token
+        stacked = graph.op("Concat", *(graph.unsqueeze(x, 2) for x in layers), axis=2)  # (batch, words, layers, D)
+        scores = graph.linear(stacked, mix.mix_scorer.weight, mix.mix_scorer.bias, name="mix_scorer")
+        weights = graph.op("Softmax", scores, axis=2)
+        summed = graph.op("ReduceSum", graph.op("Mul", weights, stacked), graph.ints(2), keepdims=0)
+        mixed = graph.op("Mul", graph.scalar(float(mix.mix_gamma)), summed)
+    return graph.op("Mul", mixed, mask)
+
+
+def _masked_layer_norm(graph: _Builder, layer: str, mask: str, eps: float = 1e-12) -> str:
+    """`masked_layer_norm`: one mean and variance over all words of the batch and all features."""
+    width = graph.op("Cast", graph.dim(layer, 2), to=TensorProto.FLOAT)
+    count = graph.op("Mul", graph.op("ReduceSum", graph.op("Expand", mask, graph.op("Shape", mask)), keepdims=0), width)
+    mean = graph.op("Div", graph.op("ReduceSum", graph.op("Mul", layer, mask), keepdims=0), count)
+    centred = graph.op("Sub", layer, mean)
+    squared = graph.op("Mul", centred, mask)
+    variance = graph.op("Div", graph.op("ReduceSum", graph.op("Mul", squared, squared), keepdims=0), count)
+    return graph.op("Div", centred, graph.op("Sqrt", graph.op("Add", variance, graph.scalar(eps))))
+
+
+def _task_encoder(graph: _Builder, lstm: torch.nn.LSTM, features: str, word_mask: str) -> str:
+    """The head's bidirectional `nn.LSTM` over each sentence's words (packed: each direction reads only the
+    words), as ONNX `LSTM` operators -> (batch, words, 2H). An empty sentence runs over one zero vector, as the
+    head does (its outputs are masked): a zero step after the words keeps at least one."""
+    hidden = lstm.hidden_size
+    lengths = graph.op("ReduceSum", graph.op("Cast", word_mask, to=TensorProto.INT32), graph.ints(1), keepdims=0)
+    lengths = graph.op("Max", lengths, graph.constant(np.array(1, dtype=np.int32)))
+    pad_shape = graph.op("Concat", graph.dim(features, 0), graph.ints(1), graph.dim(features, 2), axis=0)
+    x = graph.op("Concat", features, graph.op("ConstantOfShape", pad_shape), axis=1)
+    x = graph.op("Transpose", x, perm=[1, 0, 2])  # (T + 1, batch, F)
+    order = [0, 3, 1, 2]  # torch's gate blocks i, f, g, o -> ONNX's i, o, f, c
+
+    def gate_blocks(weight: torch.Tensor) -> torch.Tensor:
+        return torch.cat([weight.chunk(4)[block] for block in order])
+
+    for index in range(lstm.num_layers):
+        directions = ["", "_reverse"]
+        w = torch.stack([gate_blocks(getattr(lstm, f"weight_ih_l{index}{suffix}")) for suffix in directions])
+        r = torch.stack([gate_blocks(getattr(lstm, f"weight_hh_l{index}{suffix}")) for suffix in directions])
+        b = torch.stack(
+            [
+                torch.cat([gate_blocks(getattr(lstm, f"bias_{kind}_l{index}{suffix}")) for kind in ("ih", "hh")])
+                for suffix in directions
+            ]
+        )
+        y = graph.op(
+            "LSTM",
+            x,
+            graph.constant(w),
+            graph.constant(r),
+            graph.constant(b),
+            lengths,
+            direction="bidirectional",
+            hidden_size=hidden,
+        )  # (T + 1, 2, batch, H)
+        y = graph.op("Transpose", y, perm=[0, 2, 1, 3])
+        x = graph.op("Reshape", y, graph.ints(0, 0, 2 * hidden))
+    encoded = graph.op("Transpose", x, perm=[1, 0, 2])
+    return graph.op("Slice", encoded, graph.ints(0), graph.ints(-1), graph.ints(1))

@@ -1,0 +1,305 @@
+"""`elmo-convert onnx`: one graph serving any batch and sentence length equals PyTorch float32, for the biLM and
+the task heads; its int8 copy keeps the per-word cosine and has 8-bit weights in its large products; clients without
+this package can feed it; bad folders and a missing extra get one line."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("onnxruntime")
+import onnx
+import onnxruntime
+
+from elmo_transformers.common.errors import EmbedError
+from elmo_transformers.conversion.cli import main
+from elmo_transformers.conversion.onnx_export import product_node_names
+from elmo_transformers.inference.onnx_embedder import LAYOUT_KEY, OnnxEmbedder, open_graph
+from modeling_elmo import (
+    DEFAULT_MODEL,
+    ElmoForSequenceClassification,
+    ElmoForTokenClassification,
+    ElmoModel,
+    ElmoTokenizer,
+)
+
+TOLERANCE = 1e-5
+AWKWARD = [["a", "bb"], [], ["", "x" * 60, "é", "日本語", "emoji🙂"], ["The", "café", "is", "open", "."]]
+
+
+def _random_sentences(count: int, seed: int, longest: int = 30) -> list[list[str]]:
+    """`count` sentences of 0..`longest` words of random bytes-worth of letters (some over 48 bytes)."""
+    rng = random.Random(seed)
+    alphabet = "abcdefghijklmnopqrstuvwxyzéü日"
+    return [
+        [
+            "".join(rng.choice(alphabet) for _ in range(rng.choice([1, 2, 3, 5, 8, 30])))
+            for _ in range(rng.randint(0, longest))
+        ]
+        for _ in range(count)
+    ]
+
+
+# Awkward batches: empty sentences, one word, 60-byte words, 200 words, batch 1 and 64.
+BATCHES = {
+    "awkward": AWKWARD,
+    "one empty sentence": [[]],
+    "only empty sentences": [[], [], []],
+    "one word": [["word"]],
+    "a 60-byte word alone": [["y" * 60]],
+    "200 words": [[f"w{index % 17}" for index in range(200)], ["short"]],
+    "batch 64": _random_sentences(64, seed=1),
+}
+
+
+def _export(model: str | Path, output: Path, *extra: str) -> Path:
+    assert main(["onnx", "--model", str(model), "--output", str(output), *extra]) == 0
+    return output
+
+
+@pytest.fixture(scope="module")
+def bilm_folder(fixture_model_folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _export(fixture_model_folder, tmp_path_factory.mktemp("onnx") / "elmo-fixture-onnx")
+
+
+@pytest.fixture(scope="module")
+def default_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled model (trained, 512 cells), exported with its int8 graph."""
+    return _export(DEFAULT_MODEL, tmp_path_factory.mktemp("onnx") / "default-onnx", "--quantize", "int8")
+
+
+def _char_ids(sentences: list[list[str]], width: int = 50) -> np.ndarray:
+    """The character-id rule of the model page, written here without the package: bytes + 1 framed by
+    begin-of-word 259 and end-of-word 260, padded with 261 to `width`; all-zero rows after a sentence's words."""
+    ids = np.zeros((len(sentences), max(map(len, sentences), default=0), width), dtype=np.int64)
+    for row, words in enumerate(sentences):
+        for column, word in enumerate(words):
+            body = [byte + 1 for byte in word.encode("utf-8")[: width - 2]]
+            ids[row, column] = [259, *body, 260] + [261] * (width - 2 - len(body))
+    return ids
+
+
+@pytest.mark.parametrize("model_name", ["fixture", "bundled"])
+@pytest.mark.parametrize("name", BATCHES)
+def test_the_float_graph_equals_pytorch_at_every_layer(
+    bilm_folder: Path, default_folder: Path, fixture_model_folder: Path, name: str, model_name: str
+) -> None:
+    source, exported = (
+        (fixture_model_folder, bilm_folder) if model_name == "fixture" else (DEFAULT_MODEL, default_folder)
+    )
+    model = ElmoModel.from_pretrained(source).eval()
+    session = onnxruntime.InferenceSession(str(exported / "model.onnx"))
+    ids = _char_ids(BATCHES[name])
+    with torch.no_grad():
+        expected = model(torch.from_numpy(ids), output_hidden_states=True)
+    last, layers, mask = session.run(None, {"input_ids": ids})
+    assert layers.shape == (model.config.num_hidden_layers + 1, *ids.shape[:2], 2 * model.config.projection_dim)
+    assert np.array_equal(mask, expected.word_mask.numpy())
+    assert np.abs(layers - torch.stack(expected.hidden_states).numpy()).max(initial=0.0) <= TOLERANCE
+    assert np.array_equal(last, layers[-1])
+    assert not layers[:, ~mask].any()  # zero at padding
+
+
+def test_one_graph_serves_two_batch_sizes_and_lengths_without_unrolling(bilm_folder: Path) -> None:
+    graph = onnx.load(str(bilm_folder / "model.onnx"))
+    assert [node.op_type for node in graph.graph.node].count("Scan") == 4  # a loop per biLSTM layer and direction
+    session = onnxruntime.InferenceSession(str(bilm_folder / "model.onnx"))
+    short, long = _char_ids(_random_sentences(3, seed=2, longest=4)), _char_ids(_random_sentences(17, seed=3))
+    assert short.shape[:2] != long.shape[:2]
+    # A sentence gets the same vectors whatever batch it is in.
+    alone = session.run(["hidden_states"], {"input_ids": long[5:6, : int((long[5] > 0).any(-1).sum())]})[0]
+    together = session.run(["hidden_states"], {"input_ids": long})[0]
+    assert session.run(["hidden_states"], {"input_ids": short})[0].shape[1:3] == short.shape[:2]
+    assert np.abs(together[:, 5, : alone.shape[2]] - alone[:, 0]).max(initial=0.0) <= TOLERANCE
+
+
+def test_plain_numpy_char_ids_are_the_tokenizers(bilm_folder: Path) -> None:
+    """The rule on the model page (written in the test without the package) is what the tokenizer gives."""
+    tokenizer = ElmoTokenizer.from_pretrained(bilm_folder)
+    expected = tokenizer(AWKWARD, is_split_into_words=True, padding=True, return_tensors="np")["input_ids"]
+    assert np.array_equal(_char_ids(AWKWARD), expected)
+    assert "b1 + 1" in (bilm_folder / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_folder_is_a_model_folder(bilm_folder: Path) -> None:
+    names = {path.name for path in bilm_folder.iterdir()}
+    assert {"model.onnx", "config.json", "README.md", "tokenizer_config.json"} <= names
+    assert not any(name.endswith(".safetensors") for name in names)
+
+
+def _head(kind: type, source: Path, folder: Path, **config) -> Path:
+    """A head over the fixture biLM with random (non-default) mix and classifier weights, saved."""
+    torch.manual_seed(0)
+    model = kind.from_pretrained(source, num_labels=4, **config).eval()
+    with torch.no_grad():
+        for mix in model.mixes:
+            for parameter in mix.parameters():
+                parameter.normal_()
+    model.save_pretrained(folder)
+    ElmoTokenizer.from_pretrained(source).save_pretrained(folder)
+    return folder
+
+
+HEADS = {
+    "token, scalar mix with layer norm": (ElmoForTokenClassification, {"mix_layer_norm": True}),
+    "token, per-token mix, two layers of task LSTM": (
+        ElmoForTokenClassification,
+        {"mix_mode": "per_token", "task_num_layers": 2},
+    ),
+    "token, concat, no task encoder, two representations": (
+        ElmoForTokenClassification,
+        {"mix_mode": "concat", "task_encoder": "none", "num_output_representations": 2},
+    ),
+    "sequence, scalar mix of the lower layers": (ElmoForSequenceClassification, {"mix_layers": [0, 1]}),
+    "sequence, average": (ElmoForSequenceClassification, {"mix_mode": "average"}),
+}
+
+
+@pytest.mark.parametrize("name", HEADS)
+def test_a_heads_logits_equal_pytorch(fixture_model_folder: Path, tmp_path: Path, name: str) -> None:
+    kind, config = HEADS[name]
+    folder = _head(kind, fixture_model_folder, tmp_path / "head", **config)
+    exported = _export(folder, tmp_path / "head-onnx")
+    model = kind.from_pretrained(folder).eval()
+    session = onnxruntime.InferenceSession(str(exported / "model.onnx"))
+    for sentences in (AWKWARD, [[], []], _random_sentences(9, seed=4)):
+        ids = _char_ids(sentences)
+        with torch.no_grad():
+            expected = model(torch.from_numpy(ids)).logits.numpy()
+        (logits,) = session.run(["logits"], {"input_ids": ids})
+        assert logits.shape == expected.shape
+        assert np.abs(logits - expected).max(initial=0.0) <= TOLERANCE, name
+
+
+def _held_out_sentences(elmo_fixture: Path) -> list[list[str]]:
+    """bilm-tf's test sentences (news text the bundled model never saw), split on spaces."""
+    batches = json.loads((elmo_fixture / "sentences.json").read_text(encoding="utf-8"))
+    return [sentence.split() for batch in batches for sentence in batch]
+
+
+def test_the_int8_graph_has_8_bit_lstm_weights_and_keeps_the_cosine(default_folder: Path, elmo_fixture: Path) -> None:
+    from elmo_transformers.conversion.onnx_export import graph_cosine
+
+    folder = default_folder
+    assert "\nlicense: cc-by-sa-4.0\nlanguage: en\n" in (folder / "README.md").read_text(
+        encoding="utf-8"
+    )  # the source's
+    quantized = onnx.load(str(folder / "model_quantized.onnx"))
+    # Every LSTM product became an integer product with int8 weights; none is left in float32.
+    graphs, integer_weights, float_products = [quantized.graph], [], []
+    initializers, products = {}, set(product_node_names(quantized))
+    while graphs:
+        graph = graphs.pop()
+        initializers.update((tensor.name, tensor) for tensor in graph.initializer)  # a loop's weights are its own
+        for node in graph.node:
+            graphs.extend(attribute.g for attribute in node.attribute if attribute.HasField("g"))
+            if node.op_type == "MatMulInteger":
+                integer_weights.append(initializers[node.input[1]])
+            elif node.op_type == "MatMul" and node.name in products:
+                float_products.append(node.name)
+    assert not float_products
+    config = ElmoModel.config_class.from_pretrained(DEFAULT_MODEL)
+    # The input, state and output products of 2 layers x 2 directions, 2 per highway layer, the token projection.
+    assert len(integer_weights) == 3 * 2 * 2 + 2 * config.num_highway_layers + 1
+    assert {weight.data_type for weight in integer_weights} == {onnx.TensorProto.INT8}
+    assert (folder / "model_quantized.onnx").stat().st_size < 0.5 * (folder / "model.onnx").stat().st_size
+    mean, minimum = graph_cosine(
+        open_graph(folder / "model.onnx", EmbedError),
+        open_graph(folder / "model_quantized.onnx", EmbedError),
+        ElmoTokenizer.from_pretrained(folder),
+        _held_out_sentences(elmo_fixture),
+    )
+    assert mean >= 0.99, (mean, minimum)
+    assert minimum >= 0.9, (mean, minimum)
+
+
+def test_a_folder_without_a_graph_is_one_line(fixture_model_folder: Path) -> None:
+    with pytest.raises(EmbedError, match=r"no ONNX graph model\.onnx \(write one with elmo-convert onnx\)$"):
+        open_graph(fixture_model_folder / "model.onnx", EmbedError)
+
+
+def test_a_graph_of_another_layout_is_one_line(bilm_folder: Path, tmp_path: Path) -> None:
+    graph = onnx.load(str(bilm_folder / "model.onnx"))
+    for entry in graph.metadata_props:
+        if entry.key == LAYOUT_KEY:
+            entry.value = "0"
+    onnx.save(graph, tmp_path / "model.onnx")
+    with pytest.raises(EmbedError, match="ELMo graph layout 0, this version of elmo-transformers reads layout 1"):
+        open_graph(tmp_path / "model.onnx", EmbedError)
+
+
+def test_a_missing_extra_is_one_line(fixture_model_folder: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name, *a))
+    assert main(["onnx", "--model", str(fixture_model_folder), "--output", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error == (
+        "elmo-convert: error: elmo-convert onnx needs onnxruntime: pip install 'elmo-transformers[onnx]' (onnx,"
+        " onnxruntime)"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_embedder_on_the_graph_equals_pytorch(bilm_folder: Path, fixture_model_folder: Path) -> None:
+    from elmo_transformers.inference.embedder import Embedder
+
+    for layers in ("all", "top", "average"):
+        graph, model = OnnxEmbedder(str(bilm_folder), layers=layers), Embedder(str(fixture_model_folder), layers=layers)
+        sentences = AWKWARD[:1] + AWKWARD[2:]  # Embedder takes non-empty sentences
+        for actual, expected in zip(graph.embed(sentences), model.embed(sentences), strict=True):
+            assert actual.shape == expected.shape
+            assert np.abs(actual - expected).max() <= TOLERANCE
+
+
+def test_elmo_embed_on_the_graph_equals_the_pytorch_run(
+    bilm_folder: Path, fixture_model_folder: Path, tmp_path
+) -> None:
+    import h5py
+
+    from elmo_transformers.inference.embed import main as embed
+
+    source = tmp_path / "in.txt"
+    source.write_text("a bb\n\nthe café is open .\n" + "x" * 60 + " é\n", encoding="utf-8")
+    outputs = {}
+    for name, model in (("graph", bilm_folder), ("torch", fixture_model_folder)):
+        assert embed([str(source), str(tmp_path / f"{name}.hdf5"), "--model", str(model), "--batch-size", "2"]) == 0
+        with h5py.File(tmp_path / f"{name}.hdf5", "r") as file:
+            outputs[name] = {key: file[key][()] for key in file if key.isdigit()}
+    assert outputs["graph"].keys() == outputs["torch"].keys() == {"0", "1", "2", "3"}
+    for key, expected in outputs["torch"].items():
+        assert outputs["graph"][key].shape == expected.shape
+        assert np.abs(outputs["graph"][key] - expected).max(initial=0.0) <= TOLERANCE
+
+
+def test_elmo_embed_refuses_another_dtype_for_a_graph(bilm_folder: Path, tmp_path: Path, capsys) -> None:
+    from elmo_transformers.inference.embed import main as embed
+
+    source = tmp_path / "in.txt"
+    source.write_text("a bb\n", encoding="utf-8")
+    assert embed([str(source), str(tmp_path / "out.hdf5"), "--model", str(bilm_folder), "--dtype", "bfloat16"]) == 2
+    assert capsys.readouterr().err.strip().endswith("holds an ONNX graph, which runs in float32 (on CPU)")
+
+
+def test_elmo_embed_refuses_a_heads_graph_in_one_line(fixture_model_folder: Path, tmp_path: Path) -> None:
+    folder = _head(ElmoForTokenClassification, fixture_model_folder, tmp_path / "head")
+    exported = _export(folder, tmp_path / "head-onnx")
+    with pytest.raises(EmbedError, match=r"the graph of a task head \(logits\), not of the biLM: export the biLM$"):
+        OnnxEmbedder(str(exported), layers="all")
+
+
+def test_a_model_with_a_word_embedding_is_refused_in_one_line(tmp_path: Path, capsys) -> None:
+    config = ElmoModel.config_class(
+        char_cnn_filters=[[1, 4]], char_embedding_dim=4, num_highway_layers=1, cell_size=8, projection_dim=4,
+        word_vocab_size=10, word_embedding_dim=3, bos_word_id=1, eos_word_id=2,
+    )  # fmt: skip
+    ElmoModel(config).save_pretrained(tmp_path / "many-langs")
+    assert main(["onnx", "--model", str(tmp_path / "many-langs"), "--output", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.endswith("many-langs: models with a word embedding (ELMoForManyLangs') are not exported to ONNX")
+    assert not (tmp_path / "out").exists()
