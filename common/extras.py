@@ -17,29 +17,31 @@ __all__ = ["EXTRAS", "MissingExtraError", "import_from_extra", "require_extra"]
 EXTRAS = {
     "train": ("datasets", "evaluate", "seqeval", "matplotlib"),
     "datasets": ("datasets",),
+    "onnx": ("onnx", "onnxruntime"),
 }
 
 
 class MissingExtraError(SystemExit):
-    """A command's optional packages are not installed: exits with one line that names them and the extra."""
+    """A script's optional packages are not installed: exits with "error: " and the line that names the extra."""
 
-    def __init__(self, what: str, extra: str, missing: str) -> None:
-        install = f"pip install 'elmo-transformers[{extra}]'"
-        super().__init__(f"error: {what} needs {missing}, which comes with an extra: {install}")
+    def __init__(self, problem: str) -> None:
+        super().__init__(f"error: {problem}")
 
 
-def require_extra(extra: str, what: str) -> None:
-    """Exit with one line when a module of `extra` is not installed; `what` names what needs it."""
+def require_extra(extra: str, what: str, error: Callable[[str], BaseException] = MissingExtraError) -> None:
+    """Raise `error` with one line when a module of `extra` is not installed; `what` names what needs it (a command
+    raises its own error type, which it reports as its other refusals)."""
     missing = []
     for module in EXTRAS[extra]:
         try:
             importlib.import_module(module)  # (what the command imports next anyway)
-        except ModuleNotFoundError as error:
-            if error.name is None or error.name.split(".")[0] != module:
+        except ModuleNotFoundError as problem:
+            if problem.name is None or problem.name.split(".")[0] != module:
                 raise  # the package is there but broken: its own error says more
             missing.append(module)
     if missing:
-        raise MissingExtraError(what, extra, ", ".join(missing))
+        install = f"pip install 'elmo-transformers[{extra}]'"
+        raise error(f"{what} needs {', '.join(missing)}, which comes with an extra: {install}")
 
 
 def import_from_extra(module: str, name: str, *, extra: str, what: str) -> Callable[..., Any]:

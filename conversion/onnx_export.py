@@ -22,6 +22,7 @@ from huggingface_hub import ModelCard
 
 from elmo_transformers.common.atomic_output import atomic_output_folder
 from elmo_transformers.common.errors import ConversionError
+from elmo_transformers.common.extras import require_extra
 from elmo_transformers.common.model_folder import require_model_folder
 from elmo_transformers.inference.onnx_embedder import (
     FLOAT_GRAPH,
@@ -29,7 +30,6 @@ from elmo_transformers.inference.onnx_embedder import (
     LAYOUT_VERSION,
     QUANTIZED_GRAPH,
     open_graph,
-    require_onnx,
 )
 from modeling_elmo import ElmoConfig, ElmoForSequenceClassification, ElmoForTokenClassification, ElmoModel
 from modeling_elmo.tokenization_elmo import ElmoTokenizer
@@ -65,7 +65,7 @@ def export_onnx(
 ) -> OnnxExport:
     """Write `output`, the ONNX folder of the model folder `model_dir` (an `ElmoModel`, or a token or sequence
     classification head); `quantize="int8"` adds the 8-bit graph."""
-    require_onnx("elmo-convert onnx", ConversionError)
+    require_extra("onnx", "elmo-convert onnx", ConversionError)
     from .onnx_graph import build_graph
 
     model_dir, output = Path(model_dir), Path(output)

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,6 +15,7 @@ import numpy as np
 import torch
 
 from elmo_transformers.common.errors import ElmoError, EmbedError, first_line
+from elmo_transformers.common.extras import require_extra
 from modeling_elmo import ElmoConfig, ElmoTokenizer
 
 from .embedder import Embedder, PendingVectors, PreparedBatch
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FLOAT_GRAPH",
-    "INSTALL_HINT",
     "LAYOUT_KEY",
     "LAYOUT_VERSION",
     "QUANTIZED_GRAPH",
@@ -33,7 +32,6 @@ __all__ = [
     "holds_onnx_graph",
     "open_embedder",
     "open_graph",
-    "require_onnx",
 ]
 
 FLOAT_GRAPH = "model.onnx"  # optimum's names for an exported model and its quantised copy
@@ -41,14 +39,6 @@ QUANTIZED_GRAPH = "model_quantized.onnx"
 # The metadata key naming the layout of the graph's inputs and outputs (`conversion.onnx_graph.LAYOUT_VERSION`).
 LAYOUT_KEY = "elmo_onnx_layout"
 LAYOUT_VERSION = "1"
-INSTALL_HINT = "pip install 'elmo-transformers[onnx]' (onnx, onnxruntime)"
-
-
-def require_onnx(what: str, error: type[ElmoError], *, modules: Sequence[str] = ("onnx", "onnxruntime")) -> None:
-    """Refuse in one line, naming what to install, where a module of the `[onnx]` extra is missing."""
-    missing = [module for module in modules if importlib.util.find_spec(module) is None]
-    if missing:
-        raise error(f"{what} needs {' and '.join(missing)}: {INSTALL_HINT}")
 
 
 def holds_onnx_graph(model: str | Path) -> bool:
@@ -60,7 +50,7 @@ def holds_onnx_graph(model: str | Path) -> bool:
 def open_graph(path: str | Path, error: type[ElmoError], *, threads: int | None = None) -> onnxruntime.InferenceSession:
     """An onnxruntime session (CPU) of the graph at `path`, after checking that this version reads its layout; a
     one-line `error` for a missing file, a graph that does not load, another layout or a missing extra."""
-    require_onnx(f"running {path}", error, modules=("onnxruntime",))
+    require_extra("onnx", f"running {path}", error)
     import onnxruntime
 
     path = Path(path)
