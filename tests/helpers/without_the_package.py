@@ -20,16 +20,12 @@ with open(Path(__file__).resolve().parents[2] / "pyproject.toml", "rb") as _file
     # the installed top-level names: `modeling_elmo` and `elmo_transformers` (pyproject.toml's packages)
     PROJECT_PACKAGES = sorted({name.split(".")[0] for name in tomllib.load(_file)["tool"]["setuptools"]["packages"]})
 
+# A name set to None in sys.modules is what Python takes for a package that is not installed: `import` raises
+# ModuleNotFoundError and `importlib.util.find_spec` returns None (which libraries use to test for optional packages).
 _REFUSE = """
-import importlib.abc, sys
+import sys
 
-class Refuse(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in {refused!r}:
-            raise ModuleNotFoundError(f"{{name}} must not be importable in this test", name=name)
-        return None
-
-sys.meta_path.insert(0, Refuse())
+sys.modules.update(dict.fromkeys({refused!r}))
 """
 
 
