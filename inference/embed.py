@@ -16,7 +16,7 @@ from elmo_transformers.common.atomic_output import partial_path
 from elmo_transformers.common.disk_space import NO_SPACE_CHECK
 from elmo_transformers.common.errors import ElmoError, report_error
 
-from .options import COMPRESSIONS, DTYPE_NAMES, FORMATS, LAYER_CHOICES, STORAGE_DTYPES
+from .options import COMPRESSIONS, COMPUTE_DTYPES, FORMATS, LAYER_CHOICES, STORAGE_DTYPES
 
 __all__ = ["main"]
 
@@ -61,8 +61,8 @@ range, 65504, is refused rather than stored as inf), uncompressed, or compressed
 (HDF5's filters, which h5py reads transparently: readers see the same names, shapes and values). With --tokenize
 each line's dataset also has the attribute "words", a JSON list of the words its vectors stand for. The file's
 attributes record how it was made: elmo_embed_model (the model folder), elmo_embed_model_sha256 (of its
-model.safetensors), elmo_embed_model_dtype (--dtype), elmo_embed_layers, elmo_embed_dtype (of the vectors,
---storage-dtype), elmo_embed_compression (none, gzip or lzf), elmo_embed_version and elmo_embed_command (the
+model.safetensors), elmo_embed_compute_dtype (--dtype), elmo_embed_layers, elmo_embed_storage_dtype (of the
+vectors, --storage-dtype), elmo_embed_compression (none, gzip or lzf), elmo_embed_version and elmo_embed_command (the
 command line):
   import h5py, json
   with h5py.File("sentences.hdf5") as file:
@@ -124,9 +124,9 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--dtype",
-        choices=sorted(DTYPE_NAMES),
+        choices=sorted(COMPUTE_DTYPES),
         default="float32",
-        help="model dtype; the file stores --storage-dtype (default %(default)s)",
+        help="the dtype the model computes in; the file stores --storage-dtype (default %(default)s)",
     )
     parser.add_argument(
         "--storage-dtype",
@@ -182,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             batch_size=args.batch_size,
             max_words=args.max_words,
             tokenize=args.tokenize,
-            dtype=args.dtype,
+            compute_dtype=args.dtype,
             storage_dtype=args.storage_dtype,
             compression=args.compression,
             device=args.device,

@@ -18,12 +18,21 @@ from elmo_transformers.common.model_folder import damaged_weights_problem, model
 from elmo_transformers.common.safe_load import holds_code
 from modeling_elmo import ElmoConfig, ElmoLayerMix, ElmoModel, ElmoTokenizer
 
-from .options import DTYPE_NAMES, LAYER_CHOICES
+from .options import COMPUTE_DTYPES, LAYER_CHOICES
 
-__all__ = ["DTYPES", "LAYER_CHOICES", "Embedder", "PendingVectors", "PreparedBatch", "default_device", "resolve_model"]
+__all__ = [
+    "LAYER_CHOICES",
+    "TORCH_DTYPES",
+    "Embedder",
+    "PendingVectors",
+    "PreparedBatch",
+    "default_device",
+    "resolve_model",
+]
 
 _HEADS = ("ElmoForTokenClassification", "ElmoForSequenceClassification")
-DTYPES = {name: getattr(torch, name) for name in DTYPE_NAMES}
+# The compute dtypes (--dtype) as torch's.
+TORCH_DTYPES = {name: getattr(torch, name) for name in COMPUTE_DTYPES}
 
 
 def resolve_model(model: str | None) -> str:
@@ -46,15 +55,16 @@ class Embedder:
 
     `layers` is "all" (every layer: L+1 vectors per word), "top" (the top biLSTM layer), "average" (the mean
     of the L+1 layers) or "mix" (the first learned mix of a task head fine-tuned with this package, `mixes.0`,
-    without dropout). Each word's vectors are `width` = 2 * projection_dim wide (a `concat` mix is wider).
+    without dropout). The model computes in `compute_dtype`; the vectors come out float32. Each word's vectors are
+    `width` = 2 * projection_dim wide (a `concat` mix is wider).
     """
 
-    def __init__(self, model: str, *, layers: str, dtype: str = "float32", device: str | None = None) -> None:
+    def __init__(self, model: str, *, layers: str, compute_dtype: str = "float32", device: str | None = None) -> None:
         if layers not in LAYER_CHOICES:
             raise EmbedError(f"--layers must be one of {', '.join(LAYER_CHOICES)}, got {layers!r}")
         self.layers = layers
-        self.model, unused_weights = _load_model(model, DTYPES[dtype])
-        self.mix = _load_mix(model, unused_weights, DTYPES[dtype]) if layers == "mix" else None
+        self.model, unused_weights = _load_model(model, TORCH_DTYPES[compute_dtype])
+        self.mix = _load_mix(model, unused_weights, TORCH_DTYPES[compute_dtype]) if layers == "mix" else None
         self.tokenizer = ElmoTokenizer.from_pretrained(model)
         device = device or default_device()
         try:

@@ -10,17 +10,18 @@ each stripped line to its index string. When the words are not simply the line's
 in order. Its root attributes record how it was made (readers of the layout ignore them), each a string:
   elmo_embed_model          the model (its folder's absolute path)
   elmo_embed_model_sha256   the sha256 of its weights file, model.safetensors
-  elmo_embed_model_dtype    the dtype the model computed in (--dtype)
+  elmo_embed_compute_dtype  the dtype the model computed in (--dtype)
   elmo_embed_layers         --layers
-  elmo_embed_dtype          the dtype of the stored vectors (--storage-dtype): float32 or float16
+  elmo_embed_storage_dtype  the dtype of the stored vectors (--storage-dtype): float32 or float16
   elmo_embed_compression    the HDF5 filter of the line datasets (--compression): none, gzip or lzf
   elmo_embed_version        the version of elmo-transformers
   elmo_embed_command        the command line that started the file (a --resume continues it)
 
-While the run goes on, `OUT.partial/` holds `settings.json` (what the run computes, so that `--resume` cannot mix
-the outputs of different settings, and the attributes above) and segments `lines-FIRST-LAST.hdf5`, each holding
-the complete lines (datasets named as in the finished file) of a run of consecutive batches, FIRST and LAST the
-smallest and largest of them. Every line is in exactly one segment, so the names never clash, whoever wrote them:
+While the run goes on, `OUT.partial/` holds `settings.json` (what the run computes, `EmbedSettings`, so that
+`--resume` cannot mix the outputs of different settings, and the attributes above) and segments
+`lines-FIRST-LAST.hdf5`, each holding the complete lines (datasets named as in the finished file) of a run of
+consecutive batches, FIRST and LAST the smallest and largest of them. Every line is in exactly one segment, so the
+names never clash, whoever wrote them:
 under `accelerate launch` each process writes segments of its own lines, and the main process merges them all.
 A segment is written under a temporary name (`.segment-*.tmp`), flushed after each batch, and closed, synced and
 renamed once it holds about `SEGMENT_BYTES` of vectors and no line is half-written (a line longer than --max-words
@@ -58,7 +59,7 @@ from elmo_transformers.common.atomic_output import (
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.common.output_lock import lock_path
 
-from .storage import Storage
+from .settings import EmbedSettings
 
 __all__ = [
     "SEGMENT_BYTES",
@@ -193,11 +194,11 @@ class _Readers:
 class EmbeddingFile:
     """The `OUT.partial/` folder of a run; a context manager that keeps what is done on any exit.
 
-    `shape(words)` is the shape of one line's dataset, stored as `storage` says (the vectors cast before they are
-    written). With `resume`, an existing `OUT.partial/` is continued when it was started with the same `settings`;
-    otherwise a new one is created (an old one removed: the caller checked that it may be). `attributes` (strings)
-    become the finished file's root attributes; a resumed run keeps those of the run that started the folder.
-    Writes that fail raise `WriteError`.
+    `shape(words)` is the shape of one line's dataset, stored as `settings.storage` says (the vectors cast before
+    they are written). With `resume`, an existing `OUT.partial/` is continued when it was started with the same
+    `settings`; otherwise a new one is created (an old one removed: the caller checked that it may be).
+    `attributes` (strings) become the finished file's root attributes; a resumed run keeps those of the run that
+    started the folder. Writes that fail raise `WriteError`.
 
     With `join`, another process of the same run (under `accelerate launch`) has just started or continued the
     folder: this one only reads which lines it holds, then writes segments of its own beside the others'.
@@ -207,17 +208,16 @@ class EmbeddingFile:
         self,
         output: str | Path,
         *,
-        settings: dict[str, Any],
+        settings: EmbedSettings,
         attributes: dict[str, str],
         shape: Callable[[int], tuple[int, ...]],
-        storage: Storage,
         resume: bool,
         join: bool = False,
     ) -> None:
         self.output = Path(output)
         self.partial = partial_path(output)
         self.shape = shape
-        self.storage = storage
+        self.storage = settings.storage
         self._words_written: dict[int, int] = {}
         self._open: _Segment | None = None
         # The stored lines: line index -> its segment.
@@ -231,7 +231,7 @@ class EmbeddingFile:
             self.attributes = attributes
             self._start(settings)
 
-    def _start(self, settings: dict[str, Any]) -> None:
+    def _start(self, settings: EmbedSettings) -> None:
         if self.partial.is_dir():
             shutil.rmtree(self.partial)
         else:
@@ -239,7 +239,7 @@ class EmbeddingFile:
         with self._writing():
             self.partial.mkdir(parents=True)
             staging = self.partial / f".{SETTINGS_FILE}{_TEMPORARY_SUFFIX}"
-            content = {"settings": settings, "attributes": self.attributes}
+            content = {"settings": settings.as_json(), "attributes": self.attributes}
             staging.write_text(json.dumps(content, indent=2, sort_keys=True) + "\n", encoding="utf-8")
             sync_to_disk(staging)
             staging.replace(self.partial / SETTINGS_FILE)
@@ -255,14 +255,10 @@ class EmbeddingFile:
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise EmbedError(f"{self.partial / SETTINGS_FILE} cannot be resumed ({error}): {_START_OVER}") from None
 
-    def _reopen(self, settings: dict[str, Any]) -> dict[str, str]:
+    def _reopen(self, settings: EmbedSettings) -> dict[str, str]:
         """Check that `OUT.partial/` was started with `settings`, find its stored lines and return its attributes."""
         started_settings, attributes = self._read_settings()
-        differences = [
-            f"{key} {started_settings.get(key)!r} (now {value!r})"
-            for key, value in settings.items()
-            if started_settings.get(key) != value
-        ]
+        differences = settings.differences(started_settings)
         if differences:
             raise EmbedError(
                 f"{self.partial} was started with {', '.join(differences)}: rerun with the same input and options,"

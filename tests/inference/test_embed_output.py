@@ -330,9 +330,9 @@ def test_the_file_records_how_it_was_made(reference_file: Path, fixture_model_fo
     assert attributes == {
         "elmo_embed_model": str(fixture_model_folder.resolve()),
         "elmo_embed_model_sha256": weights,
-        "elmo_embed_model_dtype": "float32",
+        "elmo_embed_compute_dtype": "float32",
         "elmo_embed_layers": "all",
-        "elmo_embed_dtype": "float32",
+        "elmo_embed_storage_dtype": "float32",
         "elmo_embed_compression": "none",
         "elmo_embed_version": importlib.metadata.version("elmo-transformers"),
         "elmo_embed_command": shlex.join([*command, "--model", str(fixture_model_folder), "--batch-size", "1"]),

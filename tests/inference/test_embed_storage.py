@@ -85,7 +85,7 @@ def _assert_stored_as(path: Path, float32_file: Path, storage_dtype: str, compre
     rounded to `storage_dtype` exactly, every non-empty line with the filter `compression` in chunks of whole words."""
     with h5py.File(path, "r") as file, h5py.File(float32_file, "r") as expected:
         assert sorted(file) == sorted(expected)
-        assert file.attrs["elmo_embed_dtype"] == storage_dtype
+        assert file.attrs["elmo_embed_storage_dtype"] == storage_dtype
         assert file.attrs["elmo_embed_compression"] == compression
         for name in expected:
             stored, wanted = file[name], expected[name]
