@@ -133,14 +133,18 @@ def stored_bytes(output: str | Path, *, resume: bool) -> int:
 
 
 def _create_hdf5(folder: Path, prefix: str) -> tuple[Path, h5py.File]:
-    """A new hdf5 file of a temporary name in `folder`, writing each dataset's data when it is written: without
-    HDF5's sieve buffer a failed write raises in the call that made it, instead of in a later dataset close that
-    can only print it (and, on a full disk, went on to crash the process)."""
+    """A new hdf5 file of a temporary name in `folder`, writing each dataset's data when it is written, so that a
+    failed write raises in the call that made it instead of in a later dataset close, which h5py calls when it frees
+    the object and which can only print the error (and, on a full disk, went on to crash the process): without
+    HDF5's sieve buffer (contiguous datasets) and without its chunk cache (compressed ones, whose chunks waited
+    there for the close)."""
     h5py_errors.silence_errors()  # HDF5 prints its own report of an error unless silenced, in each thread
     handle, name = tempfile.mkstemp(prefix=prefix, suffix=_TEMPORARY_SUFFIX, dir=folder)
     os.close(handle)
     access = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
     access.set_sieve_buf_size(0)
+    _, chunk_slots, _, preemption = access.get_cache()
+    access.set_cache(0, chunk_slots, 0, preemption)
     try:
         return Path(name), h5py.File(h5py.h5f.create(os.fsencode(name), h5py.h5f.ACC_TRUNC, fapl=access))
     except BaseException:
