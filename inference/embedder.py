@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pickle
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import numpy as np
 import torch
 from safetensors import SafetensorError
 from transformers import PreTrainedConfig
+from transformers.utils import logging as transformers_logging
 
 import modeling_elmo
 from elmo_transformers.common.errors import EmbedError, first_line
@@ -160,7 +162,10 @@ def _load_model(model: str, dtype: torch.dtype) -> tuple[ElmoModel, list[str]]:
         problem = model_type_problem(model, config.get("model_type"))  # a Hub model's, seen only now
         if problem:
             raise EmbedError(problem)
-        loaded, info = ElmoModel.from_pretrained(model, dtype=dtype, output_loading_info=True)
+        with _quiet_transformers():  # its report of mismatched shapes is a table: the line below names them
+            loaded, info = ElmoModel.from_pretrained(
+                model, dtype=dtype, output_loading_info=True, ignore_mismatched_sizes=True
+            )
     except OSError as error:
         problem = "cannot load the model" if Path(model).exists() else "no such model folder, nor a Hub model"
         raise EmbedError(f"{model}: {problem}: {first_line(error)}") from None
@@ -170,7 +175,24 @@ def _load_model(model: str, dtype: torch.dtype) -> tuple[ElmoModel, list[str]]:
         raise EmbedError(holds_code(f"{model} (its pytorch_model.bin)")) from None
     if info["missing_keys"]:
         raise EmbedError(f"{model}: the weights lack {', '.join(sorted(info['missing_keys']))}")
+    if info["mismatched_keys"]:
+        name, stored, expected = sorted(info["mismatched_keys"])[0]
+        raise EmbedError(
+            f"{model}: the weight {name} has the shape {list(stored)}, but its config.json makes it {list(expected)}:"
+            " the weights and config.json do not belong together; copy or convert the model again"
+        )
     return loaded.eval(), sorted(info["unexpected_keys"])
+
+
+@contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """transformers' warnings left out (its loading report: `_load_model` says what matters in one line)."""
+    verbosity = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        transformers_logging.set_verbosity(verbosity)
 
 
 def _load_mix(model: str, unused_weights: list[str], dtype: torch.dtype) -> ElmoLayerMix:

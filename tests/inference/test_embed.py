@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import h5py
@@ -527,6 +528,52 @@ def test_damaged_weights_are_named(fixture_model_folder: Path, tmp_path: Path, c
     assert err.startswith(f"elmo-embed: error: {weights}: the weights cannot be read (")
     assert err.rstrip().endswith("the file is damaged or incomplete; copy or convert it again")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["damaged", "in.txt"], "nothing is written"
+
+
+def _edit_weight(folder: Path, edit: Callable[[torch.Tensor], torch.Tensor]) -> str:
+    """Replace a weight of `folder`'s model.safetensors with `edit(weight)`; returns the weight's name."""
+    weights = folder / "model.safetensors"
+    tensors = load_file(weights)
+    name = next(name for name in tensors if name.endswith("backward_lstm.layers.0.input_projection.weight"))
+    tensors[name] = edit(tensors[name]).contiguous()
+    save_file(tensors, weights, metadata={"format": "pt"})
+    return name
+
+
+def test_non_finite_weights_are_refused(fixture_model_folder: Path, tmp_path: Path, capsys) -> None:
+    """One NaN in a weight made every vector NaN, with exit status 0."""
+    damaged = Path(shutil.copytree(fixture_model_folder, tmp_path / "damaged"))
+
+    def one_nan(weight: torch.Tensor) -> torch.Tensor:
+        weight[3, 7] = float("nan")
+        return weight
+
+    name = _edit_weight(damaged, one_nan)
+    source = _write_lines(tmp_path / "in.txt", SENTENCES)
+    code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", damaged)
+    assert (code, err) == (
+        2,
+        f"elmo-embed: error: {damaged / 'model.safetensors'}: {name} holds a non-finite value (nan) at index [3, 7]:"
+        " the weights are damaged (every output would be NaN); copy or convert them again\n",
+    )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["damaged", "in.txt"], "nothing is written"
+
+
+def test_a_weight_of_the_wrong_shape_is_one_line(fixture_model_folder: Path, tmp_path: Path, capsys) -> None:
+    """transformers printed its loading report, then a traceback advising ignore_mismatched_sizes."""
+    damaged = Path(shutil.copytree(fixture_model_folder, tmp_path / "damaged"))
+    _edit_weight(damaged, lambda weight: weight[:-1])
+    source = _write_lines(tmp_path / "in.txt", SENTENCES)
+    code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", damaged)
+    rows, columns = (
+        ElmoModel.from_pretrained(fixture_model_folder).backward_lstm.layers[0].input_projection.weight.shape
+    )
+    assert (code, err) == (
+        2,
+        f"elmo-embed: error: {damaged}: the weight backward_lstm.layers.0.input_projection.weight has the shape"
+        f" [{rows - 1}, {columns}], but its config.json makes it [{rows}, {columns}]: the weights and config.json do"
+        " not belong together; copy or convert the model again\n",
+    )
 
 
 def test_character_cnn_pads_its_batches_to_few_shapes(fixture_model_folder: Path) -> None:
