@@ -65,6 +65,7 @@ class Embedder:
         if layers not in LAYER_CHOICES:
             raise EmbedError(f"--layers must be one of {', '.join(LAYER_CHOICES)}, got {layers!r}")
         self.layers = layers
+        self.compute_dtype = compute_dtype
         self.model, unused_weights = _load_model(model, TORCH_DTYPES[compute_dtype])
         self.mix = _load_mix(model, unused_weights, TORCH_DTYPES[compute_dtype]) if layers == "mix" else None
         self.tokenizer = ElmoTokenizer.from_pretrained(model)

@@ -440,6 +440,19 @@ class _InputSize:
         return 2 * stored + (self.text_bytes if keep_sentences else 0)
 
 
+def _overflow_problem(line: int, vectors: np.ndarray, compute_dtype: str) -> str:
+    """The line refusing the non-finite `vectors` of line `line`, computed in `compute_dtype`."""
+    value = vectors.reshape(-1)[np.flatnonzero(~np.isfinite(vectors))[0]]
+    problem = f"line {line + 1} (dataset {line}) has a vector holding {value} computed in {compute_dtype}"
+    if compute_dtype == "float32":
+        return f"{problem}: the model's activations overflow float32's range; check the model's weights"
+    limit = float(torch.finfo(TORCH_DTYPES[compute_dtype]).max)
+    return (
+        f"{problem}: the model's activations went beyond {compute_dtype}'s range ({limit:g}); compute in float32"
+        " (--dtype float32, with --overwrite to start over)"
+    )
+
+
 @dataclass
 class _EmptyLine:
     """A line of no words, written as a dataset of 0 words in its place in the stream."""
@@ -599,5 +612,8 @@ class _Run:
         progress.update(words)
 
     def _write_piece(self, line: int, start: int, vectors: np.ndarray, words: list[str]) -> None:
-        """Write the vectors of words `start`... of line `line`, whose words are `words`."""
+        """Write the vectors of words `start`... of line `line`, whose words are `words`; refuse a NaN or an
+        infinity (the weights are finite: `require_model_folder`), which the model computed by overflowing."""
+        if not np.isfinite(vectors).all():
+            raise EmbedError(_overflow_problem(line, vectors, self.embedder.compute_dtype))
         self.file.write(line, start, vectors, len(words), tokens=words if self.tokenize else None)
