@@ -172,6 +172,7 @@ def embed_file(
             model_sha256=file_sha256(weights) if weights.is_file() else "",
             layers=layers,
             tokenize=tokenize,
+            normalization=EmbedSettings.normalization_of(tokenize),
             max_words=max_words,
             compute_dtype=compute_dtype,
             storage_dtype=storage_dtype,
@@ -214,6 +215,13 @@ def _check_request(input_file: Path, output: Path, batch_size: int, max_words: i
     """Refuse, in one line, a run that cannot start: its input, its sizes, its output path."""
     if input_file.is_dir():
         raise EmbedError(f"{input_file} is a folder, expected a text file")
+    if str(input_file) == "-" or (input_file.exists() and not input_file.is_file()):
+        what = "standard input" if str(input_file) == "-" else "not a regular file but a pipe or a device"
+        raise EmbedError(
+            f"{input_file}: {what}: elmo-embed reads its input more than once (to count its words before the run,"
+            " and again to --resume), which a pipe cannot give: save the text to a file first (... > in.txt) and"
+            " pass that file"
+        )
     if not input_file.is_file():
         raise EmbedError(f"{input_file}: no such input file")
     check_text(input_file)

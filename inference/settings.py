@@ -28,10 +28,18 @@ class EmbedSettings:
     model_sha256: str  # of its model.safetensors ("" for a Hub model): changed weights do not resume
     layers: str
     tokenize: bool
+    normalization: str  # of the text the words are split from: `normalization_of(tokenize)`
     max_words: int
     compute_dtype: str
     storage_dtype: str
     compression: str
+
+    @staticmethod
+    def normalization_of(tokenize: bool) -> str:
+        """The Unicode normalisation of the words: NFC with `tokenize` (`modeling_elmo.split_words` normalises the
+        raw text, so that decomposed and precomposed accents are one word with one vector), none without (the
+        whitespace-separated words as given, as AllenNLP's command embeds them)."""
+        return "NFC" if tokenize else "none"
 
     @property
     def storage(self) -> Storage:
@@ -57,6 +65,7 @@ class EmbedSettings:
             "elmo_embed_model_sha256": self.model_sha256,
             "elmo_embed_compute_dtype": self.compute_dtype,
             "elmo_embed_layers": self.layers,
+            "elmo_embed_normalization": self.normalization,
             "elmo_embed_storage_dtype": self.storage_dtype,
             "elmo_embed_compression": self.compression,
             "elmo_embed_version": version("elmo-transformers"),

@@ -34,7 +34,7 @@ BATCH_LINES = 64
 
 
 def write(path: Path, vectors: list[np.ndarray], storage: Storage, shape: Callable[[int], tuple[int, ...]]) -> None:
-    settings = EmbedSettings("", "", "", "all", False, 1000, "float32", storage.dtype, storage.compression)
+    settings = EmbedSettings("", "", "", "all", False, "none", 1000, "float32", storage.dtype, storage.compression)
     with EmbeddingFile(path, settings=settings, attributes={}, shape=shape, resume=False) as file:
         for line, array in enumerate(vectors):
             file.write(line, 0, array, array.shape[-2])

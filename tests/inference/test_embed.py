@@ -208,6 +208,23 @@ def test_tokenize(reference, fixture_model_folder: Path, tmp_path: Path, capsys:
     assert [len(words[name]) for name in words] == [contents[name].shape[1] for name in words]
 
 
+def test_tokenize_keeps_characters_whole_and_normalises_to_nfc(
+    fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A decomposed "e\u0301cole" was 3 words (the accent one of them) and an emoji family 5, invisible joiners
+    included, each with vectors of its own. Now the decomposed line is the precomposed one, vectors and words, and
+    the file records the normalisation."""
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
+    source = _write_lines(tmp_path / "in.txt", ["l'e\u0301cole \u2764\ufe0f " + family, "l'école ❤️ " + family])
+    output = tmp_path / "out.hdf5"
+    assert _embed(capsys, source, output, "--model", fixture_model_folder, "--tokenize")[0] == 0
+    assert _stored_words(output) == {name: ["l'école", "\u2764\ufe0f", family] for name in ("0", "1")}
+    contents = _read(output)
+    np.testing.assert_array_equal(contents["0"], contents["1"])
+    with h5py.File(output, "r") as file:
+        assert file.attrs["elmo_embed_normalization"] == "NFC"
+
+
 def test_words_are_stored_only_with_tokenize(
     fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
@@ -386,6 +403,49 @@ def test_binary_input_is_refused_before_writing(
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.bin"], "nothing is written"
 
 
+def test_a_pipe_is_refused_with_the_reason(fixture_model_folder: Path, tmp_path: Path) -> None:
+    """A FIFO, `/dev/stdin` fed by a pipe (and `-`: test_one_line_errors) were refused as "no such input file"."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    output = tmp_path / "out.hdf5"
+    for source, stdin in ((str(fifo), None), ("/dev/stdin", subprocess.PIPE)):
+        run = subprocess.run(
+            [sys.executable, "-m", "elmo_transformers.inference.embed", source, str(output)],
+            input="The cat sat .\n" if stdin else None,
+            capture_output=True,
+            text=True,
+        )
+        assert run.returncode == 2, run.stderr
+        assert run.stderr == (
+            f"elmo-embed: error: {source}: not a regular file but a pipe or a device: elmo-embed reads its input more"
+            " than once (to count its words before the run, and again to --resume), which a pipe cannot give: save"
+            " the text to a file first (... > in.txt) and pass that file\n"
+        )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["fifo"], "nothing is written"
+
+
+def test_another_encoding_is_refused_and_a_few_bad_bytes_are_replaced(
+    fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """--help said another encoding is refused, yet a Latin-1 file ran with every accented letter as U+FFFD (exit 0).
+    A file whose non-ASCII bytes are all not UTF-8 is refused; a UTF-8 file with a bad byte is embedded, warned."""
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("The cat sat .\nun café crème\n".encode("latin-1"))
+    code, _, err = _embed(capsys, latin1, tmp_path / "out.hdf5", "--model", fixture_model_folder)
+    assert (code, err) == (
+        2,
+        f"elmo-embed: error: {latin1}: not UTF-8 text: line 2 holds the byte 0xE9, and its first 28 bytes hold no"
+        " UTF-8 character beyond ASCII: another encoding (Latin-1, cp1252, ...)? elmo-embed reads UTF-8: convert it"
+        " first (e.g. with iconv -f latin1 -t utf-8)\n",
+    )
+    assert not (tmp_path / "out.hdf5").exists()
+    damaged = tmp_path / "damaged.txt"
+    damaged.write_bytes("un café .\n".encode() + b"caf\xe9 .\n")
+    code, _, err = _embed(capsys, damaged, tmp_path / "out.hdf5", "--model", fixture_model_folder)
+    assert code == 0
+    assert "line 2 (dataset 1) is not valid UTF-8: its bad bytes are embedded as U+FFFD" in err
+
+
 def test_damaged_gzip_input(fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     source = tmp_path / "in.txt.gz"
     source.write_bytes(gzip.compress("".join(line + "\n" for line in SENTENCES).encode())[:-12])
@@ -498,6 +558,7 @@ def test_bfloat16_model_writes_float32(
         (["in.txt", "out.hdf5", "--device", "nonsense"], "--device nonsense: "),
         (["in.txt", "folder"], "folder is a folder, expected a file path"),
         (["in.txt", "."], ". is a folder, expected a file path"),
+        (["-", "out.hdf5"], "-: standard input: elmo-embed reads its input more than once (to count its words"),
     ],
 )
 def test_one_line_errors(

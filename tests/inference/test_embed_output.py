@@ -336,6 +336,7 @@ def test_the_file_records_how_it_was_made(reference_file: Path, fixture_model_fo
         "elmo_embed_model_sha256": weights,
         "elmo_embed_compute_dtype": "float32",
         "elmo_embed_layers": "all",
+        "elmo_embed_normalization": "none",
         "elmo_embed_storage_dtype": "float32",
         "elmo_embed_compression": "none",
         "elmo_embed_version": importlib.metadata.version("elmo-transformers"),
