@@ -38,7 +38,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import closing, contextmanager
@@ -151,6 +153,29 @@ def _create_hdf5(folder: Path, prefix: str) -> tuple[Path, h5py.File]:
     except BaseException:
         Path(name).unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def _interrupt_between_lines() -> Iterator[Callable[[], None]]:
+    """Ctrl-C (SIGINT) inside the block is raised as KeyboardInterrupt only where the check it gives is called, and
+    at its end. The merge spends its time in h5py, whose bookkeeping runs in weakref callbacks: a KeyboardInterrupt
+    raised there can only be printed ("Exception ignored in ... WeakValueDictionary"), and the run went on to exit 0,
+    the user's interrupt swallowed. Outside the main thread (where signals cannot be caught) the block runs as is."""
+    received: list[int] = []
+
+    def check() -> None:
+        if received:
+            raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield check
+        return
+    previous = signal.signal(signal.SIGINT, lambda number, frame: received.append(number))
+    try:
+        yield check
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    check()
 
 
 def _discard(file: h5py.File, path: Path) -> None:
@@ -410,18 +435,19 @@ class EmbeddingFile:
         except Exception as error:
             raise WriteError(error) from error
         try:
-            with closing(self.stored_datasets(range(lines))) as datasets:
+            with _interrupt_between_lines() as interrupted, closing(self.stored_datasets(range(lines))) as datasets:
                 bar = tqdm(datasets, desc="elmo-embed: merging", unit="line", total=lines, disable=None)
                 for line, dataset in enumerate(bar):
+                    interrupted()
                     merged.copy(dataset, merged, name=str(line))
                     if line % _MERGE_FLUSH_LINES == _MERGE_FLUSH_LINES - 1:
                         merged.flush()
-            if sentence_to_index is not None:
-                index = merged.create_dataset(SENTENCE_TO_INDEX, (1,), dtype=h5py.string_dtype())
-                index[0] = json.dumps(sentence_to_index)
-            merged.attrs.update(self.attributes)
-            merged.close()
-            sync_to_disk(staging)
+                if sentence_to_index is not None:
+                    index = merged.create_dataset(SENTENCE_TO_INDEX, (1,), dtype=h5py.string_dtype())
+                    index[0] = json.dumps(sentence_to_index)
+                merged.attrs.update(self.attributes)
+                merged.close()
+                sync_to_disk(staging)
         except BaseException as error:
             _discard(merged, staging)
             if isinstance(error, Exception):
