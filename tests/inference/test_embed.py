@@ -314,6 +314,33 @@ def test_resume_embeds_only_unfinished_lines(
     np.testing.assert_allclose(lines[5], _layers(reference, RESUME_LINES[5].split()), rtol=0, atol=1e-6)
 
 
+def test_a_resume_needs_only_the_space_of_what_is_left(
+    recorded_pieces: dict,
+    fixture_model_folder: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The segments already stored are not needed again: a resume that fits in the free space starts."""
+    source = _write_lines(tmp_path / "in.txt", RESUME_LINES)
+    output = tmp_path / "out.hdf5"
+    args = (source, output, "--model", fixture_model_folder, "--batch-size", 1, "--max-words", 4)
+    needed: list[int] = []
+    check = embed_module.check_free_space
+    monkeypatch.setattr(embed_module, "check_free_space", lambda *a, **k: needed.append(a[1]) or check(*a, **k))
+    recorded_pieces.update(interrupt_at=6, interrupt=KeyboardInterrupt())
+    assert _embed(capsys, *args)[0] == 130
+    stored = sum(path.stat().st_size for path in Path(f"{output}.partial").glob("lines-*.hdf5"))
+    assert 0 < stored < needed[0]
+    free = needed[0] - stored // 2  # enough for what is left, not for the whole run
+    usage = shutil._ntuple_diskusage(10**9, 10**9 - free, free)
+    monkeypatch.setattr("elmo_transformers.common.disk_space.shutil.disk_usage", lambda path: usage)
+    recorded_pieces.update(interrupt_at=None)
+    code, _, err = _embed(capsys, *args, "--resume")
+    assert code == 0, err
+    assert needed[1] == needed[0] - stored
+
+
 def test_resume_judges_the_input_by_its_content(
     recorded_pieces: dict, fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:

@@ -23,6 +23,7 @@ import h5py
 import numpy as np
 import pytest
 
+import elmo_transformers.inference.hdf5_output as hdf5_output
 from elmo_transformers.inference.embed import main
 
 LINES = [
@@ -412,3 +413,36 @@ def test_ctrl_c_during_the_merge_stops_the_run(
     uninterrupted = tmp_path / "uninterrupted.hdf5"
     assert main([str(source), str(uninterrupted), *args[2:]]) == 0
     _assert_same_datasets(output, uninterrupted)
+
+
+def test_a_segment_is_closed_and_synced_before_its_final_name(
+    fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a renamed segment counts as stored: renamed while still open or unsynced, a crash could leave a segment
+    whose name says done and whose content is not on disk."""
+    events: list[tuple[str, str]] = []
+    sync, rename = hdf5_output.sync_to_disk, Path.rename
+
+    def recording_sync(path: Path) -> None:
+        events.append(("sync", Path(path).name))
+        sync(path)
+
+    def recording_rename(self: Path, target: Path) -> Path:
+        if self.name.startswith(".segment-"):
+            open_files = {
+                Path(os.fsdecode(file.name)).name for file in h5py.h5f.get_obj_ids(h5py.h5f.OBJ_ALL, h5py.h5f.OBJ_FILE)
+            }
+            events.append(("rename, open" if self.name in open_files else "rename", self.name))
+        return rename(self, target)
+
+    monkeypatch.setattr(hdf5_output, "SEGMENT_BYTES", 1)  # a segment per batch
+    monkeypatch.setattr(hdf5_output, "sync_to_disk", recording_sync)
+    monkeypatch.setattr(Path, "rename", recording_rename)
+    source = _write_lines(tmp_path / "in.txt", LINES * 3)
+    assert (
+        main([str(source), str(tmp_path / "out.hdf5"), "--model", str(fixture_model_folder), "--batch-size", "4"]) == 0
+    )
+    renamed = [name for event, name in events if event.startswith("rename")]
+    assert len(renamed) > 2 and all(event != "rename, open" for event, _ in events), events
+    for name in renamed:
+        assert events.index(("sync", name)) < events.index(("rename", name)), f"{name} renamed before it was synced"
