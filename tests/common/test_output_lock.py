@@ -43,39 +43,24 @@ def test_a_killed_holder_leaves_no_lock_behind(tmp_path):
         pass
 
 
-def test_a_lock_file_replaced_while_waiting_is_not_held(tmp_path, monkeypatch):
-    """A holder that finishes unlinks the file: a process that had opened it before must lock the new one."""
+@pytest.mark.parametrize("replaced", [True, False], ids=["replaced", "vanished"])
+def test_a_lock_file_replaced_or_vanished_while_waiting_is_not_held(replaced, tmp_path, monkeypatch):
+    """A holder that finishes unlinks the file, and another process may have made a new one: a process that had
+    opened the old one before must lock the file the path names now, a new one if there is none (held on the old
+    one, it would write beside a process that locked the new one)."""
     target = tmp_path / "out"
     real_flock = fcntl.flock
     calls = []
 
-    def flock_after_the_file_was_replaced(descriptor, operation):
+    def flock_after_the_file_changed(descriptor, operation):
         if not calls:  # the first holder finished between our open and our flock
             lock_path(target).unlink()
-            lock_path(target).write_text("")
+            if replaced:
+                lock_path(target).write_text("")
         calls.append(descriptor)
         return real_flock(descriptor, operation)
 
-    monkeypatch.setattr("elmo_transformers.common.output_lock.fcntl.flock", flock_after_the_file_was_replaced)
-    with output_lock(target, error=EmbedError):
-        assert len(calls) == 2
-        assert os.path.samestat(os.stat(lock_path(target)), os.fstat(calls[1]))
-
-
-def test_a_lock_file_that_vanished_while_waiting_is_not_held(tmp_path, monkeypatch):
-    """A holder that finishes unlinks the file, and no one has made a new one yet: the lock is taken on a new file
-    (held on the vanished one, a third process would create the file anew and lock it too)."""
-    target = tmp_path / "out"
-    real_flock = fcntl.flock
-    calls = []
-
-    def flock_after_the_file_vanished(descriptor, operation):
-        if not calls:
-            lock_path(target).unlink()
-        calls.append(descriptor)
-        return real_flock(descriptor, operation)
-
-    monkeypatch.setattr("elmo_transformers.common.output_lock.fcntl.flock", flock_after_the_file_vanished)
+    monkeypatch.setattr("elmo_transformers.common.output_lock.fcntl.flock", flock_after_the_file_changed)
     with output_lock(target, error=EmbedError):
         assert len(calls) == 2
         assert os.path.samestat(os.stat(lock_path(target)), os.fstat(calls[1]))

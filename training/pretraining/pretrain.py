@@ -9,6 +9,7 @@ elmo_transformers.training.pretrain ...`. See the README's "Train your own ELMo"
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import math
 import shutil
@@ -246,6 +247,17 @@ class LmTrainer:
         write to the end."""
         with exclusive_output_dir(self.output_dir):
             return self._train()
+
+    def leave_process_group(self) -> None:
+        """Once the run is over: free the DDP model, then leave the run's process group, so that the interpreter's
+        exit has no gloo group left to tear down (that teardown aborted a process now and then, after the model was
+        saved: "terminate called without an active exception"). The model goes first: destroying the group while
+        DDP's Reducer still held it deadlocked a process (the group's destructor joins gloo's worker thread with
+        the GIL held, while that thread waits for the GIL to free a finished allgather's tensor)."""
+        del self.model, self.optimizer, self.softmax_weight
+        self.accelerator.free_memory()  # accelerate's own references to the prepared model and optimizer
+        gc.collect()
+        self.accelerator.end_training()
 
     def _train(self) -> dict[str, Any]:
         args, accelerator = self.args, self.accelerator
@@ -485,7 +497,9 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = parse_args(argv)
     with exit_on_error(ValueError), _interruption_in_one_line(Path(args.output_dir)):
-        LmTrainer(args).train()
+        trainer = LmTrainer(args)
+        trainer.train()
+    trainer.leave_process_group()
 
 
 @contextmanager
