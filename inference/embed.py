@@ -214,6 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     if embedding.is_main_process():
         print(summary.describe(Path(args.output), args.max_words))
+    embedding.leave_process_group()
     return 0
 
 

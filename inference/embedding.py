@@ -8,6 +8,7 @@ every distinct line, as AllenNLP's does: `--forget-sentences` leaves it out). Th
 
 from __future__ import annotations
 
+import gc
 import json
 import shlex
 import sys
@@ -38,7 +39,7 @@ from .pipeline import run_stages
 from .settings import EmbedSettings
 from .storage import Storage
 
-__all__ = ["EmbedSummary", "ProcessFailure", "embed_file", "is_main_process"]
+__all__ = ["EmbedSummary", "ProcessFailure", "embed_file", "is_main_process", "leave_process_group"]
 
 # A window ends at this many lines to embed, or at this many words, whichever comes first.
 WINDOW_LINES = 4096
@@ -204,6 +205,15 @@ def embed_file(
             _finish(plan, file, summary, sentence_to_index)
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def leave_process_group() -> None:
+    """Once a run under `accelerate launch` is over, leave its process group (a no-op for one process), so that the
+    interpreter's exit has no gloo group left to tear down: that teardown aborted a process now and then ("terminate
+    called without an active exception"). The objects of finished collective calls are collected first, so that
+    gloo's threads, which the group's destructor joins, hold none to free."""
+    gc.collect()
+    PartialState().destroy_process_group()
 
 
 def is_main_process() -> bool:
