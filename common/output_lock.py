@@ -40,6 +40,19 @@ def _holder(path: Path) -> str:
     return f"process {pid.strip()} ({command.strip()})" if pid.strip() else "another process"
 
 
+def _open_lock_file(path: Path, error: type[ElmoError]) -> int:
+    """A descriptor of the lock file `path`, created (with its folder) if need be; `error` when the folder cannot
+    be written (a read-only file system, no permission): nothing of the output could be written there either."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as failure:
+        raise error(
+            f"{path.parent}: cannot write the output there ({failure.strerror}: {path} cannot be created): write it"
+            " to another folder"
+        ) from None
+
+
 @contextmanager
 def output_lock(target: str | Path, *, error: type[ElmoError]) -> Iterator[None]:
     """Hold the lock of `target` inside the block, or raise `error` naming the process that holds it.
@@ -49,9 +62,8 @@ def output_lock(target: str | Path, *, error: type[ElmoError]) -> Iterator[None]
     """
     target = Path(target)
     path = lock_path(target)
-    path.parent.mkdir(parents=True, exist_ok=True)
     while True:
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        descriptor = _open_lock_file(path, error)
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

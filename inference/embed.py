@@ -17,7 +17,7 @@ from elmo_transformers.common.disk_space import NO_SPACE_CHECK
 from elmo_transformers.common.errors import ElmoError, report_error
 from elmo_transformers.common.extras import require_extra
 
-from .options import COMPRESSIONS, DTYPE_NAMES, FORMATS, LAYER_CHOICES, STORAGE_DTYPES
+from .options import COMPRESSIONS, COMPUTE_DTYPES, FORMATS, LAYER_CHOICES, STORAGE_DTYPES
 
 __all__ = ["main"]
 
@@ -51,20 +51,24 @@ _EXAMPLES = """examples:
   accelerate launch --num_processes 4 -m elmo_transformers.inference.embed corpus.txt corpus.hdf5 --model elmo-original
                                       # 4 processes (a GPU each), on one machine or several: the file of one process
 
-The input holds one sentence per line of UTF-8 text (or gzip-compressed UTF-8 text, whatever its name):
-whitespace-separated words, or raw text with --tokenize. An input that is mostly not text (binary data, or
-another encoding than UTF-8) is refused before anything is written. The output has the layout of AllenNLP's
-`allennlp elmo` command: dataset "0" holds the first line's vectors, of shape (L+1, words, 2P) with --layers all
-(the token layer and the model's L biLSTM layers, each word's vector [forward; backward] of width 2P) or
-(words, 2P) otherwise, and "sentence_to_index" holds one JSON string mapping each line's text to its dataset
-name. The vectors are float32, or float16 with --storage-dtype float16 (half the size; a value beyond float16's
+The input is a file (not standard input or a pipe: it is read more than once) holding one sentence per line of
+UTF-8 text (or gzip-compressed UTF-8 text, whatever its name): whitespace-separated words, or raw text with
+--tokenize, which splits it PTB-like, never inside a character (accents, emoji sequences and flags stay whole)
+and normalises it to Unicode's NFC first, so that "e" + a combining accent and the precomposed letter are one
+word. An input that is mostly not text (binary data, UTF-16), or in another encoding than UTF-8 (Latin-1, cp1252:
+its first 64 KB hold bytes that are not UTF-8 and no UTF-8 character beyond ASCII), is refused before anything is
+written; a UTF-8 file with a few bad bytes is embedded with U+FFFD for them, with a warning. The output has the
+layout of AllenNLP's `allennlp elmo` command: dataset "0" holds the first line's vectors, of shape (L+1, words,
+2P) with --layers all (the token layer and the model's L biLSTM layers, each word's vector [forward; backward] of
+width 2P) or (words, 2P) otherwise, and "sentence_to_index" holds one JSON string mapping each line's text to its
+dataset name. The vectors are float32, or float16 with --storage-dtype float16 (half the size; a value beyond float16's
 range, 65504, is refused rather than stored as inf), uncompressed, or compressed with --compression gzip or lzf
 (HDF5's filters, which h5py reads transparently: readers see the same names, shapes and values). With --tokenize
 each line's dataset also has the attribute "words", a JSON list of the words its vectors stand for. The file's
 attributes record how it was made: elmo_embed_model (the model folder), elmo_embed_model_sha256 (of its
-model.safetensors), elmo_embed_model_dtype (--dtype), elmo_embed_layers, elmo_embed_dtype (of the vectors,
---storage-dtype), elmo_embed_compression (none, gzip or lzf), elmo_embed_version and elmo_embed_command (the
-command line):
+model.safetensors), elmo_embed_compute_dtype (--dtype), elmo_embed_layers, elmo_embed_normalization (NFC with
+--tokenize, none without), elmo_embed_storage_dtype (of the vectors, --storage-dtype), elmo_embed_compression
+(none, gzip or lzf), elmo_embed_version and elmo_embed_command (the command line):
   import h5py, json
   with h5py.File("sentences.hdf5") as file:
       vectors = file["0"][()]
@@ -98,7 +102,9 @@ def _build_parser() -> argparse.ArgumentParser:
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("input", metavar="IN", help="text file, one sentence per line (UTF-8, may be gzip-compressed)")
+    parser.add_argument(
+        "input", metavar="IN", help="text file, one sentence per line (UTF-8, may be gzip-compressed; not a pipe)"
+    )
     parser.add_argument("output", metavar="OUT", help="hdf5 file to create (with --format datasets: a folder)")
     parser.add_argument("--model", metavar="DIR", help="model folder written by elmo-convert")
     parser.add_argument(
@@ -121,13 +127,14 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--tokenize",
         action="store_true",
-        help='split raw text into words PTB-like (punctuation split off), stored as each dataset\'s attribute "words"',
+        help="split raw text into words PTB-like (punctuation split off; NFC-normalised, characters kept whole),"
+        ' stored as each dataset\'s attribute "words"',
     )
     parser.add_argument(
         "--dtype",
-        choices=sorted(DTYPE_NAMES),
+        choices=sorted(COMPUTE_DTYPES),
         default="float32",
-        help="model dtype; the file stores --storage-dtype (default %(default)s)",
+        help="the dtype the model computes in; the file stores --storage-dtype (default %(default)s)",
     )
     parser.add_argument(
         "--storage-dtype",
@@ -185,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             batch_size=args.batch_size,
             max_words=args.max_words,
             tokenize=args.tokenize,
-            dtype=args.dtype,
+            compute_dtype=args.dtype,
             storage_dtype=args.storage_dtype,
             compression=args.compression,
             device=args.device,
@@ -210,6 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     if embedding.is_main_process():
         print(summary.describe(Path(args.output), args.max_words))
+    embedding.leave_process_group()
     return 0
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pickle
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import numpy as np
 import torch
 from safetensors import SafetensorError
 from transformers import PreTrainedConfig
+from transformers.utils import logging as transformers_logging
 
 import modeling_elmo
 from elmo_transformers.common.errors import EmbedError, first_line
@@ -18,12 +20,21 @@ from elmo_transformers.common.model_folder import damaged_weights_problem, model
 from elmo_transformers.common.safe_load import holds_code
 from modeling_elmo import ElmoConfig, ElmoLayerMix, ElmoModel, ElmoTokenizer
 
-from .options import DTYPE_NAMES, LAYER_CHOICES
+from .options import COMPUTE_DTYPES, LAYER_CHOICES
 
-__all__ = ["DTYPES", "LAYER_CHOICES", "Embedder", "PendingVectors", "PreparedBatch", "default_device", "resolve_model"]
+__all__ = [
+    "LAYER_CHOICES",
+    "TORCH_DTYPES",
+    "Embedder",
+    "PendingVectors",
+    "PreparedBatch",
+    "default_device",
+    "resolve_model",
+]
 
 _HEADS = ("ElmoForTokenClassification", "ElmoForSequenceClassification")
-DTYPES = {name: getattr(torch, name) for name in DTYPE_NAMES}
+# The compute dtypes (--dtype) as torch's.
+TORCH_DTYPES = {name: getattr(torch, name) for name in COMPUTE_DTYPES}
 
 
 def resolve_model(model: str | None) -> str:
@@ -46,15 +57,17 @@ class Embedder:
 
     `layers` is "all" (every layer: L+1 vectors per word), "top" (the top biLSTM layer), "average" (the mean
     of the L+1 layers) or "mix" (the first learned mix of a task head fine-tuned with this package, `mixes.0`,
-    without dropout). Each word's vectors are `width` = 2 * projection_dim wide (a `concat` mix is wider).
+    without dropout). The model computes in `compute_dtype`; the vectors come out float32. Each word's vectors are
+    `width` = 2 * projection_dim wide (a `concat` mix is wider).
     """
 
-    def __init__(self, model: str, *, layers: str, dtype: str = "float32", device: str | None = None) -> None:
+    def __init__(self, model: str, *, layers: str, compute_dtype: str = "float32", device: str | None = None) -> None:
         if layers not in LAYER_CHOICES:
             raise EmbedError(f"--layers must be one of {', '.join(LAYER_CHOICES)}, got {layers!r}")
         self.layers = layers
-        self.model, unused_weights = _load_model(model, DTYPES[dtype])
-        self.mix = _load_mix(model, unused_weights, DTYPES[dtype]) if layers == "mix" else None
+        self.compute_dtype = compute_dtype
+        self.model, unused_weights = _load_model(model, TORCH_DTYPES[compute_dtype])
+        self.mix = _load_mix(model, unused_weights, TORCH_DTYPES[compute_dtype]) if layers == "mix" else None
         self.tokenizer = ElmoTokenizer.from_pretrained(model)
         device = device or default_device()
         try:
@@ -66,6 +79,11 @@ class Embedder:
             raise EmbedError(f"--device {device}: {first_line(error)}") from None
         self.width = self.model.config.mix_output_size if self.mix is not None else 2 * self.model.config.projection_dim
         self.num_layers = self.model.config.num_hidden_layers + 1
+        local_weights = Path(model) / "model.safetensors"
+        self.weights_file = local_weights if local_weights.is_file() else None  # (None: a Hub model)
+
+    # What runs the model (the output's `elmo_embed_backend`; `OnnxEmbedder` is "onnxruntime").
+    backend = "pytorch"
 
     def shape(self, words: int) -> tuple[int, ...]:
         """Shape of one sentence's output: (L+1, words, width) for "all", (words, width) otherwise."""
@@ -150,7 +168,10 @@ def _load_model(model: str, dtype: torch.dtype) -> tuple[ElmoModel, list[str]]:
         problem = model_type_problem(model, config.get("model_type"))  # a Hub model's, seen only now
         if problem:
             raise EmbedError(problem)
-        loaded, info = ElmoModel.from_pretrained(model, dtype=dtype, output_loading_info=True)
+        with _quiet_transformers():  # its report of mismatched shapes is a table: the line below names them
+            loaded, info = ElmoModel.from_pretrained(
+                model, dtype=dtype, output_loading_info=True, ignore_mismatched_sizes=True
+            )
     except OSError as error:
         problem = "cannot load the model" if Path(model).exists() else "no such model folder, nor a Hub model"
         raise EmbedError(f"{model}: {problem}: {first_line(error)}") from None
@@ -160,7 +181,24 @@ def _load_model(model: str, dtype: torch.dtype) -> tuple[ElmoModel, list[str]]:
         raise EmbedError(holds_code(f"{model} (its pytorch_model.bin)")) from None
     if info["missing_keys"]:
         raise EmbedError(f"{model}: the weights lack {', '.join(sorted(info['missing_keys']))}")
+    if info["mismatched_keys"]:
+        name, stored, expected = sorted(info["mismatched_keys"])[0]
+        raise EmbedError(
+            f"{model}: the weight {name} has the shape {list(stored)}, but its config.json makes it {list(expected)}:"
+            " the weights and config.json do not belong together; copy or convert the model again"
+        )
     return loaded.eval(), sorted(info["unexpected_keys"])
+
+
+@contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """transformers' warnings left out (its loading report: `_load_model` says what matters in one line)."""
+    verbosity = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        transformers_logging.set_verbosity(verbosity)
 
 
 def _load_mix(model: str, unused_weights: list[str], dtype: torch.dtype) -> ElmoLayerMix:

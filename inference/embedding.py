@@ -8,14 +8,14 @@ every distinct line, as AllenNLP's does: `--forget-sentences` leaves it out). Th
 
 from __future__ import annotations
 
+import gc
 import json
 import shlex
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -32,14 +32,15 @@ from elmo_transformers.common.processes import on_main_process, wait_for_everyon
 from modeling_elmo.onednn_elmo import onednn_available
 
 from .batching import Piece, batch_groups, bucketed_batches
-from .embedder import DTYPES, Embedder, PendingVectors, PreparedBatch, resolve_model
+from .embedder import TORCH_DTYPES, Embedder, PendingVectors, PreparedBatch, resolve_model
 from .hdf5_output import EmbeddingFile, WriteError, check_output, check_output_path, stored_bytes
 from .lines import check_text, content_sha256, read_lines
 from .onnx_embedder import open_embedder
 from .pipeline import run_stages
+from .settings import EmbedSettings
 from .storage import Storage
 
-__all__ = ["EmbedSummary", "ProcessFailure", "embed_file", "is_main_process"]
+__all__ = ["EmbedSummary", "ProcessFailure", "embed_file", "is_main_process", "leave_process_group"]
 
 # A window ends at this many lines to embed, or at this many words, whichever comes first.
 WINDOW_LINES = 4096
@@ -119,7 +120,7 @@ def embed_file(
     batch_size: int = 64,
     max_words: int = 1000,
     tokenize: bool = False,
-    dtype: str = "float32",
+    compute_dtype: str = "float32",
     storage_dtype: str = "float32",
     compression: str = "none",
     device: str | None = None,
@@ -133,168 +134,131 @@ def embed_file(
 ) -> EmbedSummary:
     """Embed every line of `input_file` into the hdf5 file `output` (see the module docstring and `--help`).
 
-    Dataset str(i) holds line i's vectors, `storage_dtype` (float32 or float16) with HDF5's `compression` filter
-    (none, gzip or lzf): (L+1, words, 2P) for `layers="all"`, (words, 2P) for "top" and "average". Words are the
-    line's whitespace-separated tokens, or with `tokenize` the tokenizer's PTB-like split of the line, then stored
-    with each dataset as its attribute "words" (a JSON list of strings, one per vector). Empty lines get a dataset
-    of 0 words; undecodable bytes are embedded as U+FFFD; lines of more than `max_words` words are embedded in
-    pieces of at most `max_words` words, concatenated. A float16 value that would overflow to inf is refused.
-    The input may be gzip-compressed; one that is mostly not UTF-8 text is refused before anything is written.
-    The file is built in the folder `OUT.partial` and merged into `OUT` when complete
-    (`elmo_transformers.inference.hdf5_output`); with `resume` an existing `OUT.partial` started from the same input
-    content (wherever it lies now) keeps its finished lines and only the others are embedded, in the batches of an
-    uninterrupted run, so that the file is the same. With `space_check` a run is refused when the disk clearly cannot
-    hold the output. With `overlap` (by default on a GPU) a thread reads and tokenizes the next batches and another
-    writes the finished ones while the device computes: the file is the same, written in the same order. `command` (the
-    command line, by default this process's) is recorded in the file and shown in the advice to resume. With
-    `output_format="datasets"` the finished lines become the folder `output` that `datasets.load_from_disk` opens
-    (`elmo_transformers.inference.datasets_output`) instead of one hdf5 file. Under `accelerate launch` the processes
-    share the batches out (`_Run`), and the file is that of one process.
+    Dataset str(i) holds line i's vectors, computed in `compute_dtype` (float32, bfloat16 or float16) and stored in
+    `storage_dtype` (float32 or float16) with HDF5's `compression` filter (none, gzip or lzf): (L+1, words, 2P) for
+    `layers="all"`, (words, 2P) for "top" and "average". Words are the line's whitespace-separated tokens, or with
+    `tokenize` the tokenizer's PTB-like split of the line, then stored with each dataset as its attribute "words" (a
+    JSON list of strings, one per vector). Empty lines get a dataset of 0 words; undecodable bytes are embedded as
+    U+FFFD; lines of more than `max_words` words are embedded in pieces of at most `max_words` words, concatenated.
+    A float16 value that would overflow to inf is refused. The input may be gzip-compressed; one that is mostly not
+    UTF-8 text is refused before anything is written. The file is built in the folder `OUT.partial` and merged into
+    `OUT` when complete (`elmo_transformers.inference.hdf5_output`); with `resume` an existing `OUT.partial` started
+    with the same `EmbedSettings` (the same input content, wherever it lies now) keeps its finished lines and only
+    the others are embedded, in the batches of an uninterrupted run, so that the file is the same. With
+    `space_check` a run is refused when the disk clearly cannot hold the output. With `overlap` (by default on a
+    GPU) a thread reads and tokenizes the next batches and another writes the finished ones while the device
+    computes: the file is the same, written in the same order. `command` (the command line, by default this
+    process's) is recorded in the file and shown in the advice to resume. With `output_format="datasets"` the
+    finished lines become the folder `output` that `datasets.load_from_disk` opens
+    (`elmo_transformers.inference.datasets_output`) instead of one hdf5 file. Under `accelerate launch` the
+    processes share the batches out (`_Run`), and the file is that of one process.
     """
     input_file, output = Path(input_file), Path(output)
     command = [Path(sys.argv[0]).name, *sys.argv[1:]] if command is None else list(command)
     # One process, or those of `accelerate launch`: without a GPU (or with --device cpu) they join one CPU group (gloo).
     processes = PartialState(cpu=device == "cpu" or not torch.accelerator.is_available())
-    is_main = processes.is_main_process
-    if input_file.is_dir():
-        raise EmbedError(f"{input_file} is a folder, expected a text file")
-    if not input_file.is_file():
-        raise EmbedError(f"{input_file}: no such input file")
-    check_text(input_file)
-    if batch_size < 1 or max_words < 1:
-        raise EmbedError(f"--batch-size and --max-words must be at least 1, got {batch_size} and {max_words}")
-    storage = Storage(storage_dtype, compression)
-    check_output_path(output, input_file, folder=output_format == "datasets")
+    _check_request(input_file, output, batch_size, max_words, output_format)
+    Storage(storage_dtype, compression)  # an unknown dtype or filter is refused here, before any work
     model = resolve_model(model)
     device = _process_device(device, processes)
     # The main process holds the lock from before anything is looked at or written to the end: a second writer stops
     # here, touching nothing, and the checks below see the state that no running process is changing.
     with ExitStack() as held:
         on_main_process(lambda: _claim_output(held, output, resume=resume, overwrite=overwrite), error=EmbedError)
-        embedder = open_embedder(model, layers=layers, dtype=dtype, device=device)  # the ONNX graph where it is one
-        if is_main and embedder.device.type == "cpu" and dtype != "float32" and not onednn_available(DTYPES[dtype]):
-            print(
-                f"elmo-embed: warning: this CPU has no fast {dtype} matrix products (no oneDNN {dtype} kernels for"
-                " it): float32 runs several times faster here",
-                file=sys.stderr,
-            )
+        embedder = open_embedder(model, layers=layers, compute_dtype=compute_dtype, device=device)  # ONNX or PyTorch
+        _warn_slow_compute_dtype(embedder, compute_dtype, processes)
+        weights = embedder.weights_file
+        settings = EmbedSettings(
+            input_sha256=content_sha256(input_file),
+            model=str(Path(model).resolve()) if Path(model).exists() else model,
+            backend=embedder.backend,
+            model_sha256=file_sha256(weights) if weights is not None and weights.is_file() else "",
+            layers=layers,
+            tokenize=tokenize,
+            normalization=EmbedSettings.normalization_of(tokenize),
+            max_words=max_words,
+            compute_dtype=compute_dtype,
+            storage_dtype=storage_dtype,
+            compression=compression,
+        )
         # One pass before the run: the line count, for the advice a failure gives, and with the space check the words
         # as the run splits them (with --tokenize the tokenizer's, the costly part: left out without the check).
-        split_words = (embedder.tokenizer.tokenize if tokenize else str.split) if space_check and is_main else None
-        size = _InputSize.of(input_file, split_words, words_json=tokenize, progress=is_main)
+        split_words = _word_splitter(embedder, tokenize) if space_check and processes.is_main_process else None
+        plan = _Plan(
+            input_file,
+            output,
+            command,
+            processes,
+            settings,
+            embedder,
+            _InputSize.of(input_file, split_words, words_json=tokenize, progress=processes.is_main_process),
+            batch_size=batch_size,
+            keep_sentences=processes.is_main_process and not forget_sentences,
+            overlap=embedder.device.type == "cuda" if overlap is None else overlap,
+            output_format=output_format,
+        )
         if space_check:
-            needed = size.output_bytes(embedder, storage, keep_sentences=not forget_sentences)
-            what = f"the vectors of {size.words:,} words (stored in segments, then merged into one file)"
-            on_main_process(
-                lambda: check_free_space(
-                    output, needed - stored_bytes(output, resume=resume), what=what, error=EmbedError
-                ),
-                error=EmbedError,
-            )
-        weights = Path(model) / "model.safetensors"
-        settings = {
-            "input_sha256": content_sha256(input_file),  # the content: a moved or renamed input resumes
-            "model": str(Path(model).resolve()) if Path(model).exists() else model,
-            "model_sha256": file_sha256(weights) if weights.is_file() else "",  # changed weights do not resume
-            "layers": layers,
-            "tokenize": tokenize,
-            "max_words": max_words,
-            "dtype": dtype,
-            "storage_dtype": storage.dtype,
-            "compression": storage.compression,
-        }
-        attributes = {
-            "elmo_embed_model": settings["model"],
-            "elmo_embed_model_sha256": settings["model_sha256"],
-            "elmo_embed_model_dtype": dtype,
-            "elmo_embed_layers": layers,
-            "elmo_embed_dtype": storage.dtype,
-            "elmo_embed_compression": storage.compression,
-            "elmo_embed_version": version("elmo-transformers"),
-            "elmo_embed_command": shlex.join(command),
-        }
-        shape = f"({embedder.num_layers}, words, {embedder.width})" if layers == "all" else f"(words, {embedder.width})"
-        layout = f"one dataset {shape} per line" if output_format == "hdf5" else f"a row per line, its vectors {shape}"
-        summary = EmbedSummary(layout=layout)
+            plan.check_free_space(resume=resume, keep_sentences=not forget_sentences)
         started = time.perf_counter()
-        partial = partial_path(output)
-
-        def open_file(join: bool) -> EmbeddingFile:
-            try:
-                return EmbeddingFile(
-                    output,
-                    settings=settings,
-                    attributes=attributes,
-                    shape=embedder.shape,
-                    storage=storage,
-                    resume=resume,
-                    join=join,
-                )
-            except WriteError as error:
-                raise EmbedError(_write_failure(partial, error.error, 0, size.lines, command)) from None
-
-        # The main process starts (or checks and continues) OUT.partial; then every other one joins it. No process
-        # writes before all have read which lines are stored: they share the batches out by that.
-        opened: list[EmbeddingFile] = []
-        on_main_process(lambda: opened.append(open_file(join=False)), error=EmbedError)
-        file = opened[0] if is_main else open_file(join=True)
-        resume_advice = f": {partial} keeps the finished lines; rerun with --resume"
-        wait_for_everyone(error=EmbedError, advice=resume_advice)
-        try:
-            with file:
-                run = _Run(
-                    file,
-                    embedder,
-                    summary,
-                    batch_size=batch_size,
-                    max_words=max_words,
-                    tokenize=tokenize,
-                    overlap=embedder.device.type == "cuda" if overlap is None else overlap,
-                    process=processes.process_index,
-                    processes=processes.num_processes,
-                )
-                try:
-                    sentence_to_index = run.embed_lines(input_file, keep_sentences=is_main and not forget_sentences)
-                except (RuntimeError, OSError, MemoryError) as error:  # out of memory, ...
-                    raise ProcessFailure(
-                        f"{type(error).__name__} after {summary.lines:,} lines: {first_line(error)}; {partial} keeps"
-                        " the finished lines: rerun with --resume (with a smaller --batch-size after running out of"
-                        " memory)"
-                    ) from error
-                except ProcessFailure:
-                    raise
-                except EmbedError as error:  # a refusal of this process's own lines (a value beyond float16, ...)
-                    raise ProcessFailure(str(error)) from error
-                file.store_open_segment()
-                # Every process's lines are stored (a process that failed ended the run: the launcher stops the
-                # others, and the main one never merges).
-                wait_for_everyone(error=EmbedError, advice=resume_advice)
-                if output_format == "datasets":
-                    from .datasets_output import write_dataset  # (datasets and pyarrow: seconds of imports)
-
-                    write_dataset(
-                        file,
-                        summary.lines,
-                        dtype=np.dtype(storage.dtype),
-                        width=embedder.width,
-                        layers=layers == "all",
-                        words=tokenize,
-                        process=processes.process_index,
-                        processes=processes.num_processes,
-                        wait_for_everyone=lambda: wait_for_everyone(error=EmbedError, advice=resume_advice),
-                    )
-                elif is_main:
-                    file.finish(summary.lines, sentence_to_index)
-        except WriteError as error:
-            stored = len(file.finished_lines())
-            raise ProcessFailure(_write_failure(partial, error.error, stored, size.lines, command)) from None
+        file = plan.open_partial(resume=resume)
+        summary = EmbedSummary(layout=plan.layout())
+        with plan.write_failures(file), file:
+            sentence_to_index = _run(plan, file, summary)
+            _finish(plan, file, summary, sentence_to_index)
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def leave_process_group() -> None:
+    """Once a run under `accelerate launch` is over, leave its process group (a no-op for one process), so that the
+    interpreter's exit has no gloo group left to tear down: that teardown aborted a process now and then ("terminate
+    called without an active exception"). The objects of finished collective calls are collected first, so that
+    gloo's threads, which the group's destructor joins, hold none to free."""
+    gc.collect()
+    PartialState().destroy_process_group()
 
 
 def is_main_process() -> bool:
     """Whether this is the main process of `accelerate launch` (or the only process): the one that reports."""
     return PartialState().is_main_process
+
+
+def _check_request(input_file: Path, output: Path, batch_size: int, max_words: int, output_format: str) -> None:
+    """Refuse, in one line, a run that cannot start: its input, its sizes, its output path."""
+    if input_file.is_dir():
+        raise EmbedError(f"{input_file} is a folder, expected a text file")
+    if str(input_file) == "-" or (input_file.exists() and not input_file.is_file()):
+        what = "standard input" if str(input_file) == "-" else "not a regular file but a pipe or a device"
+        raise EmbedError(
+            f"{input_file}: {what}: elmo-embed reads its input more than once (to count its words before the run,"
+            " and again to --resume), which a pipe cannot give: save the text to a file first (... > in.txt) and"
+            " pass that file"
+        )
+    if not input_file.is_file():
+        raise EmbedError(f"{input_file}: no such input file")
+    check_text(input_file)
+    if batch_size < 1 or max_words < 1:
+        raise EmbedError(f"--batch-size and --max-words must be at least 1, got {batch_size} and {max_words}")
+    check_output_path(output, input_file, folder=output_format == "datasets")
+
+
+def _warn_slow_compute_dtype(embedder: Embedder, compute_dtype: str, processes: PartialState) -> None:
+    if (
+        processes.is_main_process
+        and embedder.device.type == "cpu"
+        and compute_dtype != "float32"
+        and not onednn_available(TORCH_DTYPES[compute_dtype])
+    ):
+        print(
+            f"elmo-embed: warning: this CPU has no fast {compute_dtype} matrix products (no oneDNN {compute_dtype}"
+            " kernels for it): float32 runs several times faster here",
+            file=sys.stderr,
+        )
+
+
+def _word_splitter(embedder: Embedder, tokenize: bool) -> Callable[[str], list[str]]:
+    """How the run splits a line into words: the tokenizer's split with `tokenize`, else at whitespace."""
+    return embedder.tokenizer.tokenize if tokenize else str.split
 
 
 def _claim_output(held: ExitStack, output: Path, *, resume: bool, overwrite: bool) -> None:
@@ -316,17 +280,142 @@ def _process_device(device: str | None, processes: PartialState) -> str | None:
     )
 
 
-def _write_failure(partial: Path, error: BaseException, stored: int, lines: int, command: list[str]) -> str:
-    """The one line that ends a run whose write into `partial` failed: what failed, what is safe, how to go on."""
-    resume = command if "--resume" in command else [*command, "--resume"]
-    if is_disk_full(error):
-        problem, advice = "the disk is full (No space left on device)", "free some space and rerun"
-    else:
-        problem, advice = first_line(error), "rerun"
-    return (
-        f"{partial}: {problem}: {stored:,} of {lines:,} lines are safely stored; {advice} with --resume:"
-        f" {shlex.join(resume)}"
+@dataclass
+class _Plan:
+    """A run once its checks have passed: what it reads and writes, its `settings`, its processes, the loaded model
+    and the input's size (for the space check, and the advice a failure gives)."""
+
+    input_file: Path
+    output: Path
+    command: list[str]
+    processes: PartialState
+    settings: EmbedSettings
+    embedder: Embedder
+    size: _InputSize
+    batch_size: int
+    keep_sentences: bool  # this process keeps "sentence_to_index"
+    overlap: bool
+    output_format: str
+
+    @property
+    def partial(self) -> Path:
+        return partial_path(self.output)
+
+    def layout(self) -> str:
+        """What each line becomes, for the summary."""
+        embedder = self.embedder
+        shape = f"({embedder.num_layers}, words, {embedder.width})" if self.settings.layers == "all" else None
+        shape = shape or f"(words, {embedder.width})"
+        if self.output_format == "hdf5":
+            return f"one dataset {shape} per line"
+        return f"a row per line, its vectors {shape}"
+
+    def wait_for_everyone(self) -> None:
+        """Wait for every process of the run; a process that stopped ends the wait in one line."""
+        wait_for_everyone(error=EmbedError, advice=f": {self.partial} keeps the finished lines; rerun with --resume")
+
+    def check_free_space(self, *, resume: bool, keep_sentences: bool) -> None:
+        """Refuse (on the main process) a run that the disk clearly cannot hold, counting what a resumed run stored."""
+        needed = self.size.output_bytes(self.embedder, self.settings.storage, keep_sentences=keep_sentences)
+        needed -= stored_bytes(self.output, resume=resume)
+        what = f"the vectors of {self.size.words:,} words (stored in segments, then merged into one file)"
+        on_main_process(lambda: check_free_space(self.output, needed, what=what, error=EmbedError), error=EmbedError)
+
+    def open_partial(self, *, resume: bool) -> EmbeddingFile:
+        """`OUT.partial`, started (or checked and continued) by the main process, then joined by every other one. No
+        process writes before all have read which lines are stored: they share the batches out by that."""
+        opened: list[EmbeddingFile] = []
+        on_main_process(lambda: opened.append(self._open_file(resume=resume, join=False)), error=EmbedError)
+        file = opened[0] if self.processes.is_main_process else self._open_file(resume=resume, join=True)
+        self.wait_for_everyone()
+        return file
+
+    def _open_file(self, *, resume: bool, join: bool) -> EmbeddingFile:
+        attributes = self.settings.attributes(self.command)
+        try:
+            return EmbeddingFile(
+                self.output,
+                settings=self.settings,
+                attributes=attributes,
+                shape=self.embedder.shape,
+                resume=resume,
+                join=join,
+            )
+        except WriteError as error:
+            raise EmbedError(self.write_failure(error.error, stored=0)) from None
+
+    @contextmanager
+    def write_failures(self, file: EmbeddingFile) -> Iterator[None]:
+        """Turn a failed write into `file` into this process's one line, with what is safe and how to go on."""
+        try:
+            yield
+        except WriteError as error:
+            raise ProcessFailure(self.write_failure(error.error, stored=len(file.finished_lines()))) from None
+
+    def write_failure(self, error: BaseException, *, stored: int) -> str:
+        """The one line that ends a run whose write into `OUT.partial` failed: what failed, what is safe, and how to
+        go on."""
+        resume = self.command if "--resume" in self.command else [*self.command, "--resume"]
+        if is_disk_full(error):
+            problem, advice = "the disk is full (No space left on device)", "free some space and rerun"
+        else:
+            problem, advice = first_line(error), "rerun"
+        return (
+            f"{self.partial}: {problem}: {stored:,} of {self.size.lines:,} lines are safely stored; {advice} with"
+            f" --resume: {shlex.join(resume)}"
+        )
+
+
+def _run(plan: _Plan, file: EmbeddingFile, summary: EmbedSummary) -> dict[str, str] | None:
+    """Embed this process's share of the lines not yet stored into `file` and store them; returns
+    "sentence_to_index" (None unless `plan.keep_sentences`). A failure of this process's own work is a
+    `ProcessFailure`, which this process reports."""
+    run = _Run(
+        file,
+        plan.embedder,
+        summary,
+        batch_size=plan.batch_size,
+        max_words=plan.settings.max_words,
+        tokenize=plan.settings.tokenize,
+        overlap=plan.overlap,
+        process=plan.processes.process_index,
+        processes=plan.processes.num_processes,
     )
+    try:
+        sentence_to_index = run.embed_lines(plan.input_file, keep_sentences=plan.keep_sentences)
+    except (RuntimeError, OSError, MemoryError) as error:  # out of memory, ...
+        raise ProcessFailure(
+            f"{type(error).__name__} after {summary.lines:,} lines: {first_line(error)}; {plan.partial} keeps"
+            " the finished lines: rerun with --resume (with a smaller --batch-size after running out of memory)"
+        ) from error
+    except ProcessFailure:
+        raise
+    except EmbedError as error:  # a refusal of this process's own lines (a value beyond float16, ...)
+        raise ProcessFailure(str(error)) from error
+    file.store_open_segment()
+    return sentence_to_index
+
+
+def _finish(plan: _Plan, file: EmbeddingFile, summary: EmbedSummary, sentence_to_index: dict[str, str] | None) -> None:
+    """Once every process's lines are stored, make the output of them (a process that failed ended the run: the
+    launcher stops the others, and the main one never merges)."""
+    plan.wait_for_everyone()
+    if plan.output_format == "datasets":
+        from .datasets_output import write_dataset  # (datasets and pyarrow: seconds of imports)
+
+        write_dataset(
+            file,
+            summary.lines,
+            dtype=np.dtype(plan.settings.storage_dtype),
+            width=plan.embedder.width,
+            layers=plan.settings.layers == "all",
+            words=plan.settings.tokenize,
+            process=plan.processes.process_index,
+            processes=plan.processes.num_processes,
+            wait_for_everyone=plan.wait_for_everyone,
+        )
+    elif plan.processes.is_main_process:
+        file.finish(summary.lines, sentence_to_index)
 
 
 @dataclass
@@ -369,6 +458,19 @@ class _InputSize:
         stored = self.words * int(np.prod(embedder.shape(1))) * storage.itemsize
         stored += self.lines * LINE_BYTES + self.words_json_bytes
         return 2 * stored + (self.text_bytes if keep_sentences else 0)
+
+
+def _overflow_problem(line: int, vectors: np.ndarray, compute_dtype: str) -> str:
+    """The line refusing the non-finite `vectors` of line `line`, computed in `compute_dtype`."""
+    value = vectors.reshape(-1)[np.flatnonzero(~np.isfinite(vectors))[0]]
+    problem = f"line {line + 1} (dataset {line}) has a vector holding {value} computed in {compute_dtype}"
+    if compute_dtype == "float32":
+        return f"{problem}: the model's activations overflow float32's range; check the model's weights"
+    limit = float(torch.finfo(TORCH_DTYPES[compute_dtype]).max)
+    return (
+        f"{problem}: the model's activations went beyond {compute_dtype}'s range ({limit:g}); compute in float32"
+        " (--dtype float32, with --overwrite to start over)"
+    )
 
 
 @dataclass
@@ -530,5 +632,8 @@ class _Run:
         progress.update(words)
 
     def _write_piece(self, line: int, start: int, vectors: np.ndarray, words: list[str]) -> None:
-        """Write the vectors of words `start`... of line `line`, whose words are `words`."""
+        """Write the vectors of words `start`... of line `line`, whose words are `words`; refuse a NaN or an
+        infinity (the weights are finite: `require_model_folder`), which the model computed by overflowing."""
+        if not np.isfinite(vectors).all():
+            raise EmbedError(_overflow_problem(line, vectors, self.embedder.compute_dtype))
         self.file.write(line, start, vectors, len(words), tokens=words if self.tokenize else None)

@@ -10,17 +10,19 @@ each stripped line to its index string. When the words are not simply the line's
 in order. Its root attributes record how it was made (readers of the layout ignore them), each a string:
   elmo_embed_model          the model (its folder's absolute path)
   elmo_embed_model_sha256   the sha256 of its weights file, model.safetensors
-  elmo_embed_model_dtype    the dtype the model computed in (--dtype)
+  elmo_embed_compute_dtype  the dtype the model computed in (--dtype)
   elmo_embed_layers         --layers
-  elmo_embed_dtype          the dtype of the stored vectors (--storage-dtype): float32 or float16
+  elmo_embed_normalization  the Unicode normalisation of the words: NFC with --tokenize, none without
+  elmo_embed_storage_dtype  the dtype of the stored vectors (--storage-dtype): float32 or float16
   elmo_embed_compression    the HDF5 filter of the line datasets (--compression): none, gzip or lzf
   elmo_embed_version        the version of elmo-transformers
   elmo_embed_command        the command line that started the file (a --resume continues it)
 
-While the run goes on, `OUT.partial/` holds `settings.json` (what the run computes, so that `--resume` cannot mix
-the outputs of different settings, and the attributes above) and segments `lines-FIRST-LAST.hdf5`, each holding
-the complete lines (datasets named as in the finished file) of a run of consecutive batches, FIRST and LAST the
-smallest and largest of them. Every line is in exactly one segment, so the names never clash, whoever wrote them:
+While the run goes on, `OUT.partial/` holds `settings.json` (what the run computes, `EmbedSettings`, so that
+`--resume` cannot mix the outputs of different settings, and the attributes above) and segments
+`lines-FIRST-LAST.hdf5`, each holding the complete lines (datasets named as in the finished file) of a run of
+consecutive batches, FIRST and LAST the smallest and largest of them. Every line is in exactly one segment, so the
+names never clash, whoever wrote them:
 under `accelerate launch` each process writes segments of its own lines, and the main process merges them all.
 A segment is written under a temporary name (`.segment-*.tmp`), flushed after each batch, and closed, synced and
 renamed once it holds about `SEGMENT_BYTES` of vectors and no line is half-written (a line longer than --max-words
@@ -36,7 +38,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import closing, contextmanager
@@ -58,7 +62,7 @@ from elmo_transformers.common.atomic_output import (
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.common.output_lock import lock_path
 
-from .storage import Storage
+from .settings import EmbedSettings
 
 __all__ = [
     "SEGMENT_BYTES",
@@ -132,19 +136,46 @@ def stored_bytes(output: str | Path, *, resume: bool) -> int:
 
 
 def _create_hdf5(folder: Path, prefix: str) -> tuple[Path, h5py.File]:
-    """A new hdf5 file of a temporary name in `folder`, writing each dataset's data when it is written: without
-    HDF5's sieve buffer a failed write raises in the call that made it, instead of in a later dataset close that
-    can only print it (and, on a full disk, went on to crash the process)."""
+    """A new hdf5 file of a temporary name in `folder`, writing each dataset's data when it is written, so that a
+    failed write raises in the call that made it instead of in a later dataset close, which h5py calls when it frees
+    the object and which can only print the error (and, on a full disk, went on to crash the process): without
+    HDF5's sieve buffer (contiguous datasets) and without its chunk cache (compressed ones, whose chunks waited
+    there for the close)."""
     h5py_errors.silence_errors()  # HDF5 prints its own report of an error unless silenced, in each thread
     handle, name = tempfile.mkstemp(prefix=prefix, suffix=_TEMPORARY_SUFFIX, dir=folder)
     os.close(handle)
     access = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
     access.set_sieve_buf_size(0)
+    _, chunk_slots, _, preemption = access.get_cache()
+    access.set_cache(0, chunk_slots, 0, preemption)
     try:
         return Path(name), h5py.File(h5py.h5f.create(os.fsencode(name), h5py.h5f.ACC_TRUNC, fapl=access))
     except BaseException:
         Path(name).unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def _interrupt_between_lines() -> Iterator[Callable[[], None]]:
+    """Ctrl-C (SIGINT) inside the block is raised as KeyboardInterrupt only where the check it gives is called, and
+    at its end. The merge spends its time in h5py, whose bookkeeping runs in weakref callbacks: a KeyboardInterrupt
+    raised there can only be printed ("Exception ignored in ... WeakValueDictionary"), and the run went on to exit 0,
+    the user's interrupt swallowed. Outside the main thread (where signals cannot be caught) the block runs as is."""
+    received: list[int] = []
+
+    def check() -> None:
+        if received:
+            raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield check
+        return
+    previous = signal.signal(signal.SIGINT, lambda number, frame: received.append(number))
+    try:
+        yield check
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    check()
 
 
 def _discard(file: h5py.File, path: Path) -> None:
@@ -193,11 +224,11 @@ class _Readers:
 class EmbeddingFile:
     """The `OUT.partial/` folder of a run; a context manager that keeps what is done on any exit.
 
-    `shape(words)` is the shape of one line's dataset, stored as `storage` says (the vectors cast before they are
-    written). With `resume`, an existing `OUT.partial/` is continued when it was started with the same `settings`;
-    otherwise a new one is created (an old one removed: the caller checked that it may be). `attributes` (strings)
-    become the finished file's root attributes; a resumed run keeps those of the run that started the folder.
-    Writes that fail raise `WriteError`.
+    `shape(words)` is the shape of one line's dataset, stored as `settings.storage` says (the vectors cast before
+    they are written). With `resume`, an existing `OUT.partial/` is continued when it was started with the same
+    `settings`; otherwise a new one is created (an old one removed: the caller checked that it may be).
+    `attributes` (strings) become the finished file's root attributes; a resumed run keeps those of the run that
+    started the folder. Writes that fail raise `WriteError`.
 
     With `join`, another process of the same run (under `accelerate launch`) has just started or continued the
     folder: this one only reads which lines it holds, then writes segments of its own beside the others'.
@@ -207,17 +238,16 @@ class EmbeddingFile:
         self,
         output: str | Path,
         *,
-        settings: dict[str, Any],
+        settings: EmbedSettings,
         attributes: dict[str, str],
         shape: Callable[[int], tuple[int, ...]],
-        storage: Storage,
         resume: bool,
         join: bool = False,
     ) -> None:
         self.output = Path(output)
         self.partial = partial_path(output)
         self.shape = shape
-        self.storage = storage
+        self.storage = settings.storage
         self._words_written: dict[int, int] = {}
         self._open: _Segment | None = None
         # The stored lines: line index -> its segment.
@@ -231,7 +261,7 @@ class EmbeddingFile:
             self.attributes = attributes
             self._start(settings)
 
-    def _start(self, settings: dict[str, Any]) -> None:
+    def _start(self, settings: EmbedSettings) -> None:
         if self.partial.is_dir():
             shutil.rmtree(self.partial)
         else:
@@ -239,7 +269,7 @@ class EmbeddingFile:
         with self._writing():
             self.partial.mkdir(parents=True)
             staging = self.partial / f".{SETTINGS_FILE}{_TEMPORARY_SUFFIX}"
-            content = {"settings": settings, "attributes": self.attributes}
+            content = {"settings": settings.as_json(), "attributes": self.attributes}
             staging.write_text(json.dumps(content, indent=2, sort_keys=True) + "\n", encoding="utf-8")
             sync_to_disk(staging)
             staging.replace(self.partial / SETTINGS_FILE)
@@ -255,14 +285,10 @@ class EmbeddingFile:
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise EmbedError(f"{self.partial / SETTINGS_FILE} cannot be resumed ({error}): {_START_OVER}") from None
 
-    def _reopen(self, settings: dict[str, Any]) -> dict[str, str]:
+    def _reopen(self, settings: EmbedSettings) -> dict[str, str]:
         """Check that `OUT.partial/` was started with `settings`, find its stored lines and return its attributes."""
         started_settings, attributes = self._read_settings()
-        differences = [
-            f"{key} {started_settings.get(key)!r} (now {value!r})"
-            for key, value in settings.items()
-            if started_settings.get(key) != value
-        ]
+        differences = settings.differences(started_settings)
         if differences:
             raise EmbedError(
                 f"{self.partial} was started with {', '.join(differences)}: rerun with the same input and options,"
@@ -409,18 +435,19 @@ class EmbeddingFile:
         except Exception as error:
             raise WriteError(error) from error
         try:
-            with closing(self.stored_datasets(range(lines))) as datasets:
+            with _interrupt_between_lines() as interrupted, closing(self.stored_datasets(range(lines))) as datasets:
                 bar = tqdm(datasets, desc="elmo-embed: merging", unit="line", total=lines, disable=None)
                 for line, dataset in enumerate(bar):
+                    interrupted()
                     merged.copy(dataset, merged, name=str(line))
                     if line % _MERGE_FLUSH_LINES == _MERGE_FLUSH_LINES - 1:
                         merged.flush()
-            if sentence_to_index is not None:
-                index = merged.create_dataset(SENTENCE_TO_INDEX, (1,), dtype=h5py.string_dtype())
-                index[0] = json.dumps(sentence_to_index)
-            merged.attrs.update(self.attributes)
-            merged.close()
-            sync_to_disk(staging)
+                if sentence_to_index is not None:
+                    index = merged.create_dataset(SENTENCE_TO_INDEX, (1,), dtype=h5py.string_dtype())
+                    index[0] = json.dumps(sentence_to_index)
+                merged.attrs.update(self.attributes)
+                merged.close()
+                sync_to_disk(staging)
         except BaseException as error:
             _discard(merged, staging)
             if isinstance(error, Exception):

@@ -1,12 +1,14 @@
 """Read the input one line at a time, without ever holding the whole file, and never failing on bad bytes.
 
-The input is plain or gzip-compressed text (recognised by its first bytes, whatever its name). An input that
-is mostly not text (binary data, or text in another encoding than UTF-8) is refused before anything is
-written; a few bad bytes in a text file are decoded as U+FFFD, line by line.
+The input is plain or gzip-compressed text (recognised by its first bytes, whatever its name). An input that is
+mostly not text (binary data, UTF-16), or text in another encoding than UTF-8 (Latin-1, cp1252: its first 64 KB hold
+bytes that are not UTF-8 and no character beyond ASCII that is), is refused before anything is written; a few bad
+bytes in a UTF-8 file are decoded as U+FFFD, line by line, with a warning.
 """
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import hashlib
 import io
@@ -24,6 +26,8 @@ __all__ = ["Line", "check_text", "content_sha256", "open_input", "read_lines"]
 # Bytes that are not UTF-8 come out of the "surrogateescape" decoder as U+DC80..U+DCFF, which valid UTF-8 never
 # decodes to.
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+# A character beyond ASCII that UTF-8 decoded (not an escaped byte).
+_UTF8_BEYOND_ASCII = re.compile("[\x80-\udc7f\udd00-\U0010ffff]")
 # What UTF-8 text does not hold: bytes that are not UTF-8, and control characters other than whitespace (NUL too).
 _NOT_TEXT = re.compile("[\udc80-\udcff\x00-\x08\x0e-\x1f\x7f]")
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -55,19 +59,30 @@ def open_input(path: str | Path) -> BinaryIO:
 
 
 def check_text(path: str | Path) -> None:
-    """Refuse `path` (one line naming what is wrong) unless its first `SAMPLE_BYTES` look like UTF-8 text."""
+    """Refuse `path` (one line naming what is wrong) unless its first `SAMPLE_BYTES` look like UTF-8 text: not
+    binary, and not in another encoding."""
     try:
         with open_input(path) as file:
             sample = file.read(SAMPLE_BYTES)
     except _GZIP_ERRORS as error:
         raise EmbedError(f"{path}: damaged gzip data ({first_line(error)})") from None
-    # A multi-byte character cut by the end of the sample counts as bad bytes: a few at most.
-    not_text = len(_NOT_TEXT.findall(sample.decode("utf-8", "surrogateescape")))
+    # A multi-byte character cut by the end of the sample is left out.
+    text = codecs.getincrementaldecoder("utf-8")("surrogateescape").decode(sample, final=len(sample) < SAMPLE_BYTES)
+    not_text = len(_NOT_TEXT.findall(text))
     if sample and not_text > MAX_NOT_TEXT_SHARE * len(sample):
         where = f"its first {len(sample):,} bytes" if len(sample) == SAMPLE_BYTES else "its bytes"
         raise EmbedError(
             f"{path}: looks binary ({not_text / len(sample):.0%} of {where} are control characters or not UTF-8),"
             " not text; elmo-embed reads UTF-8 text, one sentence per line, plain or gzip-compressed"
+        )
+    bad = _ESCAPED_BYTE.search(text)
+    if bad and not _UTF8_BEYOND_ASCII.search(text):
+        line = text.count("\n", 0, bad.start()) + 1
+        byte = ord(bad.group()) - 0xDC00
+        raise EmbedError(
+            f"{path}: not UTF-8 text: line {line:,} holds the byte 0x{byte:02X}, and its first {len(sample):,} bytes"
+            " hold no UTF-8 character beyond ASCII: another encoding (Latin-1, cp1252, ...)? elmo-embed reads UTF-8:"
+            " convert it first (e.g. with iconv -f latin1 -t utf-8)"
         )
 
 

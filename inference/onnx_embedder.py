@@ -74,14 +74,14 @@ def open_graph(path: str | Path, error: type[ElmoError], *, threads: int | None 
 
 
 def open_embedder(
-    model: str, *, layers: str, dtype: str = "float32", device: str | None = None
+    model: str, *, layers: str, compute_dtype: str = "float32", device: str | None = None
 ) -> Embedder | OnnxEmbedder:
     """`elmo-embed`'s embedder of `model`: `OnnxEmbedder` where the folder holds an exported graph (float32, on CPU
     whatever `device`), else `Embedder` (PyTorch) on `device`."""
     if not holds_onnx_graph(model):
-        return Embedder(model, layers=layers, dtype=dtype, device=device)
-    if dtype != "float32":
-        raise EmbedError(f"--dtype {dtype}: {model} holds an ONNX graph, which runs in float32 (on CPU)")
+        return Embedder(model, layers=layers, compute_dtype=compute_dtype, device=device)
+    if compute_dtype != "float32":
+        raise EmbedError(f"--dtype {compute_dtype}: {model} holds an ONNX graph, which runs in float32 (on CPU)")
     return OnnxEmbedder(model, layers=layers)
 
 
@@ -89,12 +89,15 @@ class OnnxEmbedder:
     """The graph of an `elmo-convert onnx` folder on onnxruntime (CPU), giving the vectors of `layers` ("all",
     "top" or "average", as `Embedder`) for batches of sentences. `quantized` runs `QUANTIZED_GRAPH`."""
 
+    backend = "onnxruntime"
+
     def __init__(self, model: str, *, layers: str, quantized: bool = False, threads: int | None = None) -> None:
         if layers not in ("all", "top", "average"):
             raise EmbedError(f"--layers {layers}: an ONNX folder serves all, top or average")
         folder = Path(model)
         name = QUANTIZED_GRAPH if quantized or not (folder / FLOAT_GRAPH).is_file() else FLOAT_GRAPH
-        self.session = open_graph(folder / name, EmbedError, threads=threads)
+        self.weights_file = folder / name
+        self.session = open_graph(self.weights_file, EmbedError, threads=threads)
         if "hidden_states" not in {output.name for output in self.session.get_outputs()}:
             raise EmbedError(f"{folder / name}: the graph of a task head (logits), not of the biLM: export the biLM")
         self.layers = layers

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import threading
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -29,39 +30,79 @@ __all__ = ["ElmoTokenizer", "pad_sentences", "split_words", "word_to_char_ids"]
 
 BOS_WORD, EOS_WORD = "<S>", "</S>"
 
-# PTB-like word splitting of raw text, tried left to right at each position:
-_WORD_PATTERN = re.compile(
-    r"""
-    (?:[^\W\d_]\.){2,}                 # abbreviations with inner periods: U.S., e.g.
-  | \d+(?:[.,:/]\d+)*                  # numbers: 3.14, 1,000, 10:30, 1/2
-  | \w+(?=n't\b)                       # "do" of "don't" (the clitic follows as its own word)
-  | n't\b                              # negation clitic
-  | '(?:s|re|ve|ll|d|m)\b              # clitics: 's 're 've 'll 'd 'm
-  | \w+(?:-\w+)*(?:'(?!(?:s|re|ve|ll|d|m)\b)\w+(?:-\w+)*)*  # words; inner hyphens, apostrophes kept
-  | \.\.\.|--                          # ellipsis, dash
-  | \S                                 # any other symbol is a word of its own
-    """,
-    re.VERBOSE | re.IGNORECASE,
-)
+
+def _grapheme_extenders() -> str:
+    """A character class of what extends the character before it into one grapheme cluster (Unicode's
+    Grapheme_Cluster_Break Extend, SpacingMark and ZWJ, near enough): the combining marks (Mn, Mc, Me: accents,
+    the vowel signs of Indic scripts, variation selectors, the keycap), the zero-width joiner and non-joiner, the
+    emoji skin-tone modifiers and the tag characters of flag sequences. Python's `re` has no `\\X` and its `\\w`
+    matches none of them, so that the pattern below attaches them to their base itself."""
+    planes = itertools.chain(range(0x30000), range(0xE0000, 0xE1000))  # where Unicode has put marks
+    marks = [code for code in planes if unicodedata.category(chr(code)) in ("Mn", "Mc", "Me")]
+    spans: list[list[int]] = []
+    for code in marks:
+        if spans and code == spans[-1][1] + 1:
+            spans[-1][1] = code
+        else:
+            spans.append([code, code])
+    spans += [[0x200C, 0x200D], [0x1F3FB, 0x1F3FF], [0xE0020, 0xE007F]]
+    return "[" + "".join(f"{re.escape(chr(first))}-{re.escape(chr(last))}" for first, last in spans) + "]"
+
+
+def _word_pattern(extend: str) -> re.Pattern:
+    """PTB-like word splitting of raw text, tried left to right at each position, where each letter, word
+    character, digit or other symbol is followed by `extend` (the marks that extend it, or "" for text without
+    them); a symbol also takes the symbols that zero-width joiners attach to it (an emoji sequence: a family)."""
+    letter, word, digits = rf"(?:[^\W\d_]{extend})", rf"(?:\w{extend})+", rf"(?:\d{extend})+"
+    symbol = rf"(?:\S{extend}(?:(?<=\u200d)\S{extend})*)"
+    return re.compile(
+        rf"""
+        (?:{letter}\.){{2,}}            # abbreviations with inner periods: U.S., e.g.
+      | {digits}(?:[.,:/]{digits})*     # numbers: 3.14, 1,000, 10:30, 1/2
+      | {word}(?=n't\b)                # "do" of "don't" (the clitic follows as its own word)
+      | n't\b                          # negation clitic
+      | '(?:s|re|ve|ll|d|m)\b          # clitics: 's 're 've 'll 'd 'm
+      | {word}(?:-{word})*(?:'(?!(?:s|re|ve|ll|d|m)\b){word}(?:-{word})*)*  # words; inner hyphens, apostrophes
+      | \.\.\.|--                      # ellipsis, dash
+      | [\U0001F1E6-\U0001F1FF]{{2}}     # a flag: two regional indicators
+      | {symbol}                       # any other symbol is a word of its own
+        """,
+        re.VERBOSE | re.IGNORECASE,
+    )
+
+
+_EXTEND = _grapheme_extenders()
+_CLUSTER_WORD_PATTERN = _word_pattern(f"{_EXTEND}*")
+# Most text holds no mark, joiner or flag: the pattern without them splits it alike, 5-10 times faster.
+_PLAIN_WORD_PATTERN = _word_pattern("")
+_CLUSTERED = re.compile(f"{_EXTEND}|[\U0001f1e6-\U0001f1ff]")
 
 
 def split_words(text: str) -> list[str]:
-    """Split raw text into words, PTB-like (punctuation split off).
+    """Split raw text into words, PTB-like (punctuation split off), never inside a character as the reader sees it.
 
-    Whitespace separates words; inside a chunk, punctuation and symbols become words of their own, except
-    inner hyphens and apostrophes ("bio-identical", "o'clock"), numbers ("3.14", "1,000"), abbreviations
-    with inner periods ("U.S.") and the "..." and "--" marks. Clitics split as in the Penn Treebank:
-    "don't" -> "do n't", "John's" -> "John 's". A literal "<S>"/"</S>" stays one word.
+    The text is first normalised to Unicode's NFC, so that a decomposed "e\\u0301cole" (as macOS file names and some
+    web text hold it) is the same word, with the same character ids, as the precomposed "école". Whitespace
+    separates words; inside a chunk, punctuation and symbols become words of their own, except inner hyphens and
+    apostrophes ("bio-identical", "o'clock"), numbers ("3.14", "1,000"), abbreviations with inner periods ("U.S.")
+    and the "..." and "--" marks. A grapheme cluster is never cut: combining marks stay with their letter, an emoji
+    with its variation selector, skin tone or zero-width-joined sequence ("❤️", a family), a flag's two regional
+    indicators together. Clitics split as in the Penn Treebank: "don't" -> "do n't", "John's" -> "John 's". A
+    literal "<S>"/"</S>" stays one word.
 
     >>> split_words("Don't panic: it's 3.14, not U.S. law...")
     ['Do', "n't", 'panic', ':', 'it', "'s", '3.14', ',', 'not', 'U.S.', 'law', '...']
     """
+    pattern = _PLAIN_WORD_PATTERN
+    if not text.isascii():  # (ASCII is NFC and holds no mark: the common case costs nothing more)
+        text = unicodedata.normalize("NFC", text)
+        pattern = _CLUSTER_WORD_PATTERN if _CLUSTERED.search(text) else _PLAIN_WORD_PATTERN
     words = []
     for chunk in text.split():
         if chunk in (BOS_WORD, EOS_WORD):
             words.append(chunk)
         else:
-            words.extend(_WORD_PATTERN.findall(chunk))
+            words.extend(pattern.findall(chunk))
     return words
 
 

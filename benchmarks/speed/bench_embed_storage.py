@@ -25,6 +25,7 @@ import torch
 from elmo_transformers.inference.embedder import Embedder
 from elmo_transformers.inference.hdf5_output import EmbeddingFile
 from elmo_transformers.inference.options import COMPRESSIONS, STORAGE_DTYPES
+from elmo_transformers.inference.settings import EmbedSettings
 from elmo_transformers.inference.storage import Storage
 from modeling_elmo import DEFAULT_MODEL
 
@@ -33,7 +34,10 @@ BATCH_LINES = 64
 
 
 def write(path: Path, vectors: list[np.ndarray], storage: Storage, shape: Callable[[int], tuple[int, ...]]) -> None:
-    with EmbeddingFile(path, settings={}, attributes={}, shape=shape, storage=storage, resume=False) as file:
+    settings = EmbedSettings(
+        "", "", "pytorch", "", "all", False, "none", 1000, "float32", storage.dtype, storage.compression
+    )
+    with EmbeddingFile(path, settings=settings, attributes={}, shape=shape, resume=False) as file:
         for line, array in enumerate(vectors):
             file.write(line, 0, array, array.shape[-2])
             if line % BATCH_LINES == BATCH_LINES - 1:

@@ -201,7 +201,7 @@ def bench_elmo_embed(args, model: ElmoModel, device: torch.device, work: Path) -
     rows = []
     for dtype in ("float32", "bfloat16"):
         summary = embed_file(
-            work / "input.txt", work / f"{dtype}.hdf5", model=str(folder), dtype=dtype, device=str(device),
+            work / "input.txt", work / f"{dtype}.hdf5", model=str(folder), compute_dtype=dtype, device=str(device),
             forget_sentences=True,
         )  # fmt: skip
         rows.append([dtype, f"{summary.embedded_words:,}", f"{summary.embedded_words / summary.seconds:,.0f}"])

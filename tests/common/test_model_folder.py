@@ -8,8 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from safetensors.torch import load_file, save_file
 
-from elmo_transformers.common.errors import DataFileError
+from elmo_transformers.common.errors import ConversionError, DataFileError
 from elmo_transformers.common.model_folder import model_folder_problem, require_model_folder
 from elmo_transformers.training.pretraining.starting_model import load_starting_model
 from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
@@ -67,3 +68,20 @@ def test_pretraining_from_a_folder_that_is_not_a_model(tmp_path: Path) -> None:
     vocabulary = LmVocabulary.from_file(vocabulary_file)
     with pytest.raises(DataFileError, match=r"not a model folder \(no config\.json\)"):
         load_starting_model(vocabulary, model_name_or_path=str(tmp_path))
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_a_non_finite_weight_is_named_for_every_command(value: float, fixture_model_folder: Path, tmp_path: Path):
+    """The converters (`require_model_folder(..., ConversionError)`), elmo-embed and training share this check."""
+    folder = _copy(fixture_model_folder, tmp_path / "nan")
+    weights = folder / "model.safetensors"
+    tensors = load_file(weights)
+    name = sorted(name for name in tensors if tensors[name].dim() == 2)[-1]
+    tensors[name][1, 2] = value
+    save_file(tensors, weights, metadata={"format": "pt"})
+    assert model_folder_problem(folder) == (
+        f"{weights}: {name} holds a non-finite value ({value}) at index [1, 2]: the weights are damaged (every output"
+        " would be NaN); copy or convert them again"
+    )
+    with pytest.raises(ConversionError, match="holds a non-finite value"):
+        require_model_folder(folder, ConversionError)

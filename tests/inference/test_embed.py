@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import h5py
@@ -207,6 +208,23 @@ def test_tokenize(reference, fixture_model_folder: Path, tmp_path: Path, capsys:
     assert [len(words[name]) for name in words] == [contents[name].shape[1] for name in words]
 
 
+def test_tokenize_keeps_characters_whole_and_normalises_to_nfc(
+    fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A decomposed "e\u0301cole" was 3 words (the accent one of them) and an emoji family 5, invisible joiners
+    included, each with vectors of its own. Now the decomposed line is the precomposed one, vectors and words, and
+    the file records the normalisation."""
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
+    source = _write_lines(tmp_path / "in.txt", ["l'e\u0301cole \u2764\ufe0f " + family, "l'école ❤️ " + family])
+    output = tmp_path / "out.hdf5"
+    assert _embed(capsys, source, output, "--model", fixture_model_folder, "--tokenize")[0] == 0
+    assert _stored_words(output) == {name: ["l'école", "\u2764\ufe0f", family] for name in ("0", "1")}
+    contents = _read(output)
+    np.testing.assert_array_equal(contents["0"], contents["1"])
+    with h5py.File(output, "r") as file:
+        assert file.attrs["elmo_embed_normalization"] == "NFC"
+
+
 def test_words_are_stored_only_with_tokenize(
     fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
@@ -296,6 +314,33 @@ def test_resume_embeds_only_unfinished_lines(
     np.testing.assert_allclose(lines[5], _layers(reference, RESUME_LINES[5].split()), rtol=0, atol=1e-6)
 
 
+def test_a_resume_needs_only_the_space_of_what_is_left(
+    recorded_pieces: dict,
+    fixture_model_folder: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The segments already stored are not needed again: a resume that fits in the free space starts."""
+    source = _write_lines(tmp_path / "in.txt", RESUME_LINES)
+    output = tmp_path / "out.hdf5"
+    args = (source, output, "--model", fixture_model_folder, "--batch-size", 1, "--max-words", 4)
+    needed: list[int] = []
+    check = embed_module.check_free_space
+    monkeypatch.setattr(embed_module, "check_free_space", lambda *a, **k: needed.append(a[1]) or check(*a, **k))
+    recorded_pieces.update(interrupt_at=6, interrupt=KeyboardInterrupt())
+    assert _embed(capsys, *args)[0] == 130
+    stored = sum(path.stat().st_size for path in Path(f"{output}.partial").glob("lines-*.hdf5"))
+    assert 0 < stored < needed[0]
+    free = needed[0] - stored // 2  # enough for what is left, not for the whole run
+    usage = shutil._ntuple_diskusage(10**9, 10**9 - free, free)
+    monkeypatch.setattr("elmo_transformers.common.disk_space.shutil.disk_usage", lambda path: usage)
+    recorded_pieces.update(interrupt_at=None)
+    code, _, err = _embed(capsys, *args, "--resume")
+    assert code == 0, err
+    assert needed[1] == needed[0] - stored
+
+
 def test_resume_judges_the_input_by_its_content(
     recorded_pieces: dict, fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
@@ -383,6 +428,49 @@ def test_binary_input_is_refused_before_writing(
     assert err.startswith(f"elmo-embed: error: {source}: looks binary (") and share in err
     assert "not text; elmo-embed reads UTF-8 text, one sentence per line, plain or gzip-compressed" in err
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.bin"], "nothing is written"
+
+
+def test_a_pipe_is_refused_with_the_reason(fixture_model_folder: Path, tmp_path: Path) -> None:
+    """A FIFO, `/dev/stdin` fed by a pipe (and `-`: test_one_line_errors) were refused as "no such input file"."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    output = tmp_path / "out.hdf5"
+    for source, stdin in ((str(fifo), None), ("/dev/stdin", subprocess.PIPE)):
+        run = subprocess.run(
+            [sys.executable, "-m", "elmo_transformers.inference.embed", source, str(output)],
+            input="The cat sat .\n" if stdin else None,
+            capture_output=True,
+            text=True,
+        )
+        assert run.returncode == 2, run.stderr
+        assert run.stderr == (
+            f"elmo-embed: error: {source}: not a regular file but a pipe or a device: elmo-embed reads its input more"
+            " than once (to count its words before the run, and again to --resume), which a pipe cannot give: save"
+            " the text to a file first (... > in.txt) and pass that file\n"
+        )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["fifo"], "nothing is written"
+
+
+def test_another_encoding_is_refused_and_a_few_bad_bytes_are_replaced(
+    fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """--help said another encoding is refused, yet a Latin-1 file ran with every accented letter as U+FFFD (exit 0).
+    A file whose non-ASCII bytes are all not UTF-8 is refused; a UTF-8 file with a bad byte is embedded, warned."""
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("The cat sat .\nun café crème\n".encode("latin-1"))
+    code, _, err = _embed(capsys, latin1, tmp_path / "out.hdf5", "--model", fixture_model_folder)
+    assert (code, err) == (
+        2,
+        f"elmo-embed: error: {latin1}: not UTF-8 text: line 2 holds the byte 0xE9, and its first 28 bytes hold no"
+        " UTF-8 character beyond ASCII: another encoding (Latin-1, cp1252, ...)? elmo-embed reads UTF-8: convert it"
+        " first (e.g. with iconv -f latin1 -t utf-8)\n",
+    )
+    assert not (tmp_path / "out.hdf5").exists()
+    damaged = tmp_path / "damaged.txt"
+    damaged.write_bytes("un café .\n".encode() + b"caf\xe9 .\n")
+    code, _, err = _embed(capsys, damaged, tmp_path / "out.hdf5", "--model", fixture_model_folder)
+    assert code == 0
+    assert "line 2 (dataset 1) is not valid UTF-8: its bad bytes are embedded as U+FFFD" in err
 
 
 def test_damaged_gzip_input(fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -497,6 +585,7 @@ def test_bfloat16_model_writes_float32(
         (["in.txt", "out.hdf5", "--device", "nonsense"], "--device nonsense: "),
         (["in.txt", "folder"], "folder is a folder, expected a file path"),
         (["in.txt", "."], ". is a folder, expected a file path"),
+        (["-", "out.hdf5"], "-: standard input: elmo-embed reads its input more than once (to count its words"),
     ],
 )
 def test_one_line_errors(
@@ -527,6 +616,52 @@ def test_damaged_weights_are_named(fixture_model_folder: Path, tmp_path: Path, c
     assert err.startswith(f"elmo-embed: error: {weights}: the weights cannot be read (")
     assert err.rstrip().endswith("the file is damaged or incomplete; copy or convert it again")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["damaged", "in.txt"], "nothing is written"
+
+
+def _edit_weight(folder: Path, edit: Callable[[torch.Tensor], torch.Tensor]) -> str:
+    """Replace a weight of `folder`'s model.safetensors with `edit(weight)`; returns the weight's name."""
+    weights = folder / "model.safetensors"
+    tensors = load_file(weights)
+    name = next(name for name in tensors if name.endswith("backward_lstm.layers.0.input_projection.weight"))
+    tensors[name] = edit(tensors[name]).contiguous()
+    save_file(tensors, weights, metadata={"format": "pt"})
+    return name
+
+
+def test_non_finite_weights_are_refused(fixture_model_folder: Path, tmp_path: Path, capsys) -> None:
+    """One NaN in a weight made every vector NaN, with exit status 0."""
+    damaged = Path(shutil.copytree(fixture_model_folder, tmp_path / "damaged"))
+
+    def one_nan(weight: torch.Tensor) -> torch.Tensor:
+        weight[3, 7] = float("nan")
+        return weight
+
+    name = _edit_weight(damaged, one_nan)
+    source = _write_lines(tmp_path / "in.txt", SENTENCES)
+    code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", damaged)
+    assert (code, err) == (
+        2,
+        f"elmo-embed: error: {damaged / 'model.safetensors'}: {name} holds a non-finite value (nan) at index [3, 7]:"
+        " the weights are damaged (every output would be NaN); copy or convert them again\n",
+    )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["damaged", "in.txt"], "nothing is written"
+
+
+def test_a_weight_of_the_wrong_shape_is_one_line(fixture_model_folder: Path, tmp_path: Path, capsys) -> None:
+    """transformers printed its loading report, then a traceback advising ignore_mismatched_sizes."""
+    damaged = Path(shutil.copytree(fixture_model_folder, tmp_path / "damaged"))
+    _edit_weight(damaged, lambda weight: weight[:-1])
+    source = _write_lines(tmp_path / "in.txt", SENTENCES)
+    code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", damaged)
+    rows, columns = (
+        ElmoModel.from_pretrained(fixture_model_folder).backward_lstm.layers[0].input_projection.weight.shape
+    )
+    assert (code, err) == (
+        2,
+        f"elmo-embed: error: {damaged}: the weight backward_lstm.layers.0.input_projection.weight has the shape"
+        f" [{rows - 1}, {columns}], but its config.json makes it [{rows}, {columns}]: the weights and config.json do"
+        " not belong together; copy or convert the model again\n",
+    )
 
 
 def test_character_cnn_pads_its_batches_to_few_shapes(fixture_model_folder: Path) -> None:

@@ -17,6 +17,7 @@ import pytest
 from datasets.arrow_writer import ArrowWriter
 from embed_launch import AWKWARD_LINES, embed_in_one_process, launch_embed
 
+from elmo_transformers.inference import datasets_output
 from elmo_transformers.inference.datasets_output import RECORD_FILE, shard_lines
 from elmo_transformers.inference.embed import main
 
@@ -33,7 +34,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _assert_rows_equal_the_hdf5_file(folder: Path, hdf5: Path, *, words: bool) -> None:
     rows = datasets.load_from_disk(str(folder))
-    assert rows.column_names == ["line", "words", "vectors"] if words else ["line", "vectors"]
+    assert rows.column_names == (["line", "words", "vectors"] if words else ["line", "vectors"])
     with h5py.File(hdf5, "r") as file:
         assert len(rows) == len(file) - 1 == len(LINES)
         for index, row in enumerate(rows.with_format("numpy")):
@@ -133,6 +134,22 @@ def test_a_full_disk_while_writing_a_shard_is_one_line_and_resumes(
     monkeypatch.setattr(ArrowWriter, "write_table", write_table)
     assert main([*arguments, "--resume"]) == 0
     assert len(datasets.load_from_disk(str(output))) == len(LINES)
+
+
+def test_the_shards_are_sized_by_the_stored_vectors(
+    source: Path, fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shards of about SHARD_BYTES (here 2 KB: the fixture's vectors are tens of KB), consecutive lines in order, not
+    one per process whatever the size."""
+    options = [*OPTIONS, "--model", str(fixture_model_folder)]
+    assert main([str(source), str(tmp_path / "out.hdf5"), *options]) == 0
+    monkeypatch.setattr(datasets_output, "SHARD_BYTES", 2000)
+    assert main([str(source), str(tmp_path / "rows"), *options, "--format", "datasets"]) == 0
+    with h5py.File(tmp_path / "out.hdf5", "r") as file:
+        vector_bytes = sum(file[name].nbytes for name in file if name.isdigit())
+    shards = sorted((tmp_path / "rows").glob("*.arrow"))
+    assert len(shards) >= vector_bytes // 2000 > 1
+    _assert_rows_equal_the_hdf5_file(tmp_path / "rows", tmp_path / "out.hdf5", words=False)
 
 
 def test_shards_are_consecutive_lines_at_least_one_per_process() -> None:

@@ -10,6 +10,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -22,6 +23,7 @@ import h5py
 import numpy as np
 import pytest
 
+import elmo_transformers.inference.hdf5_output as hdf5_output
 from elmo_transformers.inference.embed import main
 
 LINES = [
@@ -231,17 +233,20 @@ def small_disk(tmp_path: Path, record_property) -> Iterator[tuple[Path, dict[str
         subprocess.run(["umount", str(folder)], check=True)
 
 
+@pytest.mark.parametrize("compression", ["none", "gzip", "lzf"])
 def test_a_full_disk_ends_in_one_line_and_resumes_to_the_same_file(
-    small_disk: tuple[Path, dict[str, str], Callable[[], None]], tmp_path: Path
+    compression: str, small_disk: tuple[Path, dict[str, str], Callable[[], None]], tmp_path: Path
 ) -> None:
-    """300 lines of the default model's vectors (26 MB with the merge) on a disk with 2 MB free: one line naming
-    what is safe and the command to resume, exit status 2 (no h5py traceback, no crash); once space is freed that
-    very command finishes the file, equal to the uninterrupted run's."""
+    """300 lines of the default model's vectors (26 MB with the merge, uncompressed) on a disk with 2 MB free: one
+    line naming what is safe and the command to resume, exit status 2 (no h5py traceback, no crash: compressed, the
+    chunks waited in HDF5's chunk cache and failed to write when h5py freed the dataset, printing a hundred
+    tracebacks, then the process crashed); once space is freed that very command finishes the file, equal to the
+    uninterrupted run's."""
     folder, environment, free_space = small_disk
     source = _write_lines(tmp_path / "in.txt", EXAMPLE_LINES * 50)
     output = folder / "out.hdf5"
     partial = Path(f"{output}.partial")
-    args = [str(source), str(output), "--batch-size", "8", "--no-space-check"]
+    args = [str(source), str(output), "--batch-size", "8", "--no-space-check", "--compression", compression]
     failed = subprocess.run(
         [sys.executable, "-c", _SMALL_SEGMENTS_RUN, *args], env=environment, capture_output=True, text=True
     )
@@ -254,6 +259,7 @@ def test_a_full_disk_ends_in_one_line_and_resumes_to_the_same_file(
     )
     assert 0 < len(stored) < 300 and not output.exists()
     assert not list(partial.glob(".*")), "the segment being written when the disk filled is removed"
+    assert not Path(f"{output}.lock").exists()
 
     free_space()
     resumed = subprocess.run([ELMO_EMBED, *resume_command[1:]], env=ENVIRONMENT, capture_output=True, text=True)
@@ -330,9 +336,10 @@ def test_the_file_records_how_it_was_made(reference_file: Path, fixture_model_fo
     assert attributes == {
         "elmo_embed_model": str(fixture_model_folder.resolve()),
         "elmo_embed_model_sha256": weights,
-        "elmo_embed_model_dtype": "float32",
+        "elmo_embed_compute_dtype": "float32",
         "elmo_embed_layers": "all",
-        "elmo_embed_dtype": "float32",
+        "elmo_embed_normalization": "none",
+        "elmo_embed_storage_dtype": "float32",
         "elmo_embed_compression": "none",
         "elmo_embed_version": importlib.metadata.version("elmo-transformers"),
         "elmo_embed_command": shlex.join([*command, "--model", str(fixture_model_folder), "--batch-size", "1"]),
@@ -365,3 +372,77 @@ def test_help_and_argument_errors_do_not_load_torch(argv: list[str], output: str
     )
     assert output in completed.stdout + completed.stderr
     assert completed.stdout.splitlines()[-1] == "[]", "no torch, transformers, h5py or numpy for --help"
+
+
+class _InterruptWhenFreed:
+    """Sends this process SIGINT when freed, so that Python raises the KeyboardInterrupt inside `__del__`, as it
+    does inside h5py's weakref callbacks, where it can only be printed ("Exception ignored")."""
+
+    def __del__(self) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # the handler runs at a bytecode boundary, still in here
+            pass
+
+
+def test_ctrl_c_during_the_merge_stops_the_run(
+    fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C while h5py freed an object was swallowed in 2 of 3 tries: the merge went on and the run exited 0.
+    Now it stops the run (exit 130, OUT.partial kept) and --resume merges again."""
+    source = _write_lines(tmp_path / "in.txt", LINES * 3)
+    output = tmp_path / "out.hdf5"
+    args = [str(source), str(output), "--model", str(fixture_model_folder)]
+    copy = h5py.Group.copy
+    copies = []
+
+    def copy_then_interrupt(self, *arguments, **options):
+        copies.append(1)
+        if len(copies) == 3:
+            _InterruptWhenFreed()
+        return copy(self, *arguments, **options)
+
+    monkeypatch.setattr(h5py.Group, "copy", copy_then_interrupt)
+    assert main(args) == 130
+    partial = Path(f"{output}.partial")
+    assert capsys.readouterr().err.endswith(
+        f"elmo-embed: interrupted: {partial} keeps the finished lines; rerun with --resume\n"
+    )
+    assert not output.exists() and len(copies) == 3 and not list(partial.glob(".*")), "the merged file is removed"
+    monkeypatch.undo()
+    assert main([*args, "--resume"]) == 0
+    uninterrupted = tmp_path / "uninterrupted.hdf5"
+    assert main([str(source), str(uninterrupted), *args[2:]]) == 0
+    _assert_same_datasets(output, uninterrupted)
+
+
+def test_a_segment_is_closed_and_synced_before_its_final_name(
+    fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a renamed segment counts as stored: renamed while still open or unsynced, a crash could leave a segment
+    whose name says done and whose content is not on disk."""
+    events: list[tuple[str, str]] = []
+    sync, rename = hdf5_output.sync_to_disk, Path.rename
+
+    def recording_sync(path: Path) -> None:
+        events.append(("sync", Path(path).name))
+        sync(path)
+
+    def recording_rename(self: Path, target: Path) -> Path:
+        if self.name.startswith(".segment-"):
+            open_files = {
+                Path(os.fsdecode(file.name)).name for file in h5py.h5f.get_obj_ids(h5py.h5f.OBJ_ALL, h5py.h5f.OBJ_FILE)
+            }
+            events.append(("rename, open" if self.name in open_files else "rename", self.name))
+        return rename(self, target)
+
+    monkeypatch.setattr(hdf5_output, "SEGMENT_BYTES", 1)  # a segment per batch
+    monkeypatch.setattr(hdf5_output, "sync_to_disk", recording_sync)
+    monkeypatch.setattr(Path, "rename", recording_rename)
+    source = _write_lines(tmp_path / "in.txt", LINES * 3)
+    assert (
+        main([str(source), str(tmp_path / "out.hdf5"), "--model", str(fixture_model_folder), "--batch-size", "4"]) == 0
+    )
+    renamed = [name for event, name in events if event.startswith("rename")]
+    assert len(renamed) > 2 and all(event != "rename, open" for event, _ in events), events
+    for name in renamed:
+        assert events.index(("sync", name)) < events.index(("rename", name)), f"{name} renamed before it was synced"

@@ -140,6 +140,8 @@ def test_batches_that_share_a_line_are_one_group() -> None:
     # Batch 3 shares line 7 with batch 1, batch 4 shares line 9 with batch 3 (so with 1), batch 2 is alone.
     batches = [batch(1, 2), batch(7, 8), batch(3), batch(7, 9), batch(9, 4), batch(5)]
     assert batch_groups(batches) == [0, 1, 2, 1, 1, 5]
+    # Batch 2 joins the groups of batches 0 and 1, batch 4 those of 3 and of 0 (through 2): each group is whole.
+    assert batch_groups([batch(1), batch(2), batch(1, 2), batch(3), batch(3, 2), batch(6)]) == [0, 0, 0, 0, 0, 5]
     assert batch_groups([]) == []
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -85,7 +86,7 @@ def _assert_stored_as(path: Path, float32_file: Path, storage_dtype: str, compre
     rounded to `storage_dtype` exactly, every non-empty line with the filter `compression` in chunks of whole words."""
     with h5py.File(path, "r") as file, h5py.File(float32_file, "r") as expected:
         assert sorted(file) == sorted(expected)
-        assert file.attrs["elmo_embed_dtype"] == storage_dtype
+        assert file.attrs["elmo_embed_storage_dtype"] == storage_dtype
         assert file.attrs["elmo_embed_compression"] == compression
         for name in expected:
             stored, wanted = file[name], expected[name]
@@ -273,6 +274,26 @@ def test_a_float16_overflow_is_refused_in_one_line(
         " --overwrite to start over)\n"
     )
     assert not output.exists() and "2" not in _stored_lines(Path(f"{output}.partial")), "no inf was written"
+
+
+@pytest.mark.parametrize("overlap", [False, True], ids=["sequential", "overlapped"])
+def test_a_float16_compute_overflow_is_refused_in_one_line(
+    overlap: bool, overflowing_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch
+) -> None:
+    """--dtype float16 (the model's dtype) overflowing wrote inf (token layer) and NaN (biLSTM layers) with exit
+    status 0; it is refused as the storage overflow is, and nothing non-finite is written."""
+    monkeypatch.setattr(embed_module, "embed_file", functools.partial(embed_file, overlap=overlap))
+    source = _write_lines(tmp_path / "in.txt", OVERFLOW_LINES)
+    output = tmp_path / "float16.hdf5"
+    assert _embed(source, output, overflowing_model, "--dtype", "float16") == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert re.fullmatch(
+        r"elmo-embed: error: line 3 \(dataset 2\) has a vector holding (nan|-?inf) computed in float16: the model's"
+        r" activations went beyond float16's range \(65504\); compute in float32 \(--dtype float32, with --overwrite"
+        r" to start over\)",
+        err,
+    ), err
+    assert not output.exists() and "2" not in _stored_lines(Path(f"{output}.partial")), "no NaN was written"
 
 
 @pytest.mark.parametrize(

@@ -172,3 +172,26 @@ def test_left_truncation_keeps_the_last_words(tokenizer: ElmoTokenizer) -> None:
     assert cut == [[word_to_char_ids("b"), word_to_char_ids("c")], [word_to_char_ids("d")]]
     whole = tokenizer(batch, is_split_into_words=True, truncation=True, max_length=5)["input_ids"]
     assert whole == [[word_to_char_ids(word) for word in words] for words in batch]
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("e\u0301cole, école", ["école", ",", "école"]),  # decomposed (NFC makes it the precomposed word), then not
+        ("\U0001f468\u200d\U0001f469\u200d\U0001f467 family", ["\U0001f468\u200d\U0001f469\u200d\U0001f467", "family"]),
+        ("\u2764\ufe0f!", ["\u2764\ufe0f", "!"]),  # an emoji and its variation selector
+        ("\U0001f44d\U0001f3fd ok", ["\U0001f44d\U0001f3fd", "ok"]),  # a skin tone
+        ("\U0001f1eb\U0001f1f7\U0001f1e9\U0001f1ea", ["\U0001f1eb\U0001f1f7", "\U0001f1e9\U0001f1ea"]),  # two flags
+        ("1\ufe0f\u20e3 key", ["1\ufe0f\u20e3", "key"]),  # a keycap
+        ("हिन्दी भाषा", ["हिन्दी", "भाषा"]),  # vowel signs and virama (Mc, Mn)
+        (
+            "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645.",
+            ["\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645", "."],
+        ),  # ZWNJ in a Persian word
+        ("o\u0308-ring don't", ["ö-ring", "do", "n't"]),
+    ],
+)
+def test_raw_text_is_never_split_inside_a_character(text: str, words: list[str]) -> None:
+    """--tokenize cut "e\\u0301cole" into e, the accent and "cole", and an emoji family into its people and the
+    invisible joiners: each became a "word" with vectors of its own."""
+    assert split_words(text) == words

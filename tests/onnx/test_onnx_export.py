@@ -261,15 +261,20 @@ def test_elmo_embed_on_the_graph_equals_the_pytorch_run(
 ) -> None:
     import h5py
 
+    from elmo_transformers.common.model_card import file_sha256
     from elmo_transformers.inference.embed import main as embed
 
     source = tmp_path / "in.txt"
     source.write_text("a bb\n\nthe café is open .\n" + "x" * 60 + " é\n", encoding="utf-8")
-    outputs = {}
+    outputs, weights = {}, {}
     for name, model in (("graph", bilm_folder), ("torch", fixture_model_folder)):
         assert embed([str(source), str(tmp_path / f"{name}.hdf5"), "--model", str(model), "--batch-size", "2"]) == 0
         with h5py.File(tmp_path / f"{name}.hdf5", "r") as file:
             outputs[name] = {key: file[key][()] for key in file if key.isdigit()}
+            assert file.attrs["elmo_embed_backend"] == {"graph": "onnxruntime", "torch": "pytorch"}[name]
+            weights[name] = file.attrs["elmo_embed_model_sha256"]
+    assert weights["graph"] == file_sha256(bilm_folder / "model.onnx")  # a re-exported graph does not resume
+    assert weights["torch"] == file_sha256(fixture_model_folder / "model.safetensors")
     assert outputs["graph"].keys() == outputs["torch"].keys() == {"0", "1", "2", "3"}
     for key, expected in outputs["torch"].items():
         assert outputs["graph"][key].shape == expected.shape

@@ -11,8 +11,10 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -558,9 +560,12 @@ def test_an_optimizer_state_that_holds_code_is_refused_in_one_line(one_process_r
     torch.save({"state": RunsAShellCommand(ran)}, path)
     arguments = _run_into(corpus, output, "--max_steps", "6", "--save_steps", "2", "--resume_from_checkpoint", "latest")
     (refused,) = _errors(_run_file(arguments, succeed=False))
-    assert refused.startswith(
-        f"error: {path}: the file holds code (Python objects other than tensors), which is not loaded: the checkpoint "
-    )
+    intact = output / "checkpoint-2"
+    assert refused == (
+        f"error: {path}: the file holds code (Python objects other than tensors), which is not loaded: the checkpoint"
+        f" {output / 'checkpoint-4'} cannot be resumed; the newest intact checkpoint is {intact}: resume with"
+        f" --resume_from_checkpoint {intact}"
+    ), "a checkpoint refused only when loaded is not its own way on"
     assert not ran.exists()
 
 
@@ -579,6 +584,29 @@ def test_every_process_refuses_a_checkpoint_whose_other_process_file_is_damaged(
         f"{output}/checkpoint-30: resume with --resume_from_checkpoint {output}/checkpoint-30"
     )
     assert _errors(refused) == [message, message], refused.stderr[-4000:]
+
+
+def test_ctrl_c_is_one_line_with_the_way_to_resume(corpus, tmp_path):
+    """SIGINT once a checkpoint is saved: a KeyboardInterrupt traceback was printed, with no word of the resume."""
+    output = tmp_path / "out"
+    arguments = _run_into(corpus, output, "--max_steps", "100000", "--save_steps", "2")
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPOSITORY)}
+    run = subprocess.Popen(
+        [sys.executable, "training/pretrain.py", *arguments], cwd=REPOSITORY, env=environment, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 300
+    while not (output / "checkpoint-2").is_dir():
+        assert run.poll() is None and time.monotonic() < deadline, "the run ended before it could be interrupted"
+        time.sleep(0.05)
+    run.send_signal(signal.SIGINT)
+    stderr = run.communicate(timeout=120)[1].decode()
+    assert run.returncode == 130, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    latest = max(output.glob("checkpoint-*"), key=lambda path: int(path.name.split("-")[1]))
+    assert stderr.splitlines()[-1] == (
+        f"interrupted: the newest checkpoint is {latest}: continue with the same command and"
+        " --resume_from_checkpoint latest"
+    )
 
 
 def test_without_validation_files_the_model_is_saved_without_a_plot(corpus, tmp_path):

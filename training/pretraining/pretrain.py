@@ -9,9 +9,11 @@ elmo_transformers.training.pretrain ...`. See the README's "Train your own ELMo"
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import math
 import shutil
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -246,6 +248,17 @@ class LmTrainer:
         with exclusive_output_dir(self.output_dir):
             return self._train()
 
+    def leave_process_group(self) -> None:
+        """Once the run is over: free the DDP model, then leave the run's process group, so that the interpreter's
+        exit has no gloo group left to tear down (that teardown aborted a process now and then, after the model was
+        saved: "terminate called without an active exception"). The model goes first: destroying the group while
+        DDP's Reducer still held it deadlocked a process (the group's destructor joins gloo's worker thread with
+        the GIL held, while that thread waits for the GIL to free a finished allgather's tensor)."""
+        del self.model, self.optimizer, self.softmax_weight
+        self.accelerator.free_memory()  # accelerate's own references to the prepared model and optimizer
+        gc.collect()
+        self.accelerator.end_training()
+
     def _train(self) -> dict[str, Any]:
         args, accelerator = self.args, self.accelerator
         on_main_process(self._prepare_output_dir, error=TrainingError)
@@ -264,26 +277,30 @@ class LmTrainer:
                 self.max_steps / self._steps_per_epoch(),
             )
         self.model.train()
-        bar = tqdm(total=self.max_steps, initial=self.step, desc="training", disable=not accelerator.is_main_process)
-        window_losses, started, words = [], time.perf_counter(), 0
-        while self.step < self.max_steps:
-            output = self._train_step()
-            window_losses.append((output.forward_loss.item(), output.backward_loss.item()))
-            words += 2 * args.per_device_train_batch_size * args.unroll_steps * self.world_size
-            self.step += 1
-            bar.update()
-            if self.step % args.logging_steps == 0 or self.step == self.max_steps:
-                elapsed = time.perf_counter() - started
-                with self._saving(self.metrics.path):  # a full disk here too ends every process in one line
-                    record = self.metrics.log_training(self.step, window_losses, words / elapsed, self._epoch())
-                bar.set_postfix(perplexity=f"{record['train_perplexity']:.1f}", words_per_s=f"{words / elapsed:.0f}")
-                window_losses, started, words = [], time.perf_counter(), 0
-            eval_steps = args.eval_steps or args.save_steps
-            if self.validation_files and (self.step % eval_steps == 0 or self.step == self.max_steps):
-                self._evaluate()
-            if self._is_save_step(self.step):
-                self._save_checkpoint()
-        bar.close()
+        # Closed on any exit: a bar left open is printed again at exit, after an interruption's one line.
+        with tqdm(
+            total=self.max_steps, initial=self.step, desc="training", disable=not accelerator.is_main_process
+        ) as bar:
+            window_losses, started, words = [], time.perf_counter(), 0
+            while self.step < self.max_steps:
+                output = self._train_step()
+                window_losses.append((output.forward_loss.item(), output.backward_loss.item()))
+                words += 2 * args.per_device_train_batch_size * args.unroll_steps * self.world_size
+                self.step += 1
+                bar.update()
+                if self.step % args.logging_steps == 0 or self.step == self.max_steps:
+                    elapsed = time.perf_counter() - started
+                    with self._saving(self.metrics.path):  # a full disk here too ends every process in one line
+                        record = self.metrics.log_training(self.step, window_losses, words / elapsed, self._epoch())
+                    bar.set_postfix(
+                        perplexity=f"{record['train_perplexity']:.1f}", words_per_s=f"{words / elapsed:.0f}"
+                    )
+                    window_losses, started, words = [], time.perf_counter(), 0
+                eval_steps = args.eval_steps or args.save_steps
+                if self.validation_files and (self.step % eval_steps == 0 or self.step == self.max_steps):
+                    self._evaluate()
+                if self._is_save_step(self.step):
+                    self._save_checkpoint()
         return self._save_final_model()
 
     def _train_step(self):
@@ -479,5 +496,24 @@ class LmTrainer:
 def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = parse_args(argv)
-    with exit_on_error(ValueError):
-        LmTrainer(args).train()
+    with exit_on_error(ValueError), _interruption_in_one_line(Path(args.output_dir)):
+        trainer = LmTrainer(args)
+        trainer.train()
+    trainer.leave_process_group()
+
+
+@contextmanager
+def _interruption_in_one_line(output_dir: Path) -> Iterator[None]:
+    """Ctrl-C ends the run with one line naming the newest checkpoint and how to continue from it (bit for bit), and
+    exit status 130, not a traceback: a checkpoint is published whole, so none is half-written."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        latest = latest_checkpoint(output_dir)
+        then = (
+            f"the newest checkpoint is {latest}: continue with the same command and --resume_from_checkpoint latest"
+            if latest
+            else "no checkpoint was saved: start again with --overwrite_output_dir"
+        )
+        print(f"interrupted: {then}", file=sys.stderr)
+        raise SystemExit(130) from None

@@ -1,0 +1,75 @@
+"""What an `elmo-embed` run computes and stores (`EmbedSettings`): the vectors depend on these settings and on
+nothing else, so that `OUT.partial/settings.json` records them and `--resume` continues only a run of equal ones.
+
+Two dtypes take part, and their names never meet: `compute_dtype` is the model's (`--dtype`: float32, bfloat16 or
+float16), `storage_dtype` the stored vectors' (`--storage-dtype`: float32 or float16).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib.metadata import version
+from typing import Any
+
+from .storage import Storage
+
+__all__ = ["EmbedSettings"]
+
+
+@dataclass(frozen=True)
+class EmbedSettings:
+    """The settings of one run; `as_json()` is what `settings.json` holds and `--resume` compares."""
+
+    input_sha256: str  # of the input's content: a moved or renamed input resumes
+    model: str  # the model folder's absolute path (or a Hub name)
+    backend: str  # what runs the model: "pytorch", or "onnxruntime" for a folder of `elmo-convert onnx`
+    model_sha256: str  # of the weights file the backend reads ("" for a Hub model): changed weights do not resume
+    layers: str
+    tokenize: bool
+    normalization: str  # of the text the words are split from: `normalization_of(tokenize)`
+    max_words: int
+    compute_dtype: str
+    storage_dtype: str
+    compression: str
+
+    @staticmethod
+    def normalization_of(tokenize: bool) -> str:
+        """The Unicode normalisation of the words: NFC with `tokenize` (`modeling_elmo.split_words` normalises the
+        raw text, so that decomposed and precomposed accents are one word with one vector), none without (the
+        whitespace-separated words as given, as AllenNLP's command embeds them)."""
+        return "NFC" if tokenize else "none"
+
+    @property
+    def storage(self) -> Storage:
+        """The stored dtype and HDF5 filter (checked: a one-line error for an unknown one)."""
+        return Storage(self.storage_dtype, self.compression)
+
+    def as_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def differences(self, started: dict[str, Any]) -> list[str]:
+        """How these settings differ from those (`as_json()`) a run was started with: "layers 'all' (now 'top')"."""
+        return [
+            f"{key} {started.get(key)!r} (now {value!r})"
+            for key, value in self.as_json().items()
+            if started.get(key) != value
+        ]
+
+    def attributes(self, command: Sequence[str]) -> dict[str, str]:
+        """The finished file's root attributes: these settings (but the input's hash), the package version and the
+        `command` line that started the file."""
+        return {
+            "elmo_embed_model": self.model,
+            "elmo_embed_backend": self.backend,
+            "elmo_embed_model_sha256": self.model_sha256,
+            "elmo_embed_compute_dtype": self.compute_dtype,
+            "elmo_embed_layers": self.layers,
+            "elmo_embed_normalization": self.normalization,
+            "elmo_embed_storage_dtype": self.storage_dtype,
+            "elmo_embed_compression": self.compression,
+            "elmo_embed_version": version("elmo-transformers"),
+            "elmo_embed_command": shlex.join(command),
+        }
