@@ -157,7 +157,7 @@ def _build_parser() -> argparse.ArgumentParser:
         " the segments built on the way) (default %(default)s)",
     )
     parser.add_argument("--device", help="torch device: cpu, cuda, cuda:1, ... (default cuda when available, else cpu)")
-    parser.add_argument("--resume", action="store_true", help="continue an interrupted run from OUT.hdf5.partial")
+    parser.add_argument("--resume", action="store_true", help="continue an interrupted run from OUT.partial")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
     parser.add_argument(
         "--forget-sentences",

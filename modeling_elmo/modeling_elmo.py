@@ -404,6 +404,11 @@ class ElmoModel(ElmoPreTrainedModel):
     `forward` composes two public steps, as BERT's embeddings and encoder: [`ElmoModel.embed`] (the token layer,
     sentence markers added) and [`ElmoModel.contextualize`] (the two LSTM stacks, with state and dropout), which
     [`ElmoForBidirectionalLM`] also runs over its windows of text.
+
+    The model does not check its inputs or weights for NaN or infinity (a check would cost a pass per call): a
+    non-finite weight, an initial `state` holding one, or a float16/bfloat16 overflow propagates as NaN or inf to the
+    outputs it reaches. `elmo-embed`, the converters and training refuse non-finite weights when they load a folder,
+    and `elmo-embed` refuses any non-finite vector.
     """
 
     # A language-model folder (ElmoForBidirectionalLM) loads as the biLM alone.
