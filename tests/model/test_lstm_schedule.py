@@ -235,6 +235,16 @@ def test_operator_calls_per_step_stay_few_whatever_the_layers(layers: int) -> No
     assert per_step <= 50, f"{per_step:.1f} operator calls per step for {layers} layers and both directions"
 
 
+# torch 2.9 added cuDNN's per-operator precision setting (`torch.backends.cudnn.conv.fp32_precision`).
+_PER_OPERATOR_TF32 = getattr(torch.backends.cudnn, "conv", None) is not None
+
+
+def _tf32_settings() -> tuple[object, ...]:
+    """Every cuDNN TF32 setting this torch has."""
+    cudnn = torch.backends.cudnn
+    return (cudnn.allow_tf32, cudnn.conv.fp32_precision) if _PER_OPERATOR_TF32 else (cudnn.allow_tf32,)
+
+
 # (how the flag is read and set, the user's setting, what it is inside the block)
 TF32_APIS = {
     "torch>=2.9, default": ("conv.fp32_precision", None, "ieee"),
@@ -251,10 +261,12 @@ def test_float32_convolutions_on_cuda_are_ieee_only_inside_the_block(api: str, m
     setting back after it (also after an error); nothing changes but for float32 on CUDA."""
     flag, user_setting, inside = TF32_APIS[api]
     cudnn = torch.backends.cudnn
+    if flag == "conv.fp32_precision" and not _PER_OPERATOR_TF32:
+        pytest.skip("this torch (before 2.9) has no per-operator setting")
     owner = cudnn.conv if flag == "conv.fp32_precision" else cudnn
     name = flag.rpartition(".")[2]
-    if flag == "allow_tf32":
-        monkeypatch.setattr(cudnn, "conv", None)  # as torch before 2.9, without the per-operator setting
+    if flag == "allow_tf32":  # as torch before 2.9, without the per-operator setting
+        monkeypatch.setattr(cudnn, "conv", None, raising=False)
     original = getattr(owner, name)
     try:
         if user_setting is not None:
@@ -280,25 +292,25 @@ def _token_layer_model() -> ElmoModel:
 def test_a_forward_leaves_the_users_tf32_setting_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """The guard turns TF32 off for the forward's convolutions and gives the user's setting back. Without a GPU
     the forward runs the guard as on CUDA (the flags exist on every build), so it is checked on CPU too."""
-    cudnn = torch.backends.cudnn
     inside = []
     if not torch.cuda.is_available():
 
         @contextlib.contextmanager
         def as_on_cuda(device: torch.device, dtype: torch.dtype) -> Iterator[None]:
             with _exact_float32_convolutions(torch.device("cuda"), dtype):
-                inside.append(cudnn.conv.fp32_precision)
+                inside.append(_tf32_settings()[-1])  # the setting this torch's guard sets
                 yield
 
         monkeypatch.setattr(modeling_elmo.modeling_elmo, "_exact_float32_convolutions", as_on_cuda)
     model = _token_layer_model()
     inputs = ElmoTokenizer()([["naïve", "café"], ["x"]], is_split_into_words=True, padding=True, return_tensors="pt")
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    before = (cudnn.allow_tf32, cudnn.conv.fp32_precision)
+    before = _tf32_settings()
     with torch.no_grad():
         model.to(device)(**inputs.to(device))
-    assert (cudnn.allow_tf32, cudnn.conv.fp32_precision) == before
-    assert inside in ([], ["ieee"]) and bool(inside) != torch.cuda.is_available(), "IEEE float32 in the forward"
+    assert _tf32_settings() == before
+    ieee = "ieee" if _PER_OPERATOR_TF32 else False
+    assert inside in ([], [ieee]) and bool(inside) != torch.cuda.is_available(), "IEEE float32 in the forward"
 
 
 @requires_cuda
