@@ -335,6 +335,7 @@ def test_the_file_records_how_it_was_made(reference_file: Path, fixture_model_fo
     command = ["elmo-embed", str(reference_file.with_name("in.txt")), str(reference_file)]
     assert attributes == {
         "elmo_embed_model": str(fixture_model_folder.resolve()),
+        "elmo_embed_backend": "pytorch",
         "elmo_embed_model_sha256": weights,
         "elmo_embed_compute_dtype": "float32",
         "elmo_embed_layers": "all",
