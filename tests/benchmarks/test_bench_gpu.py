@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 SCRIPT = REPOSITORY / "benchmarks" / "speed" / "bench_gpu.py"
 
@@ -24,12 +26,14 @@ def _run(*arguments: str, **environment: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_without_a_gpu_it_says_so_and_exits_0() -> None:
     completed = _run(CUDA_VISIBLE_DEVICES="")
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert "no CUDA GPU on this machine" in completed.stdout
 
 
+@pytest.mark.slow
 def test_smoke_run_on_the_cpu(elmo_fixture: Path, allennlp_wheel: Path, tmp_path: Path) -> None:
     output = tmp_path / "gpu.md"
     completed = _run(

@@ -51,6 +51,7 @@ def test_a_wheel_holds_two_top_level_names(wheel: Path) -> None:
     assert any(name.startswith("elmo_transformers/training/finetuning/metrics/") for name in names)
 
 
+@pytest.mark.slow
 def test_the_installed_wheel_imports_from_a_folder_with_the_old_names(wheel: Path, tmp_path: Path, decoy_folder):
     target = tmp_path / "site"
     install = [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)]
@@ -71,6 +72,7 @@ def _run(command: list[str], folder: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_the_commands_run_from_a_folder_with_the_old_names(decoy_folder: Path) -> None:
     result = _run([str(BIN / "elmo-convert"), "--help"], decoy_folder)
     assert result.returncode == 0 and result.stdout.startswith("usage: elmo-convert"), result.stderr[-3000:]

@@ -64,6 +64,7 @@ def _tree(folder: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("second_overwrites", [False, True], ids=["second-plain", "second-overwrite"])
+@pytest.mark.slow
 def test_a_second_writer_is_refused_naming_the_first(original, tmp_path: Path, second_overwrites: bool) -> None:
     """The first writer replaces an old output where the second would too (--overwrite), and writes a new one
     where the second would not: in both the second stops, naming the first, and the first's output is whole."""

@@ -185,6 +185,7 @@ _REMOTE_SCRIPT = """
     """
 
 
+@pytest.mark.slow
 def test_folder_loads_as_remote_code_where_the_package_is_not_installed(
     sentence_folder: Path, fixture_model_folder: Path, tmp_path: Path
 ) -> None:
@@ -208,6 +209,7 @@ def default_sentence_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _convert(Path(DEFAULT_MODEL), tmp_path_factory.mktemp("st-pool") / "default-st")
 
 
+@pytest.mark.slow
 def test_multi_process_encode_equals_encode_in_order(
     default_sentence_folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -264,6 +266,7 @@ _REMOTE_POOL_SCRIPT = """
     """
 
 
+@pytest.mark.slow
 def test_multi_process_encode_of_remote_code_where_the_package_is_not_installed(
     default_sentence_folder: Path, tmp_path: Path
 ) -> None:

@@ -40,6 +40,7 @@ def test_damaged_elmoformanylangs_pickle(tmp_path: Path, capsys: pytest.CaptureF
     assert error.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_elmo_embed_model_whose_pytorch_model_bin_holds_code(fixture_model_folder: Path, tmp_path: Path) -> None:
     folder = Path(shutil.copytree(fixture_model_folder, tmp_path / "model"))
     (folder / "model.safetensors").unlink()

@@ -430,6 +430,7 @@ def test_binary_input_is_refused_before_writing(
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.bin"], "nothing is written"
 
 
+@pytest.mark.slow
 def test_a_pipe_is_refused_with_the_reason(fixture_model_folder: Path, tmp_path: Path) -> None:
     """A FIFO, `/dev/stdin` fed by a pipe (and `-`: test_one_line_errors) were refused as "no such input file"."""
     fifo = tmp_path / "fifo"
@@ -718,6 +719,7 @@ def test_a_product_does_not_depend_on_where_its_operands_lie() -> None:
     assert completed.stdout.strip() == "0"
 
 
+@pytest.mark.slow
 def test_onednn_kernels_are_cached_and_few(fixture_model_folder: Path, tmp_path: Path) -> None:
     """elmo-embed keeps oneDNN's cache of kernels (building them anew for every LSTM step cost 1.5 to 4.6 times
     the time), and the character CNN's padding keeps the kernels a corpus needs few: 16 lines of 144 to 159 distinct

@@ -69,6 +69,7 @@ def test_rows_equal_the_hdf5_file(
     assert not (tmp_path / "rows.partial").exists()
 
 
+@pytest.mark.slow
 def test_two_processes_write_a_shard_each_and_a_kill_resumes(
     source: Path, fixture_model_folder: Path, tmp_path: Path
 ) -> None:

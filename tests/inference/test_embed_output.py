@@ -108,6 +108,7 @@ def reference_file(fixture_model_folder: Path, tmp_path_factory: pytest.TempPath
 @pytest.mark.parametrize(
     "flags", [[], ["--overwrite"], ["--resume"], ["--resume", "--overwrite"]], ids=lambda flags: " ".join(flags) or "-"
 )
+@pytest.mark.slow
 def test_a_second_writer_stops_naming_the_first_and_touches_nothing(
     flags: list[str], reference_file: Path, fixture_model_folder: Path, tmp_path: Path
 ) -> None:
@@ -234,6 +235,7 @@ def small_disk(tmp_path: Path, record_property) -> Iterator[tuple[Path, dict[str
 
 
 @pytest.mark.parametrize("compression", ["none", "gzip", "lzf"])
+@pytest.mark.slow
 def test_a_full_disk_ends_in_one_line_and_resumes_to_the_same_file(
     compression: str, small_disk: tuple[Path, dict[str, str], Callable[[], None]], tmp_path: Path
 ) -> None:
@@ -301,6 +303,7 @@ def test_too_little_space_is_refused_before_writing(
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.txt"], "nothing is written"
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_to_the_same_file(fixture_model_folder: Path, tmp_path: Path) -> None:
     """SIGKILL once segments are stored: the segment being written is lost (and removed by the next run), the
     stored ones are kept, and --resume ends in the uninterrupted run's datasets, bit for bit."""

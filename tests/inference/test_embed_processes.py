@@ -48,6 +48,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.mark.parametrize("kind", ["text", "gzip --tokenize"])
+@pytest.mark.slow
 def test_two_processes_write_the_file_of_one(
     kind: str, inputs: dict[str, Path], fixture_model_folder: Path, tmp_path: Path
 ) -> None:
@@ -68,6 +69,7 @@ def test_two_processes_write_the_file_of_one(
 
 
 @pytest.mark.parametrize("resumed_by", [2, 1], ids=["resumed-by-2", "resumed-by-1"])
+@pytest.mark.slow
 def test_a_killed_process_is_resumed_into_the_same_file(
     resumed_by: int, inputs: dict[str, Path], fixture_model_folder: Path, tmp_path: Path
 ) -> None:
@@ -89,6 +91,7 @@ def test_a_killed_process_is_resumed_into_the_same_file(
 
 
 @pytest.mark.parametrize("how", ["raise", "refuse"])
+@pytest.mark.slow
 def test_a_failure_in_one_process_stops_all_in_its_one_line(
     how: str, inputs: dict[str, Path], fixture_model_folder: Path, tmp_path: Path
 ) -> None:
@@ -121,6 +124,7 @@ def test_a_failure_in_one_process_stops_all_in_its_one_line(
     )
 
 
+@pytest.mark.slow
 def test_a_refusal_is_printed_once(inputs: dict[str, Path], fixture_model_folder: Path, tmp_path: Path) -> None:
     output = tmp_path / "two.hdf5"
     holder = start_lock_holder(output)

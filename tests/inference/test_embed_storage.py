@@ -109,6 +109,7 @@ def _assert_stored_as(path: Path, float32_file: Path, storage_dtype: str, compre
 @pytest.mark.parametrize(("layers", "tokenize"), [("all", False), ("top", False), ("average", True)])
 @pytest.mark.parametrize("compression", COMPRESSIONS)
 @pytest.mark.parametrize("storage_dtype", STORAGE_DTYPES)
+@pytest.mark.slow
 def test_every_storage_option_stores_the_float32_values(
     storage_dtype: str,
     compression: str,

@@ -65,6 +65,7 @@ def test_every_field_is_checked() -> None:
     assert parameters == set(FIELD_CHECKS)
 
 
+@pytest.mark.slow
 def test_elmo_embed_names_config_json_and_the_field(fixture_model_folder: Path, tmp_path: Path) -> None:
     folder = _folder_with(fixture_model_folder, tmp_path / "model", cell_size="512")
     completed = embed_one_line(folder, tmp_path)
@@ -74,6 +75,7 @@ def test_elmo_embed_names_config_json_and_the_field(fixture_model_folder: Path, 
     )
 
 
+@pytest.mark.slow
 def test_a_config_too_big_to_build_is_refused_before_any_work(fixture_model_folder: Path, tmp_path: Path) -> None:
     folder = _folder_with(fixture_model_folder, tmp_path / "model", cell_size=10**11)
     completed = embed_one_line(folder, tmp_path)
@@ -104,6 +106,7 @@ def test_the_weight_counts_are_the_models(fixture_model_folder: Path) -> None:
         ("special_char_ids", {"bos": 1, "bow": 259, "eos": 2, "eow": 260, "pad": 261}),
     ],
 )
+@pytest.mark.slow
 def test_a_tokenizer_that_frames_words_otherwise_is_refused(
     fixture_model_folder: Path, tmp_path: Path, name: str, value: Any
 ) -> None:

@@ -10,6 +10,7 @@ import zipfile
 from pathlib import Path
 
 import h5py
+import pytest
 import torch
 from huggingface_hub import ModelCard
 from transformers import AutoModel, AutoModelForPreTraining, AutoTokenizer
@@ -96,6 +97,7 @@ print(json.dumps({"classes": [type(model).__module__, type(tokenizer).__module__
 """
 
 
+@pytest.mark.slow
 def test_bundled_folder_loads_as_remote_code_without_the_package(tmp_path):
     environment = {"HF_MODULES_CACHE": str(tmp_path / "modules"), "HF_HUB_OFFLINE": "1", "PATH": ""}
     completed = subprocess.run(

@@ -183,6 +183,7 @@ def _bilm_state(model) -> dict[str, torch.Tensor]:
         {"mix_mode": "scalar_mix", "mix_layers": [0, 1]},
     ],
 )
+@pytest.mark.slow
 def test_token_classification_learns_with_a_frozen_bilm(fixture_model_folder: Path, tmp_path: Path, mix) -> None:
     tokenizer = AutoTokenizer.from_pretrained(fixture_model_folder)
     model = AutoModelForTokenClassification.from_pretrained(fixture_model_folder, num_labels=3, **mix)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification, AutoTokenizer, pipeline
 from without_the_package import run_without_the_package
@@ -88,6 +89,7 @@ def _load_as_remote_code(folder: Path, auto_class: str, expected: torch.Tensor, 
     return completed.stdout
 
 
+@pytest.mark.slow
 def test_remote_code_loads_where_the_package_is_not_installed(fixture_model_folder: Path, tmp_path: Path) -> None:
     model = AutoModel.from_pretrained(fixture_model_folder).eval()
     with torch.no_grad():
@@ -132,6 +134,7 @@ _REMOTE_WAVEFRONT_SCRIPT = """
     """
 
 
+@pytest.mark.slow
 def test_remote_code_carries_the_lstm_module_and_runs_the_wavefront(fixture_model_folder: Path, tmp_path: Path) -> None:
     """`save_pretrained` copies lstm_elmo.py (modeling_elmo.py imports it); loaded as remote code where the package
     cannot be imported, with `lstm_implementation="wavefront"`, the copy's wavefront runs, to the numbers of the

@@ -298,7 +298,8 @@ def test_a_forward_leaves_the_users_tf32_setting_alone(monkeypatch: pytest.Monke
         @contextlib.contextmanager
         def as_on_cuda(device: torch.device, dtype: torch.dtype) -> Iterator[None]:
             with _exact_float32_convolutions(torch.device("cuda"), dtype):
-                inside.append(_tf32_settings()[-1])  # the setting this torch's guard sets
+                cudnn = torch.backends.cudnn  # the setting this torch's guard sets (reading both here would raise)
+                inside.append(cudnn.conv.fp32_precision if _PER_OPERATOR_TF32 else cudnn.allow_tf32)
                 yield
 
         monkeypatch.setattr(modeling_elmo.modeling_elmo, "_exact_float32_convolutions", as_on_cuda)

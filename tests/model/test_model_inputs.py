@@ -138,6 +138,7 @@ def test_low_precision_from_pretrained(fixture_model_folder) -> None:
             assert cosine.min() > 0.99, (dtype, cosine)
 
 
+@pytest.mark.slow
 def test_compiled_lstm_cells_give_the_same_outputs() -> None:
     torch.manual_seed(1)
     config = ElmoConfig(char_embedding_dim=4, char_cnn_filters=[[1, 4]], projection_dim=8, cell_size=16)

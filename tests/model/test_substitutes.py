@@ -134,6 +134,7 @@ def test_the_bundled_model_loads_as_a_language_model_with_its_softmax():
     assert len(vocabulary) == model.config.vocab_size and vocabulary[:3] == ["<S>", "</S>", "<UNK>"]
 
 
+@pytest.mark.slow
 def test_substitutes_find_the_original_word_more_often_than_the_unigram_baseline_on_heldout_text():
     """The held-out sample is text of documents the bundled model never trained on (tests/model/data/README.md)."""
     model = ElmoForBidirectionalLM.from_pretrained(DEFAULT_MODEL).eval()

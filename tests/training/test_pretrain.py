@@ -132,6 +132,7 @@ def two_process_run(corpus, tmp_path_factory) -> Path:
     return output
 
 
+@pytest.mark.slow
 def test_two_processes_learn_the_corpus_and_save_a_model(two_process_run):
     model_folder = two_process_run / "model"
     results = json.loads((model_folder / "eval_results.json").read_text())
@@ -148,6 +149,7 @@ def test_two_processes_learn_the_corpus_and_save_a_model(two_process_run):
     assert not list(two_process_run.glob(".checkpoint-*"))
 
 
+@pytest.mark.slow
 def test_resuming_two_processes_reproduces_the_uninterrupted_run(two_process_run, corpus, tmp_path):
     output = tmp_path / "resumed"
     output.mkdir()
@@ -165,6 +167,7 @@ def test_resuming_two_processes_reproduces_the_uninterrupted_run(two_process_run
         assert torch.equal(expected[name], resumed[name]), name
 
 
+@pytest.mark.slow
 def test_sparse_softmax_sync_equals_ddps_dense_all_reduce(two_process_run, corpus, tmp_path):
     output = tmp_path / "sparse"
     _launch_two_processes(
@@ -366,6 +369,7 @@ def _run_into(corpus: Path, output: Path, *extra: str) -> list[str]:
     return _arguments(corpus, output, "--options_file", str(corpus / "options.json"), *extra)
 
 
+@pytest.mark.slow
 def test_a_second_run_into_an_output_dir_in_use_is_refused_by_every_process(corpus, tmp_path):
     """Another writer holds the output_dir (as a running pretrain.py does): both processes of a second run stop
     with the same one line naming it, before they write anything, even with --overwrite_output_dir."""
@@ -444,6 +448,7 @@ def small_disk(tmp_path, capsys) -> Iterator[SmallDisk]:
     disk.release()
 
 
+@pytest.mark.slow
 def test_a_full_disk_during_a_save_is_one_line_and_the_run_resumes_to_the_same_weights(
     two_process_run, corpus, small_disk
 ):
@@ -492,6 +497,7 @@ def test_a_full_disk_while_logging_metrics_is_one_line(logged: str, corpus, tmp_
     )
 
 
+@pytest.mark.slow
 def test_a_run_the_disk_has_no_room_for_is_refused_before_training(corpus, tmp_path):
     output = tmp_path / "out"
     # A billion checkpoints of the toy biLM need about 420 TB: more than this disk has free.
@@ -510,6 +516,7 @@ def one_process_run(corpus, tmp_path_factory) -> Path:
     return output
 
 
+@pytest.mark.slow
 def test_the_last_step_is_a_checkpoint_that_resumes_to_a_longer_run(one_process_run, corpus, tmp_path):
     longer = _run_into(corpus, tmp_path / "six", "--max_steps", "6", "--save_steps", "2")
     _run_file(longer)
@@ -535,6 +542,7 @@ def test_the_last_step_is_a_checkpoint_that_resumes_to_a_longer_run(one_process_
         ("checkpoint-2", "optimizer.pt"),  # the first checkpoint: none to use instead
     ],
 )
+@pytest.mark.slow
 def test_a_truncated_checkpoint_file_is_named_with_the_checkpoint_to_use_instead(
     one_process_run, corpus, tmp_path, checkpoint, damaged
 ):
@@ -553,6 +561,7 @@ def test_a_truncated_checkpoint_file_is_named_with_the_checkpoint_to_use_instead
     assert refused.endswith(f": the checkpoint {output / checkpoint} cannot be resumed; {instead}"), refused
 
 
+@pytest.mark.slow
 def test_an_optimizer_state_that_holds_code_is_refused_in_one_line(one_process_run, corpus, tmp_path):
     output = tmp_path / "out"
     shutil.copytree(one_process_run, output)
@@ -569,6 +578,7 @@ def test_an_optimizer_state_that_holds_code_is_refused_in_one_line(one_process_r
     assert not ran.exists()
 
 
+@pytest.mark.slow
 def test_every_process_refuses_a_checkpoint_whose_other_process_file_is_damaged(two_process_run, corpus, tmp_path):
     output = tmp_path / "out"
     shutil.copytree(two_process_run, output)
@@ -586,6 +596,7 @@ def test_every_process_refuses_a_checkpoint_whose_other_process_file_is_damaged(
     assert _errors(refused) == [message, message], refused.stderr[-4000:]
 
 
+@pytest.mark.slow
 def test_ctrl_c_is_one_line_with_the_way_to_resume(corpus, tmp_path):
     """SIGINT once a checkpoint is saved: a KeyboardInterrupt traceback was printed, with no word of the resume."""
     output = tmp_path / "out"
@@ -609,6 +620,7 @@ def test_ctrl_c_is_one_line_with_the_way_to_resume(corpus, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_without_validation_files_the_model_is_saved_without_a_plot(corpus, tmp_path):
     arguments = _run_into(corpus, tmp_path / "out", "--max_steps", "2")
     del arguments[arguments.index("--validation_files") : arguments.index("--validation_files") + 2]

@@ -94,6 +94,7 @@ def launches_without_the_package(
 
 
 @pytest.mark.parametrize(("script", "start"), LAUNCHES)
+@pytest.mark.slow
 def test_a_script_runs_as_a_file_with_the_package_installed(help_launches, script: str, start: str) -> None:
     stdout, stderr = help_launches[script, start].communicate(timeout=600)
     assert help_launches[script, start].returncode == 0, stderr[-3000:]

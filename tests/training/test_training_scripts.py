@@ -270,6 +270,7 @@ def _refusal(script: ModuleType, arguments: list[str]) -> str:
 
 
 @pytest.mark.parametrize("script", SCRIPT_DATA, ids=lambda script: script.__name__)
+@pytest.mark.slow
 def test_a_missing_model_is_one_line(script: ModuleType, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     train, _ = request.getfixturevalue(SCRIPT_DATA[script])
     missing = tmp_path / "no-such-model"
@@ -295,6 +296,7 @@ def test_a_hub_name_that_does_not_load_is_one_line(
 
 
 @pytest.mark.parametrize("script", SCRIPT_DATA, ids=lambda script: script.__name__)
+@pytest.mark.slow
 def test_an_output_dir_not_empty_or_in_use_is_refused_and_kept(
     script: ModuleType, fixture_model_folder: Path, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
