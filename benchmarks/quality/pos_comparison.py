@@ -9,6 +9,8 @@ import argparse
 import os
 import platform
 import shlex
+import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -27,11 +29,11 @@ from modeling_elmo import ElmoConfig
 __all__ = [
     "FeatureSource",
     "compare",
+    "compare_and_report",
     "comparison_table",
     "hardware",
     "load_corpus",
     "parse_comparison_arguments",
-    "write_comparison",
 ]
 
 # A source computes the layers of every corpus sentence when called: (features, seconds taken).
@@ -66,9 +68,9 @@ def load_corpus(arguments: argparse.Namespace) -> Corpus:
 def compare(
     sources: dict[str, FeatureSource],
     config: ElmoConfig,
-    scheme_key: str,
     corpus: Corpus,
     arguments: argparse.Namespace,
+    scheme_key: str,
 ) -> tuple[Scheme, dict[str, list[RunResult]], dict[str, float]]:
     """The tagger `scheme_key` trained on each source's layers at every fraction and seed (one source's layers in
     memory at a time); returns the scheme, the runs per source and the seconds per source (its layers included)."""
@@ -120,21 +122,39 @@ def hardware() -> str:
     return f"{name}, {os.cpu_count()} cores, {torch.get_num_threads()} torch thread(s)"
 
 
-def write_comparison(
-    output_dir: str | Path,
-    output_name: str,
+def compare_and_report(
+    sources: dict[str, FeatureSource],
+    config: ElmoConfig,
+    corpus: Corpus,
+    arguments: argparse.Namespace,
     *,
+    scheme_key: str,
     script: str,
-    argv: list[str],
-    title: str,
-    details: list[str],
-    table: str,
-) -> str:
-    """Writes `output_dir/output_name.md`: the title, the command (`script` with `argv`), the `details` (bullet
-    lines) and the table; returns the text."""
-    command = shlex.join(["python", f"benchmarks/quality/{script}", *argv])
-    report = "\n".join([f"# {title}", "", f"Command: `{command}`", "", *(f"- {line}" for line in details), "", table])
-    output_dir = Path(output_dir)
+    argv: list[str] | None,
+    versus: str,
+    first_column: str,
+    detail: str,
+) -> None:
+    """`compare`, then writes and prints its report, --output_dir/`script`'s stem.md: the tagger and `versus` as
+    title, the command (`script` with `argv`, else the command line), the hardware and the times, the seeds and the
+    split, the script's `detail` line and the table (its first column headed `first_column`)."""
+    started = time.perf_counter()
+    scheme, results, seconds = compare(sources, config, corpus, arguments, scheme_key)
+    command = shlex.join(["python", f"benchmarks/quality/{script}", *(sys.argv[1:] if argv is None else argv)])
+    times = ", ".join(f"{name} {seconds[name]:.0f} s" for name in results)
+    lines = [
+        f"# POS accuracy (%), {scheme.title}: {versus}",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"- hardware: {hardware()}; {time.perf_counter() - started:.0f} s for the layers and the taggers ({times})",
+        f"- seeds {' '.join(map(str, arguments.seeds))}; train {len(corpus.train):,} / test {len(corpus.test):,} "
+        "sentences",
+        f"- {detail}",
+        "",
+        comparison_table(results, arguments.fractions, len(corpus.train), first_column),
+    ]
+    output_dir = Path(arguments.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / f"{output_name}.md").write_text(report + "\n", encoding="utf-8")
-    return report
+    (output_dir / f"{Path(script).stem}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))

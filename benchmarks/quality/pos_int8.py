@@ -17,17 +17,13 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from pos_comparison import (
     FeatureSource,
-    compare,
-    comparison_table,
-    hardware,
+    compare_and_report,
     load_corpus,
     parse_comparison_arguments,
-    write_comparison,
 )
 from pos_features import embedder_features
 
@@ -36,14 +32,11 @@ from elmo_transformers.conversion.onnx_export import export_onnx
 from elmo_transformers.inference.onnx_embedder import OnnxEmbedder
 from modeling_elmo import ElmoConfig
 
-OUTPUT_NAME = "pos_int8"
-
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--onnx_model", type=Path, help="a folder of elmo-convert onnx --quantize int8 (else exported)")
     own, arguments = parse_comparison_arguments(parser, argv)
-    started = time.perf_counter()
     corpus = load_corpus(arguments)
     with tempfile.TemporaryDirectory(prefix="pos_int8_") as temporary:
         folder = own.onnx_model or Path(temporary) / "onnx"
@@ -60,28 +53,18 @@ def main(argv: list[str] | None = None) -> None:
         def source(name: str) -> FeatureSource:
             return lambda: embedder_features(corpus, embedders[name], arguments)
 
-        scheme, results, seconds = compare(
+        compare_and_report(
             {name: source(name) for name in embedders},
             ElmoConfig.from_pretrained(folder),
-            own.scheme,
             corpus,
             arguments,
+            scheme_key=own.scheme,
+            script="pos_int8.py",
+            argv=argv,
+            versus="float32 vs int8 ONNX graph",
+            first_column="biLM layers from",
+            detail=f"model: `{arguments.model}`, exported with elmo-convert onnx --quantize int8",
         )
-    report = write_comparison(
-        arguments.output_dir,
-        OUTPUT_NAME,
-        script="pos_int8.py",
-        argv=sys.argv[1:] if argv is None else argv,
-        title=f"POS accuracy (%), {scheme.title}: float32 vs int8 ONNX graph",
-        details=[
-            f"hardware: {hardware()}; {time.perf_counter() - started:.0f} s in all (float32 {seconds['float32']:.0f}"
-            f" s, int8 {seconds['int8']:.0f} s, the graph's layers included)",
-            f"model: `{arguments.model}`; seeds {' '.join(map(str, arguments.seeds))}; train {len(corpus.train):,} / "
-            f"test {len(corpus.test):,} sentences",
-        ],
-        table=comparison_table(results, arguments.fractions, len(corpus.train), "biLM layers from"),
-    )
-    print(report)
 
 
 if __name__ == "__main__":

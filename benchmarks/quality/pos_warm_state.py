@@ -20,24 +20,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import torch
 from pos_comparison import (
     FeatureSource,
-    compare,
-    comparison_table,
-    hardware,
+    compare_and_report,
     load_corpus,
     parse_comparison_arguments,
-    write_comparison,
 )
 from pos_features import compute_features
 
 from modeling_elmo import ElmoModel, ElmoTokenizer
-
-OUTPUT_NAME = "pos_warm_state"
 
 
 class WarmStartedElmo(ElmoModel):
@@ -78,7 +72,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warmup_rows", type=int, default=64, help="rows of the warm-up batches")
     parser.add_argument("--warmup_batches", type=int, default=4, help="batches read, the state carried")
     own, arguments = parse_comparison_arguments(parser, argv)
-    started = time.perf_counter()
     corpus = load_corpus(arguments)
     tokenizer = ElmoTokenizer.from_pretrained(arguments.model)
     zero = ElmoModel.from_pretrained(arguments.model, mix_layers=None).eval()
@@ -89,24 +82,18 @@ def main(argv: list[str] | None = None) -> None:
     def source(bilm: ElmoModel) -> FeatureSource:
         return lambda: compute_features(corpus, bilm, tokenizer, arguments)[:2]
 
-    scheme, results, seconds = compare(
-        {"zero state": source(zero), "warm state": source(warm)}, zero.config, own.scheme, corpus, arguments
-    )
-    report = write_comparison(
-        arguments.output_dir,
-        OUTPUT_NAME,
+    compare_and_report(
+        {"zero state": source(zero), "warm state": source(warm)},
+        zero.config,
+        corpus,
+        arguments,
+        scheme_key=own.scheme,
         script="pos_warm_state.py",
-        argv=sys.argv[1:] if argv is None else argv,
-        title=f"POS accuracy (%), {scheme.title}: zero vs warm LSTM state",
-        details=[
-            f"hardware: {hardware()}; {time.perf_counter() - started:.0f} s in all (zero state "
-            f"{seconds['zero state']:.0f} s, warm state {seconds['warm state']:.0f} s, biLM layers included)",
-            f"warm-up: {own.warmup_rows} rows x {own.warmup_batches} batches of `{own.warmup_text}`; seeds "
-            f"{' '.join(map(str, arguments.seeds))}; train {len(corpus.train):,} / test {len(corpus.test):,} sentences",
-        ],
-        table=comparison_table(results, arguments.fractions, len(corpus.train), "start of every sentence"),
+        argv=argv,
+        versus="zero vs warm LSTM state",
+        first_column="start of every sentence",
+        detail=f"warm-up: {own.warmup_rows} rows x {own.warmup_batches} batches of `{own.warmup_text}`",
     )
-    print(report)
 
 
 if __name__ == "__main__":

@@ -92,7 +92,7 @@ def test_end_to_end_the_table_holds_each_runs_accuracy(
         runs.update(results)
         return scheme, results, seconds
 
-    monkeypatch.setattr(pos_int8, "compare", recording_compare)
+    monkeypatch.setattr(pos_comparison, "compare", recording_compare)
     output = tmp_path / "out"
     pos_int8.main(
         ["--model", str(fixture_model_folder), "--corpus", str(_corpus_file(tmp_path)), "--output_dir", str(output),
