@@ -1,5 +1,6 @@
 """The biLM's layers for pos_sample_efficiency.py: computed once for every corpus sentence through the
-feature cache and held in memory, and the control's biLM with its weights shuffled."""
+feature cache (or by an embedder, such as an ONNX graph's) and held in memory, and the control's biLM with its
+weights shuffled."""
 
 from __future__ import annotations
 
@@ -7,17 +8,22 @@ import argparse
 import copy
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import datasets
 import numpy as np
 import torch
 from datasets import Dataset, concatenate_datasets
 from pos_corpus import Corpus
+from tqdm.auto import tqdm
 
 from elmo_transformers.training.finetuning.feature_cache import FEATURES_COLUMN, cache_bilm_features
 from modeling_elmo import ElmoModel, ElmoTokenizer
 
-__all__ = ["DEFAULT_CACHE_DIR", "BilmFeatures", "compute_features", "shuffled_bilm"]
+if TYPE_CHECKING:
+    from elmo_transformers.inference.onnx_embedder import OnnxEmbedder
+
+__all__ = ["DEFAULT_CACHE_DIR", "BilmFeatures", "compute_features", "embedder_features", "shuffled_bilm"]
 
 DEFAULT_CACHE_DIR = Path(datasets.config.HF_DATASETS_CACHE) / "elmo_bilm_features"
 TOKENIZE_CHUNK = 1000  # sentences
@@ -40,7 +46,7 @@ def compute_features(
     """The biLM's layers of all sentences through the feature cache (computed once, reused on later runs);
     returns them, the seconds taken and whether the cache already held them."""
     start = time.perf_counter()
-    order = sorted(range(len(corpus.sentences)), key=lambda index: len(corpus.sentences[index].words))
+    order, offsets = _layout(corpus)
     parts = []  # tokenized in chunks: the tokenizer's Python lists of the whole corpus would take ~1 GB
     for first in range(0, len(order), TOKENIZE_CHUNK):
         words = [corpus.sentences[index].words for index in order[first : first + TOKENIZE_CHUNK]]
@@ -52,8 +58,6 @@ def compute_features(
         dataset, bilm, arguments.cache_dir, batch_size=arguments.bilm_batch_size, storage_dtype=arguments.features_dtype
     )
     reused = set(Path(arguments.cache_dir).glob("*.arrow")) <= files_before and bool(files_before)
-    lengths = np.array([len(sentence.words) for sentence in corpus.sentences])
-    offsets = np.concatenate([[0], np.cumsum(lengths)])
     num_layers, width = bilm.config.mix_depth + 1, bilm.config.hidden_size
     flat = np.empty((offsets[-1], num_layers, width), dtype=arguments.features_dtype)
     position = 0
@@ -63,6 +67,30 @@ def compute_features(
             flat[offsets[index] : offsets[index + 1]] = layers
             position += 1
     return BilmFeatures(torch.from_numpy(flat), offsets), time.perf_counter() - start, reused
+
+
+def embedder_features(
+    corpus: Corpus, embedder: OnnxEmbedder, arguments: argparse.Namespace
+) -> tuple[BilmFeatures, float]:
+    """The layers of all sentences from `embedder` (layers="all"; no feature cache), --bilm_batch_size sentences of
+    similar length a call, stored in --features_dtype as `compute_features` stores them; and the seconds taken."""
+    start = time.perf_counter()
+    order, offsets = _layout(corpus)
+    flat = np.empty((offsets[-1], embedder.num_layers, embedder.width), dtype=arguments.features_dtype)
+    batches = range(0, len(order), arguments.bilm_batch_size)
+    for first in tqdm(batches, desc=f"layers of {embedder.weights_file.name}", unit="batch"):
+        indices = order[first : first + arguments.bilm_batch_size]
+        vectors = embedder.embed([corpus.sentences[index].words for index in indices])
+        for index, layers in zip(indices, vectors, strict=True):
+            flat[offsets[index] : offsets[index + 1]] = layers.transpose(1, 0, 2)  # (words, L+1, 2P)
+    return BilmFeatures(torch.from_numpy(flat), offsets), time.perf_counter() - start
+
+
+def _layout(corpus: Corpus) -> tuple[list[int], np.ndarray]:
+    """The sentences in order of length (the biLM's batches), and each sentence's first word in the flat array."""
+    order = sorted(range(len(corpus.sentences)), key=lambda index: len(corpus.sentences[index].words))
+    lengths = np.array([len(sentence.words) for sentence in corpus.sentences])
+    return order, np.concatenate([[0], np.cumsum(lengths)])
 
 
 def shuffled_bilm(bilm: ElmoModel, seed: int = 0) -> ElmoModel:

@@ -19,26 +19,19 @@ Written to --output_dir: `pos_warm_state.md` (token accuracy, zero vs warm, mean
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-import shlex
 import sys
-import time
 from pathlib import Path
 
-import numpy as np
 import torch
-import transformers
-from pos_corpus import fetch_corpus, parse_tagged_lines, split_corpus
+from pos_comparison import (
+    FeatureSource,
+    compare_and_report,
+    load_corpus,
+    parse_comparison_arguments,
+)
 from pos_features import compute_features
-from pos_runs import RunResult, run_one
-from pos_sample_efficiency import parse_arguments
-from pos_taggers import schemes
-from tqdm.auto import tqdm
 
 from modeling_elmo import ElmoModel, ElmoTokenizer
-
-OUTPUT_NAME = "pos_warm_state"
 
 
 class WarmStartedElmo(ElmoModel):
@@ -73,98 +66,34 @@ def warm_state(
     return h.mean(dim=2, keepdim=True), c.mean(dim=2, keepdim=True)
 
 
-def cpu_name() -> str:
-    """The processor's model name (Linux's /proc/cpuinfo), else what `platform` knows."""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                return line.partition(":")[2].strip()
-    return platform.processor() or platform.machine()
-
-
-def table(results: dict[str, list[RunResult]], fractions: list[float], train_sentences: int) -> str:
-    def cell(runs: list[RunResult]) -> str:
-        accuracies = 100 * np.array([run.accuracy for run in runs])
-        return f"{accuracies.mean():.2f} ± {accuracies.std():.2f}"
-
-    heading = " | ".join(
-        f"{100 * fraction:g}% ({round(fraction * train_sentences):,} sentences)" for fraction in fractions
-    )
-    lines = [f"| start of every sentence | {heading} |", "| --- |" + " ---: |" * len(fractions)]
-    for name, runs in results.items():
-        cells = " | ".join(cell([run for run in runs if run.fraction == fraction]) for fraction in fractions)
-        lines.append(f"| {name} | {cells} |")
-    differences = []
-    for fraction in fractions:
-        zero = np.array([run.accuracy for run in results["zero state"] if run.fraction == fraction])
-        warm = np.array([run.accuracy for run in results["warm state"] if run.fraction == fraction])
-        differences.append(f"{100 * (warm - zero).mean():+.2f}")
-    lines.append(f"| warm - zero (points) | {' | '.join(differences)} |")
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--warmup_text", type=Path, required=True, help="one sentence a line, words by spaces")
     parser.add_argument("--warmup_rows", type=int, default=64, help="rows of the warm-up batches")
     parser.add_argument("--warmup_batches", type=int, default=4, help="batches read, the state carried")
-    parser.add_argument("--scheme", default="scalar_mix", help="the tagger (a pos_sample_efficiency.py row)")
-    own, rest = parser.parse_known_args(argv)
-    arguments = parse_arguments(rest)
-    if arguments.threads:
-        torch.set_num_threads(arguments.threads)
-    started = time.perf_counter()
-    command = shlex.join(["python", "benchmarks/quality/pos_warm_state.py", *(sys.argv[1:] if argv is None else argv)])
-    transformers.logging.set_verbosity_error()
-
-    corpus_path = Path(arguments.corpus) if arguments.corpus else fetch_corpus(arguments.download_dir)
-    sentences = parse_tagged_lines(corpus_path.read_text(encoding="utf-8").splitlines())
-    corpus = split_corpus(
-        sentences, arguments.test_sentences, arguments.split_seed, arguments.max_train_sentences,
-        arguments.max_test_sentences,
-    )  # fmt: skip
+    own, arguments = parse_comparison_arguments(parser, argv)
+    corpus = load_corpus(arguments)
     tokenizer = ElmoTokenizer.from_pretrained(arguments.model)
     zero = ElmoModel.from_pretrained(arguments.model, mix_layers=None).eval()
     warm = WarmStartedElmo.from_pretrained(arguments.model, mix_layers=None).eval()
     warmup = [line.split() for line in own.warmup_text.read_text(encoding="utf-8").splitlines() if line.split()]
     warm.set_warm_state(*warm_state(zero, tokenizer, warmup, own.warmup_rows, own.warmup_batches))
-    [scheme] = schemes(zero.config, [own.scheme], shuffled_control=False)
 
-    results: dict[str, list[RunResult]] = {}
-    seconds = {}
-    for name, bilm in (("zero state", zero), ("warm state", warm)):
-        features, feature_seconds, _ = compute_features(corpus, bilm, tokenizer, arguments)
-        plan = [(fraction, seed) for seed in arguments.seeds for fraction in arguments.fractions]
-        runs = []
-        for fraction, seed in tqdm(plan, desc=name, unit="run"):
-            runs.append(run_one(scheme, fraction, seed, corpus, {False: features}, arguments))
-            tqdm.write(f"{name} {100 * fraction:g}% seed {seed}: accuracy {100 * runs[-1].accuracy:.2f}%")
-        results[name] = runs
-        seconds[name] = feature_seconds + sum(run.seconds for run in runs)
+    def source(bilm: ElmoModel) -> FeatureSource:
+        return lambda: compute_features(corpus, bilm, tokenizer, arguments)[:2]
 
-    rows = table(results, arguments.fractions, len(corpus.train))
-    hardware = f"{cpu_name()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch thread(s)"
-    report = "\n".join(
-        [
-            f"# POS accuracy (%), {scheme.title}: zero vs warm LSTM state",
-            "",
-            f"Command: `{command}`",
-            "",
-            f"- hardware: {hardware}; {time.perf_counter() - started:.0f} s in all "
-            f"(zero state {seconds['zero state']:.0f} s, warm state {seconds['warm state']:.0f} s, biLM layers "
-            "included)",
-            f"- warm-up: {own.warmup_rows} rows x {own.warmup_batches} batches of `{own.warmup_text}`; seeds "
-            f"{' '.join(map(str, arguments.seeds))}; train {len(corpus.train):,} / test {len(corpus.test):,} sentences",
-            "",
-            rows,
-            "",
-        ]
+    compare_and_report(
+        {"zero state": source(zero), "warm state": source(warm)},
+        zero.config,
+        corpus,
+        arguments,
+        scheme_key=own.scheme,
+        script="pos_warm_state.py",
+        argv=argv,
+        versus="zero vs warm LSTM state",
+        first_column="start of every sentence",
+        detail=f"warm-up: {own.warmup_rows} rows x {own.warmup_batches} batches of `{own.warmup_text}`",
     )
-    output_dir = Path(arguments.output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / f"{OUTPUT_NAME}.md").write_text(report)
-    print(report)
 
 
 if __name__ == "__main__":
