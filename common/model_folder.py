@@ -51,8 +51,8 @@ def model_folder_problem(model: str | Path, *, hub: bool = False) -> str | None:
     The problems, in the order they are looked for: no such folder; no config.json; a config.json that is not a
     JSON object; a model_type other than ELMo's; a config field of the wrong type or out of range (`ElmoConfig`'s
     check, named with config.json); a safetensors weights file that does not open (truncated or damaged); a weight
-    that holds a NaN or an infinity, which would make every output NaN in silence (a pass over the weights: 0.2 s
-    for the 94M weights of the original ELMo, see `non_finite_weight_problem`). With
+    that holds a NaN or an infinity, which would make every output NaN in silence (a pass over the weights: 0.3 s
+    for the 94M weights of the original ELMo's shape on 2 idle cores, see `non_finite_weight_problem`). With
     `hub`, a path that does not exist but can name a Hub repository is not judged here: the caller loads it and
     checks what comes back (`model_type_problem`).
     """

@@ -9,6 +9,7 @@ collective call. Without a launcher there is one process, the main one, and noth
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -17,7 +18,7 @@ from accelerate.utils import broadcast_object_list
 
 from .errors import ElmoError
 
-__all__ = ["on_main_process", "wait_for_everyone"]
+__all__ = ["leave_process_group", "on_main_process", "wait_for_everyone"]
 
 Result = TypeVar("Result")
 
@@ -49,3 +50,13 @@ def on_main_process(check: Callable[[], None], *, error: type[ElmoError]) -> Non
         # Every process holds the refusal before any ends: the launcher stops the others once one has ended.
         wait_for_everyone(error=error)
         raise error(message)
+
+
+def leave_process_group() -> None:
+    """Once a run under `accelerate launch` is over, leave its process group (a no-op for one process), so that the
+    interpreter's exit has no gloo group left to tear down: that teardown aborted a process now and then ("terminate
+    called without an active exception"). The objects of finished collective calls are collected first, so that
+    gloo's threads, which the group's destructor joins, hold none to free. A caller that holds a DDP model frees it
+    before (`LmTrainer.leave_process_group`): destroying the group while DDP's Reducer still held it deadlocked."""
+    gc.collect()
+    PartialState().destroy_process_group()

@@ -65,10 +65,12 @@ dataset name. The vectors are float32, or float16 with --storage-dtype float16 (
 range, 65504, is refused rather than stored as inf), uncompressed, or compressed with --compression gzip or lzf
 (HDF5's filters, which h5py reads transparently: readers see the same names, shapes and values). With --tokenize
 each line's dataset also has the attribute "words", a JSON list of the words its vectors stand for. The file's
-attributes record how it was made: elmo_embed_model (the model folder), elmo_embed_model_sha256 (of its
-model.safetensors), elmo_embed_compute_dtype (--dtype), elmo_embed_layers, elmo_embed_normalization (NFC with
---tokenize, none without), elmo_embed_storage_dtype (of the vectors, --storage-dtype), elmo_embed_compression
-(none, gzip or lzf), elmo_embed_version and elmo_embed_command (the command line):
+attributes record how it was made: elmo_embed_model (the model folder), elmo_embed_backend (pytorch, or
+onnxruntime for a folder of elmo-convert onnx), elmo_embed_model_sha256 (of the weights file it read:
+model.safetensors or the graph), elmo_embed_compute_dtype (--dtype), elmo_embed_layers,
+elmo_embed_normalization (NFC with --tokenize, none without), elmo_embed_storage_dtype (of the vectors,
+--storage-dtype), elmo_embed_compression (none, gzip or lzf), elmo_embed_version and elmo_embed_command (the
+command line):
   import h5py, json
   with h5py.File("sentences.hdf5") as file:
       vectors = file["0"][()]
@@ -180,6 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     set_native_libraries()  # before the first kernel
     from transformers.utils.logging import disable_progress_bar
 
+    from elmo_transformers.common.processes import leave_process_group
+
     from . import embedding
 
     disable_progress_bar()  # transformers' weight-loading bar; elmo-embed shows its own
@@ -217,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     if embedding.is_main_process():
         print(summary.describe(Path(args.output), args.max_words))
-    embedding.leave_process_group()
+    leave_process_group()
     return 0
 
 

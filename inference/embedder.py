@@ -25,6 +25,7 @@ from .options import COMPUTE_DTYPES, LAYER_CHOICES
 __all__ = [
     "LAYER_CHOICES",
     "TORCH_DTYPES",
+    "BatchEmbedder",
     "Embedder",
     "PendingVectors",
     "PreparedBatch",
@@ -52,7 +53,41 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-class Embedder:
+class BatchEmbedder:
+    """What `elmo-embed` uses of a model, whatever runs it: its tokenizer and `device`, the vectors' `width` and
+    `num_layers`, and the vectors of `layers` for batches of sentences (`prepare`, then `run`), computed in
+    `compute_dtype`. `backend` names what runs the model and `weights_file` the file it reads (None for a Hub
+    model), for the output's attributes."""
+
+    backend: str
+    compute_dtype: str
+    layers: str
+    width: int
+    num_layers: int
+    tokenizer: ElmoTokenizer
+    device: torch.device
+    weights_file: Path | None
+
+    def shape(self, words: int) -> tuple[int, ...]:
+        """Shape of one sentence's output: (L+1, words, width) for "all", (words, width) otherwise."""
+        return (self.num_layers, words, self.width) if self.layers == "all" else (words, self.width)
+
+    def embed(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """The float32 vectors of each sentence (a non-empty list of words), of shape `self.shape(len(words))`.
+
+        The sentences are padded into one batch; the model computes every row on its own (no state is carried
+        from sentence to sentence), so a sentence gets the same vectors in any batch.
+        """
+        return self.run(self.prepare(sentences)).result()
+
+    def prepare(self, sentences: Sequence[Sequence[str]]) -> PreparedBatch:
+        raise NotImplementedError
+
+    def run(self, prepared: PreparedBatch) -> PendingVectors:
+        raise NotImplementedError
+
+
+class Embedder(BatchEmbedder):
     """An ELMo model and its tokenizer on one device, giving the vectors of `layers` for batches of sentences.
 
     `layers` is "all" (every layer: L+1 vectors per word), "top" (the top biLSTM layer), "average" (the mean
@@ -60,6 +95,8 @@ class Embedder:
     without dropout). The model computes in `compute_dtype`; the vectors come out float32. Each word's vectors are
     `width` = 2 * projection_dim wide (a `concat` mix is wider).
     """
+
+    backend = "pytorch"
 
     def __init__(self, model: str, *, layers: str, compute_dtype: str = "float32", device: str | None = None) -> None:
         if layers not in LAYER_CHOICES:
@@ -81,21 +118,6 @@ class Embedder:
         self.num_layers = self.model.config.num_hidden_layers + 1
         local_weights = Path(model) / "model.safetensors"
         self.weights_file = local_weights if local_weights.is_file() else None  # (None: a Hub model)
-
-    # What runs the model (the output's `elmo_embed_backend`; `OnnxEmbedder` is "onnxruntime").
-    backend = "pytorch"
-
-    def shape(self, words: int) -> tuple[int, ...]:
-        """Shape of one sentence's output: (L+1, words, width) for "all", (words, width) otherwise."""
-        return (self.num_layers, words, self.width) if self.layers == "all" else (words, self.width)
-
-    def embed(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
-        """The float32 vectors of each sentence (a non-empty list of words), of shape `self.shape(len(words))`.
-
-        The sentences are padded into one batch; the model computes every row on its own (no state is carried
-        from sentence to sentence), so a sentence gets the same vectors in any batch.
-        """
-        return self.run(self.prepare(sentences)).result()
 
     def prepare(self, sentences: Sequence[Sequence[str]]) -> PreparedBatch:
         """The first step of `embed`, on the host: the tokenizer's padded batch (in pinned memory on a GPU, so that

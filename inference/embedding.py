@@ -8,7 +8,6 @@ every distinct line, as AllenNLP's does: `--forget-sentences` leaves it out). Th
 
 from __future__ import annotations
 
-import gc
 import json
 import shlex
 import sys
@@ -32,7 +31,7 @@ from elmo_transformers.common.processes import on_main_process, wait_for_everyon
 from modeling_elmo.onednn_elmo import onednn_available
 
 from .batching import Piece, batch_groups, bucketed_batches
-from .embedder import TORCH_DTYPES, Embedder, PendingVectors, PreparedBatch, resolve_model
+from .embedder import TORCH_DTYPES, BatchEmbedder, PendingVectors, PreparedBatch, resolve_model
 from .hdf5_output import EmbeddingFile, WriteError, check_output, check_output_path, stored_bytes
 from .lines import check_text, content_sha256, read_lines
 from .onnx_embedder import open_embedder
@@ -40,7 +39,7 @@ from .pipeline import run_stages
 from .settings import EmbedSettings
 from .storage import Storage
 
-__all__ = ["EmbedSummary", "ProcessFailure", "embed_file", "is_main_process", "leave_process_group"]
+__all__ = ["EmbedSummary", "ProcessFailure", "embed_file", "is_main_process"]
 
 # A window ends at this many lines to embed, or at this many words, whichever comes first.
 WINDOW_LINES = 4096
@@ -209,15 +208,6 @@ def embed_file(
     return summary
 
 
-def leave_process_group() -> None:
-    """Once a run under `accelerate launch` is over, leave its process group (a no-op for one process), so that the
-    interpreter's exit has no gloo group left to tear down: that teardown aborted a process now and then ("terminate
-    called without an active exception"). The objects of finished collective calls are collected first, so that
-    gloo's threads, which the group's destructor joins, hold none to free."""
-    gc.collect()
-    PartialState().destroy_process_group()
-
-
 def is_main_process() -> bool:
     """Whether this is the main process of `accelerate launch` (or the only process): the one that reports."""
     return PartialState().is_main_process
@@ -242,7 +232,7 @@ def _check_request(input_file: Path, output: Path, batch_size: int, max_words: i
     check_output_path(output, input_file, folder=output_format == "datasets")
 
 
-def _warn_slow_compute_dtype(embedder: Embedder, compute_dtype: str, processes: PartialState) -> None:
+def _warn_slow_compute_dtype(embedder: BatchEmbedder, compute_dtype: str, processes: PartialState) -> None:
     if (
         processes.is_main_process
         and embedder.device.type == "cpu"
@@ -256,7 +246,7 @@ def _warn_slow_compute_dtype(embedder: Embedder, compute_dtype: str, processes: 
         )
 
 
-def _word_splitter(embedder: Embedder, tokenize: bool) -> Callable[[str], list[str]]:
+def _word_splitter(embedder: BatchEmbedder, tokenize: bool) -> Callable[[str], list[str]]:
     """How the run splits a line into words: the tokenizer's split with `tokenize`, else at whitespace."""
     return embedder.tokenizer.tokenize if tokenize else str.split
 
@@ -290,7 +280,7 @@ class _Plan:
     command: list[str]
     processes: PartialState
     settings: EmbedSettings
-    embedder: Embedder
+    embedder: BatchEmbedder
     size: _InputSize
     batch_size: int
     keep_sentences: bool  # this process keeps "sentence_to_index"
@@ -304,8 +294,8 @@ class _Plan:
     def layout(self) -> str:
         """What each line becomes, for the summary."""
         embedder = self.embedder
-        shape = f"({embedder.num_layers}, words, {embedder.width})" if self.settings.layers == "all" else None
-        shape = shape or f"(words, {embedder.width})"
+        all_layers = self.settings.layers == "all"
+        shape = f"({embedder.num_layers}, words, {embedder.width})" if all_layers else f"(words, {embedder.width})"
         if self.output_format == "hdf5":
             return f"one dataset {shape} per line"
         return f"a row per line, its vectors {shape}"
@@ -452,7 +442,7 @@ class _InputSize:
                 size.words_json_bytes += len(json.dumps(words))
         return size
 
-    def output_bytes(self, embedder: Embedder, storage: Storage, *, keep_sentences: bool) -> int:
+    def output_bytes(self, embedder: BatchEmbedder, storage: Storage, *, keep_sentences: bool) -> int:
         """The disk space the run takes at its peak, the end of the merge: the segments and the merged file.
         Compressed vectors are counted uncompressed: how much a filter saves is only known once they are written."""
         stored = self.words * int(np.prod(embedder.shape(1))) * storage.itemsize
@@ -512,7 +502,7 @@ class _Run:
     shares out what is left among any number of processes."""
 
     file: EmbeddingFile
-    embedder: Embedder
+    embedder: BatchEmbedder
     summary: EmbedSummary
     batch_size: int
     max_words: int

@@ -9,7 +9,8 @@ each stripped line to its index string. When the words are not simply the line's
 (`--tokenize`), each line's dataset has the attribute "words": a JSON list of the strings its vectors stand for,
 in order. Its root attributes record how it was made (readers of the layout ignore them), each a string:
   elmo_embed_model          the model (its folder's absolute path)
-  elmo_embed_model_sha256   the sha256 of its weights file, model.safetensors
+  elmo_embed_backend        what ran it: pytorch, or onnxruntime for a folder of `elmo-convert onnx`
+  elmo_embed_model_sha256   the sha256 of the weights file the backend read (model.safetensors, or the graph)
   elmo_embed_compute_dtype  the dtype the model computed in (--dtype)
   elmo_embed_layers         --layers
   elmo_embed_normalization  the Unicode normalisation of the words: NFC with --tokenize, none without

@@ -1,8 +1,8 @@
 """ELMo on onnxruntime: open a folder written by `elmo-convert onnx` and embed batches with its graph.
 
-`OnnxEmbedder` has the interface `elmo-embed` uses of `Embedder` (`tokenizer`, `device`, `width`, `num_layers`,
-`shape`, `prepare`, `run`, `embed`); `elmo-embed --model M-onnx` takes it where the folder holds a graph
-(`holds_onnx_graph`). onnxruntime is the `[onnx]` extra: without it, opening a graph is refused in one line.
+`OnnxEmbedder` is a `BatchEmbedder`, as PyTorch's `Embedder` is: what `elmo-embed` uses of a model. `elmo-embed
+--model M-onnx` takes it where the folder holds a graph (`holds_onnx_graph`). onnxruntime is the `[onnx]` extra:
+without it, opening a graph is refused in one line.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from elmo_transformers.common.errors import ElmoError, EmbedError, first_line
 from elmo_transformers.common.extras import require_extra
 from modeling_elmo import ElmoConfig, ElmoTokenizer
 
-from .embedder import Embedder, PendingVectors, PreparedBatch
+from .embedder import BatchEmbedder, Embedder, PendingVectors, PreparedBatch
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -75,7 +75,7 @@ def open_graph(path: str | Path, error: type[ElmoError], *, threads: int | None 
 
 def open_embedder(
     model: str, *, layers: str, compute_dtype: str = "float32", device: str | None = None
-) -> Embedder | OnnxEmbedder:
+) -> BatchEmbedder:
     """`elmo-embed`'s embedder of `model`: `OnnxEmbedder` where the folder holds an exported graph (float32, on CPU
     whatever `device`), else `Embedder` (PyTorch) on `device`."""
     if not holds_onnx_graph(model):
@@ -85,11 +85,12 @@ def open_embedder(
     return OnnxEmbedder(model, layers=layers)
 
 
-class OnnxEmbedder:
+class OnnxEmbedder(BatchEmbedder):
     """The graph of an `elmo-convert onnx` folder on onnxruntime (CPU), giving the vectors of `layers` ("all",
     "top" or "average", as `Embedder`) for batches of sentences. `quantized` runs `QUANTIZED_GRAPH`."""
 
     backend = "onnxruntime"
+    compute_dtype = "float32"
 
     def __init__(self, model: str, *, layers: str, quantized: bool = False, threads: int | None = None) -> None:
         if layers not in ("all", "top", "average"):
@@ -106,14 +107,6 @@ class OnnxEmbedder:
         self.device = torch.device("cpu")
         self.width = 2 * config.projection_dim
         self.num_layers = config.num_hidden_layers + 1
-
-    def shape(self, words: int) -> tuple[int, ...]:
-        """Shape of one sentence's output: (L+1, words, width) for "all", (words, width) otherwise."""
-        return (self.num_layers, words, self.width) if self.layers == "all" else (words, self.width)
-
-    def embed(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
-        """The float32 vectors of each sentence, of shape `self.shape(len(words))`."""
-        return self.run(self.prepare(sentences)).result()
 
     def prepare(self, sentences: Sequence[Sequence[str]]) -> PreparedBatch:
         """The tokenizer's padded batch (the graph's input is its character ids)."""

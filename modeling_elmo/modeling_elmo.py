@@ -324,8 +324,8 @@ class ElmoPreTrainedModel(PreTrainedModel):
         # As code outside transformers (this package, or Hub remote code), a module without parameters of its own
         # would be taken as loaded and skipped: the character encoder, highway and LSTM layers, whose
         # initialisation spans their sub-layers. Every init below uses transformers' `init` functions, which leave
-        # loaded weights alone, so that guard is not needed. The flag goes by position: 5.4 to 5.x name it
-        # `is_remote_code`, 5.24 `is_custom_code`.
+        # loaded weights alone, so that guard is not needed. The flag goes by position: 5.4 to 5.12 name it
+        # `is_remote_code`, 5.13 on `is_custom_code`.
         super()._initialize_weights(module, False)
 
     def set_lstm_implementation(self, implementation: str | None = None, *, onednn: bool | None = None) -> None:
@@ -348,7 +348,7 @@ class ElmoPreTrainedModel(PreTrainedModel):
     def _init_weights(self, module: nn.Module) -> None:
         """bilm-tf's initialisation for the biLM and the softmax (what training from scratch starts from), and
         Glorot-uniform weights with zero biases for the heads' task encoder."""
-        if isinstance(module, nn.LSTM):  # transformers 5.4 leaves nn.LSTM uninitialised; 5.24 does as here
+        if isinstance(module, nn.LSTM):  # transformers 5.4 to 5.8 leave nn.LSTM uninitialised; 5.9 on do as here
             for name, parameter in module.named_parameters():
                 (init.xavier_uniform_ if name.startswith("weight") else init.zeros_)(parameter)
             return

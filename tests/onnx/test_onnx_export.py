@@ -281,6 +281,28 @@ def test_elmo_embed_on_the_graph_equals_the_pytorch_run(
         assert np.abs(outputs["graph"][key] - expected).max(initial=0.0) <= TOLERANCE
 
 
+def test_elmo_embed_refuses_a_non_finite_vector_from_a_graph_in_one_line(
+    bilm_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """As for PyTorch's vectors: a NaN the graph computed names the line and the dataset, never reaches the file."""
+    from elmo_transformers.inference.embed import main as embed
+
+    run = OnnxEmbedder.run
+
+    def with_a_nan(self: OnnxEmbedder, prepared):
+        pending = run(self, prepared)
+        pending.vectors[-1, ..., 0] = float("nan")
+        return pending
+
+    monkeypatch.setattr(OnnxEmbedder, "run", with_a_nan)
+    source = tmp_path / "in.txt"
+    source.write_text("a bb\n", encoding="utf-8")
+    assert embed([str(source), str(tmp_path / "out.hdf5"), "--model", str(bilm_folder)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("elmo-embed: error: line 1 (dataset 0) has a vector holding nan computed in float32:")
+    assert "\n" not in error and not (tmp_path / "out.hdf5").exists()
+
+
 def test_elmo_embed_refuses_another_dtype_for_a_graph(bilm_folder: Path, tmp_path: Path, capsys) -> None:
     from elmo_transformers.inference.embed import main as embed
 

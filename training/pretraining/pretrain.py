@@ -9,7 +9,6 @@ elmo_transformers.training.pretrain ...`. See the README's "Train your own ELMo"
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import math
 import shutil
@@ -29,7 +28,7 @@ from tqdm.auto import tqdm
 from elmo_transformers.common.atomic_output import atomic_output_folder, publish_folder
 from elmo_transformers.common.disk_space import check_free_space, format_bytes, is_disk_full
 from elmo_transformers.common.errors import DataFileError, TrainingError, exit_on_error, first_line
-from elmo_transformers.common.processes import on_main_process
+from elmo_transformers.common.processes import leave_process_group, on_main_process
 from elmo_transformers.training.output_dir import exclusive_output_dir, refuse_existing_output_dir
 from elmo_transformers.training.pretraining.checkpoint import (
     TRAINER_STATE_FILE,
@@ -249,15 +248,13 @@ class LmTrainer:
             return self._train()
 
     def leave_process_group(self) -> None:
-        """Once the run is over: free the DDP model, then leave the run's process group, so that the interpreter's
-        exit has no gloo group left to tear down (that teardown aborted a process now and then, after the model was
-        saved: "terminate called without an active exception"). The model goes first: destroying the group while
-        DDP's Reducer still held it deadlocked a process (the group's destructor joins gloo's worker thread with
-        the GIL held, while that thread waits for the GIL to free a finished allgather's tensor)."""
+        """Once the run is over: free the DDP model, then leave the run's process group (`processes.
+        leave_process_group`). The model goes first: destroying the group while DDP's Reducer still held it
+        deadlocked a process (the group's destructor joins gloo's worker thread with the GIL held, while that thread
+        waits for the GIL to free a finished allgather's tensor)."""
         del self.model, self.optimizer, self.softmax_weight
         self.accelerator.free_memory()  # accelerate's own references to the prepared model and optimizer
-        gc.collect()
-        self.accelerator.end_training()
+        leave_process_group()
 
     def _train(self) -> dict[str, Any]:
         args, accelerator = self.args, self.accelerator
