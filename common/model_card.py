@@ -29,7 +29,9 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def elmo_card_data(*, license: str, language: str, extra_tags: tuple[str, ...] = (), **fields: Any) -> ModelCardData:
+def elmo_card_data(
+    *, license: str, language: str | list[str], extra_tags: tuple[str, ...] = (), **fields: Any
+) -> ModelCardData:
     """The page metadata of an ELMo biLM folder (transformers, feature extraction, `ELMO_TAGS` then `extra_tags`),
     with any further `ModelCardData` `fields`."""
     return ModelCardData(

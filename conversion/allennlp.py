@@ -15,7 +15,6 @@ from modeling_elmo import ElmoConfig, ElmoModel
 
 from .allennlp_hdf5 import read_allennlp_weights, write_allennlp_weights
 from .model_card import SourceDescription, model_page_source
-from .nlpl_archive import extracted_nlpl_archive
 from .saving import conversion_summary, require_room, save_converted_folder, weight_bytes
 from .variants import VARIANTS
 
@@ -24,6 +23,7 @@ __all__ = [
     "export_allennlp",
     "load_allennlp_model",
     "load_converted_model",
+    "run_conversion",
     "run_convert",
     "run_export",
 ]
@@ -112,12 +112,9 @@ def run_convert(args: argparse.Namespace) -> str:
             raise ConversionError(
                 f"--archive {args.archive} holds its weights: --weights goes with --options or --variant"
             )
-        with extracted_nlpl_archive(args.archive, space_check=not args.no_space_check) as archive:
-            options_source = f"{archive.path}:{archive.members['options']}"
-            options = read_options(archive.options_file)
-            return _convert(
-                args, options, archive.weights_file, archive.model_page_source(args), options_source, archive.path
-            )
+        from .nlpl_archive import convert_archive  # it imports this module (run_conversion): imported when it runs
+
+        return convert_archive(args)
     if not args.weights:
         raise ConversionError("--weights is needed with --options or --variant (an --archive holds its own)")
     weights = Path(args.weights)
@@ -134,10 +131,10 @@ def run_convert(args: argparse.Namespace) -> str:
             "the corpus its source was trained on (not recorded in the source files)",
             options_file=args.options,
         )
-    return _convert(args, options, weights, source, options_source, weights)
+    return run_conversion(args, options, weights, source, options_source, weights)
 
 
-def _convert(
+def run_conversion(
     args: argparse.Namespace,
     options: dict[str, Any],
     weights: Path,

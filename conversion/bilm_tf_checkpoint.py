@@ -38,6 +38,7 @@ __all__ = [
     "load_bilm_tf_checkpoint",
     "read_bilm_tf_vocabulary",
     "run",
+    "run_conversion",
 ]
 
 SOFTMAX_WEIGHT, SOFTMAX_BIAS = "lm/softmax/W", "lm/softmax/b"
@@ -212,6 +213,32 @@ def convert_bilm_tf_checkpoint(
     )
 
 
+def run_conversion(
+    args: argparse.Namespace,
+    checkpoint_path: str | Path,
+    options: dict[str, Any],
+    options_source: str,
+    vocabulary_file: str | Path,
+    source: SourceDescription,
+    named: Path,
+) -> str:
+    """Convert the checkpoint to the arguments' output (as `convert_bilm_tf_checkpoint`); the summary line names
+    `named`."""
+    model, parity = convert_bilm_tf_checkpoint(
+        checkpoint_path,
+        options,
+        vocabulary_file,
+        args.output,
+        source=source,
+        options_source=options_source,
+        repo_id=args.push_to_hub,
+        overwrite=args.overwrite,
+        space_check=not args.no_space_check,
+    )
+    summary = conversion_summary(named, args.output, model.elmo, parity)
+    return f"{summary}; with its softmax of {model.config.vocab_size:,} words and vocab.txt"
+
+
 def run(args: argparse.Namespace) -> str:
     files = checkpoint_files(args.checkpoint)
     source = model_page_source(
@@ -221,16 +248,5 @@ def run(args: argparse.Namespace) -> str:
         "the corpus its checkpoint was trained on (not recorded in the checkpoint)",
         options_file=args.options,
     )
-    model, parity = convert_bilm_tf_checkpoint(
-        args.checkpoint,
-        read_options(args.options),
-        args.vocab,
-        args.output,
-        source=source,
-        options_source=args.options,
-        repo_id=args.push_to_hub,
-        overwrite=args.overwrite,
-        space_check=not args.no_space_check,
-    )
-    summary = conversion_summary(Path(args.checkpoint), args.output, model.elmo, parity)
-    return f"{summary}; with its softmax of {model.config.vocab_size:,} words and vocab.txt"
+    options = read_options(args.options)
+    return run_conversion(args, args.checkpoint, options, args.options, args.vocab, source, Path(args.checkpoint))

@@ -54,8 +54,10 @@ def _allennlp_arguments(parser: argparse.ArgumentParser) -> None:
     )
     described_by.add_argument(
         "--archive",
-        help="an NLPL repository ZIP archive (model.hdf5, options.json, meta.json, ...), instead of --options and "
-        "--weights: its meta.json's language and corpus go into the model page",
+        help="an NLPL repository ZIP archive, or its unzipped folder, instead of --options and --weights: the model "
+        "it holds (bilm-tf weights: model.hdf5, options.json; a bilm-tf checkpoint: model.ckpt-N.index and .data, "
+        "options.json, vocab.txt; or ELMoForManyLangs: encoder.pkl, token_embedder.pkl, config.json, char.dic), "
+        "with its meta.json's languages and corpus on the model page",
     )
     parser.add_argument("--weights", help="the model's weights.hdf5 (with --options or --variant)")
     parser.add_argument("--output", required=True, help="model folder to create")

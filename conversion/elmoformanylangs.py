@@ -29,6 +29,7 @@ __all__ = [
     "convert_elmoformanylangs",
     "load_elmoformanylangs_model",
     "run",
+    "run_conversion",
     "weight_mappings",
 ]
 
@@ -277,6 +278,11 @@ def run(args: argparse.Namespace) -> str:
         (model_dir / "token_embedder.pkl", model_dir / "encoder.pkl"),
         "the CoNLL 2018 shared task raw text of its language (20M words sampled from Wikipedia and Common Crawl)",
     )
+    return run_conversion(args, model_dir, source, model_dir)
+
+
+def run_conversion(args: argparse.Namespace, model_dir: Path, source: SourceDescription, named: Path) -> str:
+    """Convert the folder to the arguments' output (as `convert_elmoformanylangs`); the summary line names `named`."""
     model, parity = convert_elmoformanylangs(
         model_dir,
         args.output,
@@ -285,4 +291,4 @@ def run(args: argparse.Namespace) -> str:
         overwrite=args.overwrite,
         space_check=not args.no_space_check,
     )
-    return conversion_summary(model_dir, args.output, model, parity)
+    return conversion_summary(named, args.output, model, parity)

@@ -33,7 +33,7 @@ class SourceDescription:
     description: str  # e.g. "the AllenNLP release elmo_2x4096_512_2048cnn_2xhighway"
     source_files: tuple[Path, ...]  # the weight files, named with their checksums on the page
     license: str = "apache-2.0"
-    language: str = "en"
+    language: str | list[str] = "en"  # ISO 639 codes, one or several
     training_data: str = "the 1 Billion Word Benchmark (about 800M tokens of news text)"
     options_file: Path | None = None  # the options.json the weights were read with, where one was given
     card_fields: dict[str, Any] = field(default_factory=dict)  # further page metadata, e.g. an archive's meta.json
