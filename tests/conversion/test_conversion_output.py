@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from command_output import file_tree, last_error_line
+from command_output import exit_status_after_ctrl_c, file_tree, last_error_line
 from original_files import small_options, write_original_model
 
 from elmo_transformers.conversion.cli import main
@@ -206,7 +206,7 @@ def test_ctrl_c_is_one_line_naming_what_is_kept(
         raise KeyboardInterrupt
 
     monkeypatch.setattr("elmo_transformers.conversion.saving.write_model_card", interrupted)
-    assert main(_allennlp(*original, output)) == 130
+    assert exit_status_after_ctrl_c(lambda: main(_allennlp(*original, output))) == 130
     assert last_error_line(capsys) == (
         f"elmo-convert: interrupted: nothing was written: {output} is as it was; run the command again"
     )
@@ -214,7 +214,7 @@ def test_ctrl_c_is_one_line_naming_what_is_kept(
     monkeypatch.undo()
 
     monkeypatch.setattr("elmo_transformers.conversion.hub.push_folder", interrupted)
-    assert main(_allennlp(*original, output, "--push-to-hub", "someone/elmo")) == 130
+    assert exit_status_after_ctrl_c(lambda: main(_allennlp(*original, output, "--push-to-hub", "someone/elmo"))) == 130
     assert last_error_line(capsys) == (
         f"elmo-convert: interrupted: {output} is written, its upload was not finished: hf upload someone/elmo {output}"
     )

@@ -1,13 +1,14 @@
 """What a command left behind: every file under a folder with its bytes (to see that nothing changed, no staging
-folder or lock left), and the line it ended with on stderr."""
+folder or lock left), the line it ended with on stderr, and its exit status after a Ctrl-C."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-__all__ = ["file_tree", "last_error_line"]
+__all__ = ["exit_status_after_ctrl_c", "file_tree", "last_error_line"]
 
 
 def file_tree(folder: Path) -> dict[str, bytes]:
@@ -20,3 +21,12 @@ def last_error_line(capsys: pytest.CaptureFixture) -> str:
     err = capsys.readouterr().err
     assert "Traceback" not in err, err
     return err.splitlines()[-1]
+
+
+def exit_status_after_ctrl_c(command: Callable[[], int]) -> int:
+    """`command()`'s exit status, where a Ctrl-C (KeyboardInterrupt) is raised inside it; one that escapes the
+    command (a traceback for the user) fails the test rather than stopping pytest."""
+    try:
+        return command()
+    except KeyboardInterrupt:
+        pytest.fail("the KeyboardInterrupt escaped the command: the user sees a traceback")

@@ -19,7 +19,7 @@ import torch
 pytest.importorskip("onnxruntime")
 import onnx
 import onnxruntime
-from command_output import file_tree, last_error_line
+from command_output import exit_status_after_ctrl_c, file_tree, last_error_line
 from onnx import numpy_helper
 
 from elmo_transformers.common.errors import EmbedError
@@ -505,7 +505,7 @@ def test_ctrl_c_during_the_export_is_one_line_and_leaves_the_old_output(
 
     monkeypatch.setattr(f"elmo_transformers.conversion.onnx_export.{stage}", interrupted)
     command = ["onnx", "--model", str(fixture_model_folder), "--output", str(output), "--quantize", "int8"]
-    assert main([*command, "--overwrite"]) == 130
+    assert exit_status_after_ctrl_c(lambda: main([*command, "--overwrite"])) == 130
     assert last_error_line(capsys) == (
         f"elmo-convert: interrupted: nothing was written: {output} is as it was; run the command again"
     )
