@@ -19,6 +19,7 @@ __all__ = [
     "exit_on_error",
     "first_line",
     "report_error",
+    "report_interruption",
 ]
 
 
@@ -55,6 +56,13 @@ def report_error(program: str, error: ElmoError) -> int:
     and return their exit status for bad input, 2 (argparse's)."""
     print(f"{program}: error: {error}", file=sys.stderr)
     return 2
+
+
+def report_interruption(program: str, kept: str) -> int:
+    """Print a Ctrl-C as the console commands do, `PROGRAM: interrupted: KEPT` on stderr, where `kept` says what
+    is kept and how to go on, and return the exit status of a process that SIGINT ended, 130 (128 + 2)."""
+    print(f"{program}: interrupted: {kept}", file=sys.stderr)
+    return 130
 
 
 @contextmanager

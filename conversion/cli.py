@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from elmo_transformers.common.disk_space import NO_SPACE_CHECK
-from elmo_transformers.common.errors import ElmoError, report_error
+from elmo_transformers.common.errors import ElmoError, report_error, report_interruption
 
 from .command import COMMANDS, ConverterCommand
 
@@ -65,23 +65,30 @@ def _build_parser(commands: Sequence[ConverterCommand]) -> argparse.ArgumentPars
     return parser
 
 
-def _run(command: ConverterCommand, args: argparse.Namespace) -> str:
-    """Carry out the command and upload its output where asked; returns its one-line summary."""
-    summary = command.run(args)
-    if vars(args).get("push_to_hub"):
-        from .hub import push_folder
-
-        push_folder(args.output, args.push_to_hub)
-    return summary
+def _kept_after_interruption(output: str, uploading_to: str | None) -> str:
+    """What a Ctrl-C leaves: every output is written whole or not at all (`common.atomic_output`), and the upload
+    to the Hub comes once it is written."""
+    if uploading_to is None:
+        return f"nothing was written: {output} is as it was; run the command again"
+    return f"{output} is written, its upload was not finished: hf upload {uploading_to} {output}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser(COMMANDS).parse_args(argv)
     command = next(command for command in COMMANDS if command.name == args.command)
+    repo, uploading = vars(args).get("push_to_hub"), False
     try:
-        print(_run(command, args))
+        summary = command.run(args)
+        if repo:
+            from .hub import push_folder
+
+            uploading = True
+            push_folder(args.output, repo)
     except ElmoError as error:
         return report_error("elmo-convert", error)
+    except KeyboardInterrupt:
+        return report_interruption("elmo-convert", _kept_after_interruption(args.output, repo if uploading else None))
+    print(summary)
     return 0
 
 

@@ -10,8 +10,10 @@ quantisation over the LSTM's products only.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib.metadata
 import logging
+import os
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,17 +23,20 @@ import torch
 from huggingface_hub import ModelCard
 
 from elmo_transformers.common.atomic_output import atomic_output_folder
-from elmo_transformers.common.errors import ConversionError
+from elmo_transformers.common.disk_space import is_disk_full
+from elmo_transformers.common.errors import ConversionError, first_line
 from elmo_transformers.common.extras import require_extra
 from elmo_transformers.common.model_folder import require_model_folder
 from elmo_transformers.inference.onnx_embedder import (
+    ARCHITECTURE_KEY,
     FLOAT_GRAPH,
     LAYOUT_KEY,
     LAYOUT_VERSION,
     QUANTIZED_GRAPH,
+    exported_class,
     open_graph,
 )
-from modeling_elmo import ElmoConfig, ElmoForSequenceClassification, ElmoForTokenClassification, ElmoModel
+from modeling_elmo import ElmoConfig, ElmoModel
 from modeling_elmo.tokenization_elmo import ElmoTokenizer
 
 from .model_card import PARITY_SENTENCES
@@ -39,7 +44,6 @@ from .saving import require_room
 
 __all__ = ["OnnxExport", "export_onnx", "graph_cosine", "product_node_names", "quantize_graph", "run"]
 
-_HEADS = {cls.__name__: cls for cls in (ElmoForTokenClassification, ElmoForSequenceClassification)}
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".onnx", ".h5", ".pt")
 
 
@@ -73,7 +77,7 @@ def export_onnx(
     architecture = type(model).__name__
     metadata = {
         LAYOUT_KEY: LAYOUT_VERSION,
-        "elmo_architecture": architecture,
+        ARCHITECTURE_KEY: architecture,
         "elmo_transformers_version": importlib.metadata.version("elmo-transformers"),
     }
     try:
@@ -82,7 +86,10 @@ def export_onnx(
         raise ConversionError(f"{model_dir}: {error}") from None
     with atomic_output_folder(output, overwrite=overwrite, inputs=(model_dir,)) as folder:
         require_room(
-            output, graph.ByteSize() * (13 if quantize else 10) // 10, "the ONNX graph", space_check=space_check
+            output,
+            _peak_bytes(graph, model_dir, quantize=bool(quantize)),
+            "the ONNX graph" + (" and onnxruntime's copy of it while quantising" if quantize else ""),
+            space_check=space_check,
         )
         _copy_model_files(model_dir, folder)
         import onnx
@@ -92,7 +99,7 @@ def export_onnx(
         tokenizer = ElmoTokenizer.from_pretrained(folder)
         result = OnnxExport(architecture, _parity(model, session, tokenizer), (folder / FLOAT_GRAPH).stat().st_size)
         if quantize:
-            quantize_graph(folder / FLOAT_GRAPH, folder / QUANTIZED_GRAPH)
+            _quantize_in_one_line(folder, output)
             quantized = open_graph(folder / QUANTIZED_GRAPH, ConversionError)
             cosine = (
                 graph_cosine(session, quantized, tokenizer, PARITY_SENTENCES) if architecture == "ElmoModel" else None
@@ -107,16 +114,47 @@ def _load(model_dir: Path) -> torch.nn.Module:
     require_model_folder(model_dir, ConversionError)
     if not any(model_dir.glob("*.safetensors")):
         raise ConversionError(f"{model_dir}: no model.safetensors (export from the model folder elmo-convert wrote)")
-    config = ElmoConfig.from_pretrained(model_dir)
-    model_class = _HEADS.get((config.architectures or [""])[0], ElmoModel)
+    model_class = exported_class(ElmoConfig.from_pretrained(model_dir))
     return model_class.from_pretrained(model_dir, dtype=torch.float32).eval()
 
 
+def _model_files(model_dir: Path) -> list[Path]:
+    """The source's files that the ONNX folder copies: its config, tokenizer files and code; not its weights nor
+    its model page."""
+    return [
+        path
+        for path in sorted(model_dir.iterdir())
+        if path.is_file() and path.suffix not in _WEIGHT_SUFFIXES and path.name != "README.md"
+    ]
+
+
 def _copy_model_files(model_dir: Path, folder: Path) -> None:
-    """The source's config, tokenizer files and code; not its weights nor its model page."""
-    for path in sorted(model_dir.iterdir()):
-        if path.is_file() and path.suffix not in _WEIGHT_SUFFIXES and path.name != "README.md":
-            shutil.copyfile(path, folder / path.name)
+    for path in _model_files(model_dir):
+        shutil.copyfile(path, folder / path.name)
+
+
+def _peak_bytes(graph, model_dir: Path, *, quantize: bool) -> int:
+    """The most the folder holds while it is written: the float graph and the copied files, and with `quantize`
+    the copy of the graph with its inferred shapes that onnxruntime's quantiser writes beside it (1.02 times the
+    graph for the test fixture) and removes before it writes the int8 graph (0.3-0.4 times): a second graph."""
+    copies = sum(path.stat().st_size for path in _model_files(model_dir))
+    return graph.ByteSize() * (2 if quantize else 1) + copies
+
+
+def _quantize_in_one_line(folder: Path, output: Path) -> None:
+    """`quantize_graph` of the folder's float graph, each failure in one line: a full disk as `atomic_output_folder`
+    tells it, anything else naming `output`. (The quantiser writes its copy of the graph unchecked: on a full disk
+    the copy is cut short, and reading it back fails with protobuf's DecodeError, not an OSError.)"""
+    source = folder / FLOAT_GRAPH
+    try:
+        quantize_graph(source, folder / QUANTIZED_GRAPH)
+    except Exception as failure:  # onnx's, protobuf's and onnxruntime's own types
+        if is_disk_full(failure) or shutil.disk_usage(folder).free < source.stat().st_size:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)) from failure
+        raise ConversionError(
+            f"{output}: onnxruntime's quantiser failed ({first_line(failure)}): nothing was written; export without"
+            " --quantize"
+        ) from None
 
 
 def product_node_names(graph) -> list[str]:

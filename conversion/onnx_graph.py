@@ -22,6 +22,7 @@ import onnx
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
+from elmo_transformers.inference.onnx_embedder import GraphTensor, graph_signature
 from modeling_elmo import ElmoLayerMix, ElmoModel
 from modeling_elmo.configuration_elmo import framed_char_ids
 from modeling_elmo.modeling_elmo import ElmoForTokenClassification, ElmoLstmLayer, ElmoTaskModel
@@ -80,51 +81,43 @@ class _Builder:
 
 
 def build_graph(model: ElmoModel | ElmoTaskModel, metadata: dict[str, str]) -> onnx.ModelProto:
-    """The ONNX model of `model` (in eval mode, float32): an `ElmoModel` or a task head.
-
-    Input `input_ids` (batch, words, max_characters_per_token) int64, all-zero rows for padding after each
-    sentence's words. Outputs of the biLM: `last_hidden_state` (batch, words, 2P), `hidden_states` (L+1, batch,
-    words, 2P), `word_mask` (batch, words) bool; of a head: `logits`. `metadata` goes into the model's
-    metadata_props.
-    """
+    """The ONNX model of `model` (in eval mode, float32): an `ElmoModel` or a task head, with the inputs and outputs
+    of `graph_signature` (layout `LAYOUT_VERSION`). `metadata` goes into the model's metadata_props."""
     config = model.config
     if config.word_embedding_dim:
         raise ValueError("models with a word embedding (ELMoForManyLangs') are not exported to ONNX")
     graph = _Builder(itertools.count())
-    chars = config.max_characters_per_token
-    input_ids = "input_ids"
-    inputs = [helper.make_tensor_value_info(input_ids, TensorProto.INT64, ["batch", "words", chars])]
+    signature = graph_signature(config, type(model).__name__)
+    (input_ids,) = (tensor.name for tensor in signature.inputs)
     with torch.no_grad():
         if isinstance(model, ElmoTaskModel):
             layers, mask = _bilm(graph, model.elmo, input_ids, config.mix_depth)
             named = {"logits": _head(graph, model, layers, mask)}
-            shapes = {
-                "logits": ["batch", "words", config.num_labels]
-                if isinstance(model, ElmoForTokenClassification)
-                else ["batch", config.num_labels]
-            }
         else:
             layers, mask = _bilm(graph, model, input_ids, config.num_hidden_layers)
             stacked = graph.op("Concat", *(graph.unsqueeze(layer, 0) for layer in layers), axis=0)
             named = {"last_hidden_state": layers[-1], "hidden_states": stacked, "word_mask": mask}
-            width = config.hidden_size
-            shapes = {
-                "last_hidden_state": ["batch", "words", width],
-                "hidden_states": [len(layers), "batch", "words", width],
-                "word_mask": ["batch", "words"],
-            }
-    outputs = []
-    for name, value in named.items():
-        graph.nodes.append(helper.make_node("Identity", [value], [name], name=f"output_{name}"))
-        element = TensorProto.BOOL if name == "word_mask" else TensorProto.FLOAT
-        outputs.append(helper.make_tensor_value_info(name, element, shapes[name]))
-    onnx_graph = helper.make_graph(graph.nodes, type(model).__name__, inputs, outputs, graph.initializers)
+    for tensor in signature.outputs:
+        name = tensor.name
+        graph.nodes.append(helper.make_node("Identity", [named[name]], [name], name=f"output_{name}"))
+    onnx_graph = helper.make_graph(
+        graph.nodes,
+        type(model).__name__,
+        [_value_info(tensor) for tensor in signature.inputs],
+        [_value_info(tensor) for tensor in signature.outputs],
+        graph.initializers,
+    )
     onnx_model = helper.make_model(
         onnx_graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="elmo-transformers"
     )
     onnx_model.ir_version = 8  # onnxruntime >= 1.14 reads it
     helper.set_model_props(onnx_model, metadata)
     return onnx_model
+
+
+def _value_info(tensor: GraphTensor) -> onnx.ValueInfoProto:
+    """The graph's declaration of one of its inputs or outputs."""
+    return helper.make_tensor_value_info(tensor.name, TensorProto.DataType.Value(tensor.element.upper()), tensor.shape)
 
 
 def _bilm(graph: _Builder, model: ElmoModel, input_ids: str, num_layers: int) -> tuple[list[str], str]:

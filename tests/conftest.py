@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -106,3 +106,26 @@ def fixture_model_folder(elmo_fixture: Path, tmp_path_factory: pytest.TempPathFa
     )
     assert exit_code == 0
     return output
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Callable[[str], Path | None]]:
+    """`mount(size)`: a folder on a tmpfs of `size` (e.g. "2m"), or None where no tmpfs can be mounted (not root):
+    the test then injects what a full disk does. For the converters (elmo-convert); elmo-embed's and pretraining's
+    tests, which run several processes, have their own."""
+    mounted: list[Path] = []
+
+    def mount(size: str) -> Path | None:
+        folder = tmp_path / f"disk-{size}"
+        folder.mkdir()
+        command = ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)]
+        if shutil.which("mount") is None or subprocess.run(command, capture_output=True).returncode != 0:
+            print(f"no tmpfs of {size}: a full disk is injected")
+            return None
+        print(f"a tmpfs of {size}")
+        mounted.append(folder)
+        return folder
+
+    yield mount
+    for folder in mounted:
+        subprocess.run(["umount", str(folder)], check=True)

@@ -12,10 +12,10 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from command_output import exit_status_after_ctrl_c, file_tree, last_error_line
 from original_files import small_options, write_original_model
 
 from elmo_transformers.conversion.cli import main
@@ -59,10 +59,6 @@ def _elmo_convert(*arguments: str) -> subprocess.CompletedProcess:
     )
 
 
-def _tree(folder: Path) -> dict[str, bytes]:
-    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
-
-
 @pytest.mark.parametrize("second_overwrites", [False, True], ids=["second-plain", "second-overwrite"])
 @pytest.mark.slow
 def test_a_second_writer_is_refused_naming_the_first(original, tmp_path: Path, second_overwrites: bool) -> None:
@@ -82,14 +78,14 @@ def test_a_second_writer_is_refused_naming_the_first(original, tmp_path: Path, s
     )
     try:
         assert first.stdout.readline().strip() == "writing", first.stderr.read()
-        before = _tree(tmp_path)
+        before = file_tree(tmp_path)
         second = _elmo_convert(*_allennlp(*original, output, *(["--overwrite"] if second_overwrites else [])))
         assert second.returncode == 2
         assert second.stderr.splitlines() == [
             f"elmo-convert: error: {output} is being written by process {first.pid}"
             f" ({shlex.join(['elmo-convert', *first_arguments])}): wait for it to finish, or stop it first"
         ]
-        assert _tree(tmp_path) == before, "the second writer touched nothing"
+        assert file_tree(tmp_path) == before, "the second writer touched nothing"
     finally:
         out, err = first.communicate("\n", timeout=300)
     assert first.returncode == 0, err
@@ -104,7 +100,7 @@ def test_the_current_directory_and_a_folder_of_the_inputs_are_refused(
     options, weights = original
     (tmp_path / "work").mkdir()
     monkeypatch.chdir(tmp_path / "work")
-    before = _tree(tmp_path)
+    before = file_tree(tmp_path)
     for output, problem in [
         (".", ". is the current directory or holds it: it cannot be replaced; name a new folder"),
         ("..", ".. is the current directory or holds it: it cannot be replaced; name a new folder"),
@@ -115,7 +111,7 @@ def test_the_current_directory_and_a_folder_of_the_inputs_are_refused(
     ]:
         assert main(_allennlp(options, weights, output, "--overwrite")) == 2
         assert capsys.readouterr().err.splitlines() == [f"elmo-convert: error: {problem}"]
-    assert _tree(tmp_path) == before
+    assert file_tree(tmp_path) == before
     converted = tmp_path / "converted"
     assert main(_allennlp(options, weights, converted)) == 0
     capsys.readouterr()
@@ -127,33 +123,6 @@ def test_the_current_directory_and_a_folder_of_the_inputs_are_refused(
             " name another folder"
         ]
     assert ElmoModel.from_pretrained(converted).config.cell_size == 32
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Callable[[str], Path | None]]:
-    """`mount(size)`: a folder on a tmpfs of `size` (e.g. "2m"), or None where no tmpfs can be mounted (not root):
-    the test then injects what a full disk does."""
-    mounted: list[Path] = []
-
-    def mount(size: str) -> Path | None:
-        folder = tmp_path / f"disk-{size}"
-        folder.mkdir()
-        command = ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)]
-        if shutil.which("mount") is None or subprocess.run(command, capture_output=True).returncode != 0:
-            print(f"no tmpfs of {size}: a full disk is injected")
-            return None
-        print(f"a tmpfs of {size}")
-        mounted.append(folder)
-        return folder
-
-    yield mount
-    for folder in mounted:
-        subprocess.run(["umount", str(folder)], check=True)
-
-
-def _last_error(capsys: pytest.CaptureFixture) -> str:
-    """The line the command ended with (after any progress bars)."""
-    return capsys.readouterr().err.splitlines()[-1]
 
 
 def test_a_full_disk_is_told_in_one_line_and_leaves_the_old_model(
@@ -172,15 +141,15 @@ def test_a_full_disk_is_told_in_one_line_and_leaves_the_old_model(
         )
     output = disk / "model"
     assert main(_allennlp(*tiny, output)) == 0
-    old = _tree(disk)
+    old = file_tree(disk)
 
     assert main(_allennlp(*big, output, "--overwrite")) == 2
     assert re.fullmatch(
         rf"elmo-convert: error: {output}: the 1,194,292 weights need about 4\.8 MB, but {output} has \d\.\d MB free:"
         " free some space, write elsewhere, or pass --no-space-check to try anyway",
-        _last_error(capsys),
+        last_error_line(capsys),
     )
-    assert _tree(disk) == old
+    assert file_tree(disk) == old
 
     if not os.path.ismount(disk):
 
@@ -190,11 +159,11 @@ def test_a_full_disk_is_told_in_one_line_and_leaves_the_old_model(
 
         monkeypatch.setattr(ElmoModel, "save_pretrained", full_disk)
     assert main(_allennlp(*big, output, "--overwrite", "--no-space-check")) == 2
-    assert _last_error(capsys) == (
+    assert last_error_line(capsys) == (
         f"elmo-convert: error: {output}: the disk is full: nothing was written, {output} is as it was;"
         " free some space or write elsewhere"
     )
-    assert _tree(disk) == old, "the old model whole, the staging folder and the lock removed"
+    assert file_tree(disk) == old, "the old model whole, the staging folder and the lock removed"
     monkeypatch.undo()
 
     roomy = small_disk("8m") or tmp_path / "roomy"
@@ -222,6 +191,31 @@ def test_too_little_room_for_token_embeddings_is_refused(
     assert re.fullmatch(
         rf"elmo-convert: error: {output}: the token layer of 100,000 words need about 3\.2 MB, but {disk} has"
         r" \d\.\d MB free: free some space, write elsewhere, or pass --no-space-check to try anyway",
-        _last_error(capsys),
+        last_error_line(capsys),
     )
     assert not any(disk.iterdir()), "nothing written, the lock removed"
+
+
+def test_ctrl_c_is_one_line_naming_what_is_kept(
+    original, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """Ctrl-C while converting leaves nothing (the staging folder removed); while uploading, the written folder."""
+    output = tmp_path / "model"
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("elmo_transformers.conversion.saving.write_model_card", interrupted)
+    assert exit_status_after_ctrl_c(lambda: main(_allennlp(*original, output))) == 130
+    assert last_error_line(capsys) == (
+        f"elmo-convert: interrupted: nothing was written: {output} is as it was; run the command again"
+    )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["original"]
+    monkeypatch.undo()
+
+    monkeypatch.setattr("elmo_transformers.conversion.hub.push_folder", interrupted)
+    assert exit_status_after_ctrl_c(lambda: main(_allennlp(*original, output, "--push-to-hub", "someone/elmo"))) == 130
+    assert last_error_line(capsys) == (
+        f"elmo-convert: interrupted: {output} is written, its upload was not finished: hf upload someone/elmo {output}"
+    )
+    assert ElmoModel.from_pretrained(output).config.cell_size == 32

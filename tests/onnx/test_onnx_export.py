@@ -5,7 +5,10 @@ this package can feed it; bad folders and a missing extra get one line."""
 from __future__ import annotations
 
 import json
+import os
 import random
+import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -16,6 +19,8 @@ import torch
 pytest.importorskip("onnxruntime")
 import onnx
 import onnxruntime
+from command_output import exit_status_after_ctrl_c, file_tree, last_error_line
+from onnx import numpy_helper
 
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.conversion.cli import main
@@ -106,16 +111,26 @@ def test_the_float_graph_equals_pytorch_at_every_layer(
     assert not layers[:, ~mask].any()  # zero at padding
 
 
-def test_one_graph_serves_two_batch_sizes_and_lengths_without_unrolling(bilm_folder: Path) -> None:
+def test_one_graph_serves_two_batch_sizes_and_lengths_without_unrolling(
+    bilm_folder: Path, fixture_model_folder: Path
+) -> None:
     graph = onnx.load(str(bilm_folder / "model.onnx"))
     assert [node.op_type for node in graph.graph.node].count("Scan") == 4  # a loop per biLSTM layer and direction
     session = onnxruntime.InferenceSession(str(bilm_folder / "model.onnx"))
-    short, long = _char_ids(_random_sentences(3, seed=2, longest=4)), _char_ids(_random_sentences(17, seed=3))
-    assert short.shape[:2] != long.shape[:2]
+    model = ElmoModel.from_pretrained(fixture_model_folder).eval()
+    # Sentences of 1, 4 and 2 words (unicode, a word of 62 bytes cut to 48), and 17 of up to 30.
+    short = _char_ids([["naïve"], ["日本語", "é" * 31, "the", "🙂"], ["Hello", "wörld"]])
+    long = _char_ids(_random_sentences(17, seed=3))
+    assert short.shape[:2] == (3, 4) and long.shape[:2] != short.shape[:2]
+    for ids in (short, long):
+        with torch.no_grad():
+            expected = torch.stack(model(torch.from_numpy(ids), output_hidden_states=True).hidden_states).numpy()
+        (layers,) = session.run(["hidden_states"], {"input_ids": ids})
+        assert layers.shape == expected.shape
+        assert np.abs(layers - expected).max() <= TOLERANCE
     # A sentence gets the same vectors whatever batch it is in.
     alone = session.run(["hidden_states"], {"input_ids": long[5:6, : int((long[5] > 0).any(-1).sum())]})[0]
     together = session.run(["hidden_states"], {"input_ids": long})[0]
-    assert session.run(["hidden_states"], {"input_ids": short})[0].shape[1:3] == short.shape[:2]
     assert np.abs(together[:, 5, : alone.shape[2]] - alone[:, 0]).max(initial=0.0) <= TOLERANCE
 
 
@@ -219,19 +234,161 @@ def test_the_int8_graph_has_8_bit_lstm_weights_and_keeps_the_cosine(default_fold
     assert minimum >= 0.9, (mean, minimum)
 
 
+def _initializers(model: onnx.ModelProto) -> dict[str, np.ndarray]:
+    """Every weight of a graph and of its loops, by name."""
+    graphs, weights = [model.graph], {}
+    while graphs:
+        graph = graphs.pop()
+        weights.update((tensor.name, numpy_helper.to_array(tensor)) for tensor in graph.initializer)
+        graphs.extend(attribute.g for node in graph.node for attribute in node.attribute if attribute.HasField("g"))
+    return weights
+
+
+def test_the_int8_weights_are_quantised_per_output_column(default_folder: Path) -> None:
+    """Each output column of each product has its own scale (a scale for the whole matrix would waste the 8 bits
+    of every column smaller than the largest), and its int8 values are the float graph's weights to half a step."""
+    floats = _initializers(onnx.load(str(default_folder / "model.onnx")))
+    quantized = _initializers(onnx.load(str(default_folder / "model_quantized.onnx")))
+    products = [name.removesuffix("_quantized") for name in quantized if name.endswith("_quantized")]
+    assert len(products) == 15  # the products of test_the_int8_graph_has_8_bit_lstm_weights_and_keeps_the_cosine
+    for name in products:
+        weight, scale = floats[name], quantized[f"{name}_scale"]
+        zero_point = quantized[f"{name}_zero_point"].astype(np.float32)
+        assert scale.shape == zero_point.shape == (weight.shape[1],), name
+        restored = (quantized[f"{name}_quantized"].astype(np.float32) - zero_point) * scale
+        assert (np.abs(restored - weight) <= scale / 2 * (1 + 1e-5)).all(), name
+
+
 def test_a_folder_without_a_graph_is_one_line(fixture_model_folder: Path) -> None:
     with pytest.raises(EmbedError, match=r"no ONNX graph model\.onnx \(write one with elmo-convert onnx\)$"):
         open_graph(fixture_model_folder / "model.onnx", EmbedError)
 
 
-def test_a_graph_of_another_layout_is_one_line(bilm_folder: Path, tmp_path: Path) -> None:
-    graph = onnx.load(str(bilm_folder / "model.onnx"))
-    for entry in graph.metadata_props:
-        if entry.key == LAYOUT_KEY:
-            entry.value = "0"
-    onnx.save(graph, tmp_path / "model.onnx")
-    with pytest.raises(EmbedError, match="ELMo graph layout 0, this version of elmo-transformers reads layout 1"):
-        open_graph(tmp_path / "model.onnx", EmbedError)
+def _copied_folder(folder: Path, target: Path) -> Path:
+    shutil.copytree(folder, target)
+    return target
+
+
+def _set_metadata(graph_file: Path, key: str, value: str | None) -> None:
+    """Set (or with None remove) a metadata entry of the graph in `graph_file`."""
+    graph = onnx.load(str(graph_file))
+    kept = [entry for entry in graph.metadata_props if entry.key != key]
+    del graph.metadata_props[:]
+    graph.metadata_props.extend(kept)
+    if value is not None:
+        graph.metadata_props.add(key=key, value=value)
+    onnx.save(graph, graph_file)
+
+
+@pytest.mark.parametrize(
+    ("layout", "found"), [("0", "ELMo graph layout 0"), ("2", "ELMo graph layout 2"), (None, "no ELMo graph layout")]
+)
+def test_a_graph_of_another_layout_is_one_line(bilm_folder: Path, tmp_path: Path, layout, found: str) -> None:
+    """An older layout, a newer one (a later version's export), and a graph without the key are all refused."""
+    folder = _copied_folder(bilm_folder, tmp_path / "graph")
+    _set_metadata(folder / "model.onnx", LAYOUT_KEY, layout)
+    with pytest.raises(EmbedError) as refused:
+        open_graph(folder / "model.onnx", EmbedError)
+    assert str(refused.value) == (
+        f"{folder / 'model.onnx'}: {found}, this version of elmo-transformers reads layout 1: export the model again"
+        " with elmo-convert onnx"
+    )
+
+
+def _edit_json(path: Path, **changes) -> None:
+    path.write_text(json.dumps({**json.loads(path.read_text(encoding="utf-8")), **changes}), encoding="utf-8")
+
+
+def _another_models_graph(folder: Path, default_folder: Path) -> None:
+    shutil.copyfile(default_folder / "model.onnx", folder / "model.onnx")
+
+
+def _another_models_config(folder: Path, default_folder: Path) -> None:
+    shutil.copyfile(default_folder / "config.json", folder / "config.json")
+
+
+def _fewer_layers(folder: Path, default_folder: Path) -> None:
+    _edit_json(folder / "config.json", num_hidden_layers=1)
+
+
+def _shorter_words(folder: Path, default_folder: Path) -> None:
+    for name in ("config.json", "tokenizer_config.json"):  # (they must agree: model_folder_problem)
+        _edit_json(folder / name, max_characters_per_token=40)
+
+
+def _a_heads_config(folder: Path, default_folder: Path) -> None:
+    _edit_json(folder / "config.json", architectures=["ElmoForTokenClassification"], id2label={"0": "A", "1": "B"})
+
+
+def _no_config(folder: Path, default_folder: Path) -> None:
+    (folder / "config.json").unlink()
+
+
+def _no_architecture(folder: Path, default_folder: Path) -> None:
+    _set_metadata(folder / "model.onnx", "elmo_architecture", None)
+
+
+# What is done to a copy of the fixture biLM's graph folder, and the end of the line that refuses it.
+MISMATCHES = {
+    "another model's graph": (
+        _another_models_graph,
+        "its output last_hidden_state is float [batch, words, 256], but {config} makes it float [batch, words, 32]"
+        " (projection_dim): the graph and config.json are of different models; export the model again with"
+        " elmo-convert onnx",
+    ),
+    "another model's config.json": (
+        _another_models_config,
+        "its output last_hidden_state is float [batch, words, 32], but {config} makes it float [batch, words, 256]"
+        " (projection_dim): the graph and config.json are of different models; export the model again with"
+        " elmo-convert onnx",
+    ),
+    "a config.json of fewer layers": (
+        _fewer_layers,
+        "its output hidden_states is float [3, batch, words, 32], but {config} makes it float [2, batch, words, 32]"
+        " (num_hidden_layers, projection_dim): the graph and config.json are of different models; export the model"
+        " again with elmo-convert onnx",
+    ),
+    "a config.json of shorter words": (
+        _shorter_words,
+        "its input input_ids is int64 [batch, words, 50], but {config} makes it int64 [batch, words, 40]"
+        " (max_characters_per_token): the graph and config.json are of different models; export the model again"
+        " with elmo-convert onnx",
+    ),
+    "a head's config.json": (
+        _a_heads_config,
+        "its elmo_architecture is 'ElmoModel', but {config} makes it 'ElmoForTokenClassification' (architectures):"
+        " the graph and config.json are of different models; export the model again with elmo-convert onnx",
+    ),
+    "no architecture in the graph": (
+        _no_architecture,
+        "its elmo_architecture is None, but {config} makes it 'ElmoModel' (architectures): the graph and"
+        " config.json are of different models; export the model again with elmo-convert onnx",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", [*MISMATCHES, "no config.json"])
+def test_a_graph_that_does_not_match_its_folder_is_one_line_before_any_output(
+    bilm_folder: Path, default_folder: Path, tmp_path: Path, capsys, name: str
+) -> None:
+    """A graph beside another model's config.json ran until h5py refused its vectors ("Can't broadcast"), was then
+    told as a write fault to resume, and left OUT.partial; a folder without config.json embedded with default sizes."""
+    from elmo_transformers.inference.embed import main as embed
+
+    folder = _copied_folder(bilm_folder, tmp_path / "graph")
+    source = tmp_path / "in.txt"
+    source.write_text("a bb\n", encoding="utf-8")
+    if name == "no config.json":
+        _no_config(folder, default_folder)
+        expected = f"{folder}: not a model folder (no config.json)"  # as for a PyTorch folder
+    else:
+        change, problem = MISMATCHES[name]
+        change(folder, default_folder)
+        expected = f"{folder / 'model.onnx'}: {problem.format(config=folder / 'config.json')}"
+    before = sorted(tmp_path.iterdir())
+    assert embed([str(source), str(tmp_path / "out.hdf5"), "--model", str(folder)]) == 2
+    assert capsys.readouterr().err == f"elmo-embed: error: {expected}\n"
+    assert sorted(tmp_path.iterdir()) == before, "no OUT, no OUT.partial, no lock"
 
 
 def test_a_missing_extra_is_one_line(fixture_model_folder: Path, tmp_path: Path, monkeypatch, capsys) -> None:
@@ -281,17 +438,20 @@ def test_elmo_embed_on_the_graph_equals_the_pytorch_run(
         assert np.abs(outputs["graph"][key] - expected).max(initial=0.0) <= TOLERANCE
 
 
+@pytest.mark.parametrize("layer", [0, 1, 2])
 def test_elmo_embed_refuses_a_non_finite_vector_from_a_graph_in_one_line(
-    bilm_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+    bilm_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, layer: int
 ) -> None:
-    """As for PyTorch's vectors: a NaN the graph computed names the line and the dataset, never reaches the file."""
+    """As for PyTorch's vectors: a NaN the graph computed in any one layer (the token layer too) names the line and
+    the dataset, never reaches the file."""
     from elmo_transformers.inference.embed import main as embed
 
     run = OnnxEmbedder.run
 
     def with_a_nan(self: OnnxEmbedder, prepared):
         pending = run(self, prepared)
-        pending.vectors[-1, ..., 0] = float("nan")
+        assert pending.vectors.shape[:2] == (1, 3)  # (batch, layers, words, width)
+        pending.vectors[0, layer, 1, 5] = float("nan")
         return pending
 
     monkeypatch.setattr(OnnxEmbedder, "run", with_a_nan)
@@ -329,3 +489,92 @@ def test_a_model_with_a_word_embedding_is_refused_in_one_line(tmp_path: Path, ca
     error = capsys.readouterr().err.strip()
     assert error.endswith("many-langs: models with a word embedding (ELMoForManyLangs') are not exported to ONNX")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("stage", ["_parity", "quantize_graph", "graph_cosine", "_write_model_page"])
+def test_ctrl_c_during_the_export_is_one_line_and_leaves_the_old_output(
+    fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, stage: str
+) -> None:
+    """Ctrl-C printed a traceback of 34-79 lines; now one line, as elmo-embed's, and the staging folder is gone."""
+    output = _export(fixture_model_folder, tmp_path / "out")
+    capsys.readouterr()
+    before = file_tree(tmp_path)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(f"elmo_transformers.conversion.onnx_export.{stage}", interrupted)
+    command = ["onnx", "--model", str(fixture_model_folder), "--output", str(output), "--quantize", "int8"]
+    assert exit_status_after_ctrl_c(lambda: main([*command, "--overwrite"])) == 130
+    assert last_error_line(capsys) == (
+        f"elmo-convert: interrupted: nothing was written: {output} is as it was; run the command again"
+    )
+    assert file_tree(tmp_path) == before
+
+
+def test_a_failure_of_the_quantiser_is_one_line_and_leaves_the_old_output(
+    fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    output = _export(fixture_model_folder, tmp_path / "out")
+    capsys.readouterr()
+    before = file_tree(tmp_path)
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("[ONNXRuntimeError] : 1 : FAIL : a failure of its own\nand its details")
+
+    monkeypatch.setattr("onnxruntime.quantization.quantize_dynamic", failing)
+    command = ["onnx", "--model", str(fixture_model_folder), "--output", str(output), "--quantize", "int8"]
+    assert main([*command, "--overwrite"]) == 2
+    assert last_error_line(capsys) == (
+        f"elmo-convert: error: {output}: onnxruntime's quantiser failed ([ONNXRuntimeError] : 1 : FAIL : a failure"
+        " of its own): nothing was written; export without --quantize"
+    )
+    assert file_tree(tmp_path) == before
+
+
+def test_a_full_disk_while_quantising_is_one_line(
+    fixture_model_folder: Path, tmp_path: Path, small_disk, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """The quantiser writes a copy of the graph (with its inferred shapes) beside it, which the space check did not
+    count: the fixture's export (0.44 MB graph, 0.16 MB of files, 0.18 MB int8 graph) on a disk of 900 KB passed
+    the check, then the copy was cut short and read back as a protobuf DecodeError traceback. Now the check counts
+    it; past the check (--no-space-check) the full disk is one line. On a disk of 1.2 MB it exports."""
+    disk = small_disk("900k")
+    if disk is None:
+        disk = tmp_path / "disk"
+        disk.mkdir()
+        monkeypatch.setattr(
+            "elmo_transformers.common.disk_space.shutil.disk_usage", lambda _: shutil._ntuple_diskusage(9e5, 0, 9e5)
+        )
+    output = disk / "out"
+    command = ["onnx", "--model", str(fixture_model_folder), "--output", str(output), "--quantize", "int8"]
+    assert main(command) == 2
+    assert re.fullmatch(
+        rf"elmo-convert: error: {output}: the ONNX graph and onnxruntime's copy of it while quantising need about"
+        r" 1\.0 MB, but \S+ has \d+\.\d KB free: free some space, write elsewhere, or pass --no-space-check to try"
+        " anyway",
+        last_error_line(capsys),
+    )
+    assert not any(disk.iterdir())
+
+    if not os.path.ismount(disk):  # what the full disk does: the copy cut short, no room left
+        infer_shapes_path = onnx.shape_inference.infer_shapes_path
+
+        def cut_short(source: str, target: str, *args, **kwargs) -> None:
+            infer_shapes_path(source, target, *args, **kwargs)
+            Path(target).write_bytes(Path(target).read_bytes()[:100_000])
+            monkeypatch.setattr(
+                "elmo_transformers.common.disk_space.shutil.disk_usage", lambda _: shutil._ntuple_diskusage(9e5, 9e5, 0)
+            )
+
+        monkeypatch.setattr(onnx.shape_inference, "infer_shapes_path", cut_short)
+    assert main([*command, "--no-space-check"]) == 2
+    assert last_error_line(capsys) == (
+        f"elmo-convert: error: {output}: the disk is full: nothing was written; free some space or write elsewhere"
+    )
+    assert not any(disk.iterdir())
+    monkeypatch.undo()
+
+    roomy = small_disk("1200k") or tmp_path / "roomy"
+    _export(fixture_model_folder, roomy / "out", "--quantize", "int8")
+    assert {"model.onnx", "model_quantized.onnx"} <= {path.name for path in (roomy / "out").iterdir()}
