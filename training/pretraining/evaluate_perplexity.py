@@ -71,3 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     print(json.dumps(results, indent=2))
     if args.output:
         Path(args.output).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":  # python -m elmo_transformers.training.pretraining.evaluate_perplexity
+    main()
