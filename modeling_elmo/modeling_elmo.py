@@ -641,6 +641,10 @@ class ElmoBidirectionalLMOutput(ModelOutput):
     state: tuple[torch.FloatTensor, torch.FloatTensor] | None = None
 
 
+# The softmax's weights in a language model's checkpoint: loaded from a folder without them, the softmax is random.
+_SOFTMAX_WEIGHTS = frozenset({"softmax.weight", "softmax.bias"})
+
+
 class ElmoForBidirectionalLM(ElmoPreTrainedModel):
     r"""The biLM with its language-model softmax, for pretraining and domain fine-tuning (bilm-tf's training graph).
 
@@ -656,7 +660,9 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
     On sentences, [`word_log_probabilities`] gives each LM's prediction at every word (from the words to its left,
     and to its right) and [`substitutes`] the words that fit there by both: lexical substitutes.
 
-    A saved folder also loads as `AutoModel` (the biLM alone, `ElmoModel`).
+    A saved folder also loads as `AutoModel` (the biLM alone, `ElmoModel`). A folder without the softmax (a biLM,
+    a task head) loads too, to train one, with a random softmax: `softmax_is_random` is then True until the model
+    is put in training mode, and [`substitutes`] refuses to propose words from it.
     """
 
     def __init__(self, config: ElmoConfig) -> None:
@@ -667,7 +673,34 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
             raise ValueError("LM training of models with a word embedding (ELMoForManyLangs) is not supported")
         self.elmo = ElmoModel(config)
         self.softmax = ElmoSoftmax(vocab_size=config.vocab_size, hidden_size=config.projection_dim)
+        self.softmax_is_random = False  # only `from_pretrained` knows that the checkpoint lacked the softmax
         self.post_init()
+
+    @classmethod
+    def from_pretrained(cls, *args, output_loading_info: bool = False, **kwargs):
+        # transformers reports the weights the checkpoint lacked (every release from 5.4 on): the softmax's tell
+        # whether the folder was a language model's or a biLM's or task head's, whose softmax is initialised here.
+        model, loading_info = super().from_pretrained(*args, output_loading_info=True, **kwargs)
+        model.softmax_is_random = bool(_SOFTMAX_WEIGHTS & set(loading_info["missing_keys"]))
+        return (model, loading_info) if output_loading_info else model
+
+    def train(self, mode: bool = True) -> ElmoForBidirectionalLM:
+        super().train(mode)
+        if mode:
+            self.softmax_is_random = False  # a random softmax is being trained
+        return self
+
+    def check_softmax_is_trained(self) -> None:
+        """Raise one ValueError, naming the folder, where `softmax_is_random`: words proposed by a random softmax
+        would be noise that looks like an answer."""
+        if self.softmax_is_random:
+            architectures = ", ".join(self.config.architectures or []) or "no architecture"
+            raise ValueError(
+                f"{self.name_or_path} holds no language-model softmax (softmax.weight, softmax.bias; it was saved "
+                f"as {architectures}), so this model's softmax is random and its substitutes would be noise: use a "
+                "language-model folder (ElmoForBidirectionalLM): modeling_elmo.DEFAULT_MODEL, one written by "
+                "`elmo-convert bilm-tf-checkpoint` or by training/pretrain.py"
+            )
 
     @property
     def num_sampled(self) -> int | None:
@@ -783,8 +816,10 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
         language models ([`word_log_probabilities`]), combined as `combination` says (see `substitutes_elmo`:
         `"product"`, the default, `"product_over_prior"`, `"mean"`, `"forward"`, `"backward"`). The word itself
         plays no part. `excluded_ids` (bilm-tf's `<S>`, `</S>`, `<UNK>` by default) are never proposed; the
-        softmax's row k is line k of the model's `vocab.txt`. `state`: as for [`word_log_probabilities`].
+        softmax's row k is line k of the model's `vocab.txt`. `state`: as for [`word_log_probabilities`]. A model
+        loaded from a folder without the softmax is refused (`check_softmax_is_trained`).
         """
+        self.check_softmax_is_trained()
         proposable = self.config.vocab_size - len(set(excluded_ids))
         if not 1 <= top_k <= proposable:
             raise ValueError(f"top_k must lie in 1..{proposable} (the words that can be proposed), got {top_k}")

@@ -15,12 +15,28 @@ from transformers import AutoModelForPreTraining, AutoModelForTokenClassificatio
 from transformers.pipelines import PIPELINE_REGISTRY
 from transformers.utils import cached_file
 
-from .substitutes_elmo import DEFAULT_SUBSTITUTE_COMBINATION
-
 __all__ = ["ElmoSubstitutesPipeline", "ElmoTokenClassificationPipeline"]
 
+# Where a language-model folder keeps the words of its softmax rows, one per line.
+VOCABULARY_FILE = "vocab.txt"
 
-class ElmoTokenClassificationPipeline(Pipeline):
+
+class _ElmoWordsPipeline(Pipeline):
+    """What ELMo's pipelines share: the input, a text (split like the tokenizer splits it) or a list of words, is
+    encoded as one sentence; a list of inputs is a batch, and an empty one gives an empty list."""
+
+    def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(inputs, list | tuple) and not inputs:
+            return []  # (transformers' Pipeline looks at inputs[0] to tell a chat from texts)
+        return super().__call__(inputs, *args, **kwargs)
+
+    def preprocess(self, inputs: str | list[str]) -> dict[str, Any]:
+        words = self.tokenizer.tokenize(inputs) if isinstance(inputs, str) else list(inputs)
+        encoded = self.tokenizer(words, is_split_into_words=True, return_tensors="pt")
+        return {"model_inputs": encoded, "words": words, "text": inputs if isinstance(inputs, str) else None}
+
+
+class ElmoTokenClassificationPipeline(_ElmoWordsPipeline):
     """Label every word of a text (split like the tokenizer splits it) or of a list of words (pass a list
     of such lists: a plain list is a batch of texts).
 
@@ -31,9 +47,6 @@ class ElmoTokenClassificationPipeline(Pipeline):
 
     def _sanitize_parameters(self, **kwargs: Any) -> tuple[dict, dict, dict]:
         return {}, {}, {}
-
-    def preprocess(self, inputs: str | list[str]) -> dict[str, Any]:
-        return _encode_words(self.tokenizer, inputs)
 
     def _forward(self, model_inputs: dict[str, Any]) -> dict[str, Any]:
         logits = self.model(**model_inputs["model_inputs"]).logits
@@ -64,31 +77,27 @@ class ElmoTokenClassificationPipeline(Pipeline):
         return results
 
 
-def _encode_words(tokenizer, inputs: str | list[str]) -> dict[str, Any]:
-    """A text split as the tokenizer splits it, or a list of words kept as they are, encoded as one sentence."""
-    words = tokenizer.tokenize(inputs) if isinstance(inputs, str) else list(inputs)
-    encoded = tokenizer(words, is_split_into_words=True, return_tensors="pt")
-    return {"model_inputs": encoded, "words": words, "text": inputs if isinstance(inputs, str) else None}
-
-
-class ElmoSubstitutesPipeline(Pipeline):
+class ElmoSubstitutesPipeline(_ElmoWordsPipeline):
     """The words that fit a position of a sentence by both of the biLM's language models: the forward LM given the
     words to the left, the backward LM given the words to the right (`ElmoForBidirectionalLM.substitutes`; the
-    word at the position plays no part). Needs a language-model folder (with its softmax and `vocab.txt`).
+    word at the position plays no part). Needs a language-model folder, with its softmax and `vocab.txt`: a folder
+    without the softmax (a biLM, a task head: `ElmoForBidirectionalLM.check_softmax_is_trained`) is refused with a
+    ValueError, one without `vocab.txt` with a FileNotFoundError, each one line.
 
     Call it on a text (split like the tokenizer splits it) or a list of words (pass a list of such lists: a plain
     list is a batch of texts), with `position` (the word's index), `top_k` (default 10) and `combination` (default
     `"product"`, see `substitutes_elmo`). Returns, as fill-mask does, `top_k` dicts `{"score", "token",
     "token_str", "sequence"}`, best first: the probability under the combination, the word's softmax row, the word,
     and the sentence with the word put in its place (words joined by spaces); without `position`, one such list per
-    word. The words come from the model folder's `vocab.txt`, or `vocabulary=` (one word per softmax row).
+    word (an empty list for a sentence without words, where a `position` is refused). The words come from the model
+    folder's `vocab.txt`, or `vocabulary=` (one word per softmax row).
     """
 
     def __init__(self, *args: Any, vocabulary: list[str] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.model.check_softmax_is_trained()
         if vocabulary is None:
-            with open(cached_file(self.model.name_or_path, "vocab.txt"), encoding="utf-8") as file:
-                vocabulary = [line.strip() for line in file.read().splitlines()]
+            vocabulary = _softmax_vocabulary(self.model.name_or_path)
         if len(vocabulary) != self.model.config.vocab_size:
             raise ValueError(
                 f"the vocabulary has {len(vocabulary)} words, the model's softmax {self.model.config.vocab_size} rows"
@@ -98,26 +107,23 @@ class ElmoSubstitutesPipeline(Pipeline):
     def _sanitize_parameters(
         self, position: int | None = None, top_k: int | None = None, combination: str | None = None, **kwargs: Any
     ) -> tuple[dict, dict, dict]:
-        forward_parameters = {"top_k": top_k, "combination": combination}
+        # Only what the caller gave: the defaults are `ElmoForBidirectionalLM.substitutes`'.
+        substitute_options = {"top_k": top_k, "combination": combination}
         return (
             {},
-            {name: value for name, value in forward_parameters.items() if value is not None},
+            {name: value for name, value in substitute_options.items() if value is not None},
             {"position": position},
         )
 
-    def preprocess(self, inputs: str | list[str]) -> dict[str, Any]:
-        return _encode_words(self.tokenizer, inputs)
-
-    def _forward(
-        self, model_inputs: dict[str, Any], top_k: int = 10, combination: str = DEFAULT_SUBSTITUTE_COMBINATION
-    ) -> dict[str, Any]:
-        output = self.model.substitutes(**model_inputs["model_inputs"], top_k=top_k, combination=combination)
+    def _forward(self, model_inputs: dict[str, Any], **substitute_options: Any) -> dict[str, Any]:
+        output = self.model.substitutes(**model_inputs["model_inputs"], **substitute_options)
         return {"scores": output.scores, "word_ids": output.word_ids, "words": model_inputs["words"]}
 
     def postprocess(self, model_outputs: dict[str, Any], position: int | None = None) -> list:
         words = model_outputs["words"]
         if position is not None and not 0 <= position < len(words):
-            raise ValueError(f"position must lie in 0..{len(words) - 1} (the sentence's words), got {position}")
+            positions = f"0..{len(words) - 1} (the sentence's words)" if words else "none: the sentence has no words"
+            raise ValueError(f"position must be a word's index, {positions}; got {position}")
         positions = range(len(words)) if position is None else [position]
         results = [self._position_results(model_outputs, words, index) for index in positions]
         return results if position is None else results[0]
@@ -131,6 +137,18 @@ class ElmoSubstitutesPipeline(Pipeline):
             sequence = " ".join([*words[:index], word, *words[index + 1 :]])
             results.append({"score": score, "token": word_id, "token_str": word, "sequence": sequence})
         return results
+
+
+def _softmax_vocabulary(folder: str) -> list[str]:
+    """The words of the softmax rows of a language-model folder (or Hub id): its `vocab.txt`, one word per line."""
+    path = cached_file(folder, VOCABULARY_FILE, _raise_exceptions_for_missing_entries=False)
+    if path is None:
+        raise FileNotFoundError(
+            f"{folder or 'the model'} holds no {VOCABULARY_FILE}, the words of the softmax's rows (one per line): "
+            f"use a language-model folder that has it, or pass vocabulary= (one word per softmax row)"
+        )
+    with open(path, encoding="utf-8") as file:
+        return [line.strip() for line in file.read().splitlines()]
 
 
 PIPELINE_REGISTRY.register_pipeline(

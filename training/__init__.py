@@ -20,7 +20,8 @@ the package installed (`pip install -e .` in the repository):
   `accelerate launch training/pretrain.py ...`; where the package is not installed they stop with one line that
   says to install it;
 * as modules: `python -m elmo_transformers.training.pretrain ...`,
-  `accelerate launch -m elmo_transformers.training.pretrain ...`;
+  `accelerate launch -m elmo_transformers.training.pretrain ...`; the command's own module runs the same `main`
+  (`python -m elmo_transformers.training.pretraining.pretrain`), but without the one-line check of the extra;
 * as the installed package's console scripts, named after the files: `elmo-pretrain`, `elmo-build-vocab`,
   `elmo-evaluate-perplexity`, `elmo-model-card`, `elmo-run-token-classification`, `elmo-run-classification`.
 

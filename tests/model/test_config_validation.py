@@ -44,6 +44,8 @@ def _folder_with(fixture_model_folder: Path, destination: Path, **fields: Any) -
         ("max_characters_per_token", 2, "max_characters_per_token must be an integer >= 3, got 2"),
         ("proj_clip", 0, "proj_clip must be a positive number or null, got 0"),
         ("classifier_dropout", 1, "classifier_dropout must be a number in [0, 1), got 1"),
+        ("mix_dropout", 1, "mix_dropout must be a number in [0, 1), got 1"),
+        ("mix_dropout", 1.5, "mix_dropout must be a number in [0, 1), got 1.5"),
         ("lstm_forget_bias", float("nan"), "lstm_forget_bias must be a number, got NaN"),
         ("cell_clip", float("inf"), "cell_clip must be a positive number or null, got Infinity"),
         ("mix_initial_weights", [0.0, float("-inf")], "mix_initial_weights must be a list of numbers or null"),

@@ -301,7 +301,7 @@ def test_token_classification_pipeline(fixture_model_folder: Path, tmp_path: Pat
     assert [(r["start"], r["end"]) for r in pre_split] == [(None, None)] * 2
     expected = _tags_from_the_model(model, tokenizer, ["New York", ""])
     assert [(r["entity"], pytest.approx(r["score"], abs=1e-6)) for r in pre_split] == expected
-    assert tagger("") == []
+    assert tagger("") == [] and tagger([]) == []  # an empty text, an empty batch
 
 
 def test_a_batch_of_only_empty_sentences_is_classified() -> None:

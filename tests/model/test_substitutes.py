@@ -1,7 +1,8 @@
 """Lexical substitutes from the biLM (`ElmoForBidirectionalLM.substitutes`, `pipeline("elmo-substitutes")`): the
 scores are the combination of the two LMs' softmaxes, computed here independently through the training graph's
 windows; on held-out text the bundled model's substitutes find the original word more often than the unigram
-baseline; the bundled model loads as a language model with its softmax."""
+baseline; the bundled model loads as a language model with its softmax; a folder without the softmax (a biLM, a task
+head) or without `vocab.txt` is refused in one line, in the pipeline and as remote code."""
 
 from __future__ import annotations
 
@@ -13,8 +14,16 @@ import torch
 from lm_substitutes import original_word_ranks, unigram_ranks
 from safetensors.torch import load_file
 from transformers import pipeline
+from without_the_package import run_without_the_package
 
-from modeling_elmo import DEFAULT_MODEL, ElmoConfig, ElmoForBidirectionalLM, ElmoTokenizer
+from modeling_elmo import (
+    DEFAULT_MODEL,
+    ElmoConfig,
+    ElmoForBidirectionalLM,
+    ElmoForTokenClassification,
+    ElmoModel,
+    ElmoTokenizer,
+)
 from modeling_elmo.substitutes_elmo import SUBSTITUTE_COMBINATIONS
 
 VOCAB = 40
@@ -29,12 +38,15 @@ SENTENCES = [
 ]
 
 
-def _language_model() -> ElmoForBidirectionalLM:
-    torch.manual_seed(0)
-    config = ElmoConfig(
+def _small_config() -> ElmoConfig:
+    return ElmoConfig(
         cell_size=24, projection_dim=8, char_cnn_filters=[[1, 4], [2, 4]], num_highway_layers=1, vocab_size=VOCAB
     )
-    model = ElmoForBidirectionalLM(config).eval()
+
+
+def _language_model() -> ElmoForBidirectionalLM:
+    torch.manual_seed(0)
+    model = ElmoForBidirectionalLM(_small_config()).eval()
     with torch.no_grad():
         model.softmax.weight.mul_(6.0)  # peaked distributions: a clear order among the top words
     return model
@@ -169,3 +181,128 @@ def test_pipeline_gives_the_models_substitutes_as_fill_mask_does():
     [every_word] = substitutes([["The", "king", "sat", "."]], top_k=2, combination="forward")
     assert len(every_word) == 4 and all(len(position) == 2 for position in every_word)
     assert every_word[1][0]["sequence"] == f"The {every_word[1][0]['token_str']} sat ."
+
+
+def _words() -> list[str]:
+    """A vocabulary for the small models' softmax rows, bilm-tf's special words first."""
+    return ["<S>", "</S>", "<UNK>", *(f"w{index}" for index in range(VOCAB - 3))]
+
+
+def _pipeline_of(model: ElmoForBidirectionalLM):
+    return pipeline("elmo-substitutes", model=model, tokenizer=ElmoTokenizer(), vocabulary=_words())
+
+
+def test_pipeline_proposes_ten_words_by_default():
+    """The documented default `top_k` (docs/substitutes.md, the pipeline's docstring), in and without `position`."""
+    substitutes = _pipeline_of(_language_model())
+    assert len(substitutes("a b c", position=1)) == 10
+    assert [len(words) for words in substitutes("a b c")] == [10, 10, 10]
+
+
+@pytest.mark.parametrize("combination", SUBSTITUTE_COMBINATIONS)
+def test_pipeline_combines_the_two_lms_as_asked(combination):
+    model = _language_model()
+    substitutes = _pipeline_of(model)
+    results = substitutes([SENTENCES[0]], position=3, top_k=5, combination=combination)[0]
+    inputs = ElmoTokenizer()([SENTENCES[0]], is_split_into_words=True, return_tensors="pt")
+    with torch.no_grad():
+        expected = model.substitutes(**inputs, top_k=5, combination=combination)
+    assert [result["token"] for result in results] == expected.word_ids[0, 3].tolist()
+    assert [result["score"] for result in results] == pytest.approx(expected.scores[0, 3].tolist(), abs=1e-7)
+
+
+def test_pipeline_on_no_words_gives_no_substitutes():
+    """An empty batch, an empty text and an empty list of words have no position to fill: empty results, as the
+    token-classification pipeline gives; asking for a position there is refused in one line."""
+    substitutes = _pipeline_of(_language_model())
+    assert substitutes([]) == []
+    assert substitutes("") == []
+    assert substitutes([[]]) == [[]]
+    with pytest.raises(ValueError, match=r"^position must be a word's index, none: the sentence has no words; got 0$"):
+        substitutes("", position=0)
+    with pytest.raises(ValueError, match=r"^position must be a word's index, 0\.\.1 \(the sentence's words\); got 2$"):
+        substitutes("a b", position=2)
+
+
+def _folder_without_the_softmax(kind: str, folder: Path) -> Path:
+    """A biLM folder or a task-head folder, saved with `vocab.txt` beside it (or not: `head without vocab.txt`)."""
+    torch.manual_seed(0)
+    model = ElmoModel(_small_config()) if kind == "biLM" else ElmoForTokenClassification(_small_config())
+    model.save_pretrained(folder)
+    ElmoTokenizer().save_pretrained(folder)
+    if kind != "head without vocab.txt":
+        (folder / "vocab.txt").write_text("\n".join(_words()) + "\n", encoding="utf-8")
+    return folder
+
+
+def _no_softmax_refusal(folder: Path, saved_as: str) -> str:
+    return (
+        f"{folder} holds no language-model softmax (softmax.weight, softmax.bias; it was saved as {saved_as}), so "
+        "this model's softmax is random and its substitutes would be noise: use a language-model folder "
+        "(ElmoForBidirectionalLM): modeling_elmo.DEFAULT_MODEL, one written by `elmo-convert bilm-tf-checkpoint` or "
+        "by training/pretrain.py"
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "saved_as"),
+    [
+        ("biLM", "ElmoModel"),
+        ("head", "ElmoForTokenClassification"),
+        ("head without vocab.txt", "ElmoForTokenClassification"),
+    ],
+)
+def test_a_folder_without_the_softmax_is_refused_in_one_line(kind: str, saved_as: str, tmp_path: Path):
+    """Such a folder loads as a language model (to train one) with a random softmax, whose words would look like
+    substitutes: the pipeline and `substitutes` refuse it, before any word of `vocab.txt` is read."""
+    folder = _folder_without_the_softmax(kind, tmp_path / "model")
+    with pytest.raises(ValueError) as refusal:
+        pipeline("elmo-substitutes", model=str(folder))
+    assert str(refusal.value) == _no_softmax_refusal(folder, saved_as)
+    model, info = ElmoForBidirectionalLM.from_pretrained(folder, output_loading_info=True)
+    assert {"softmax.weight", "softmax.bias"} <= set(info["missing_keys"]) and model.softmax_is_random
+    inputs = ElmoTokenizer()([["a", "b"]], is_split_into_words=True, return_tensors="pt")
+    with pytest.raises(ValueError, match="holds no language-model softmax"):
+        model.substitutes(**inputs)
+    model.train()  # what training starts with: the softmax it trains is no longer the random one
+    assert not model.softmax_is_random
+    assert model.eval().substitutes(**inputs, top_k=3).word_ids.shape == (1, 2, 3)
+
+
+def test_a_language_model_without_its_vocabulary_is_refused_in_one_line(tmp_path: Path):
+    folder = tmp_path / "model"
+    _language_model().save_pretrained(folder)
+    ElmoTokenizer().save_pretrained(folder)
+    with pytest.raises(FileNotFoundError) as refusal:
+        pipeline("elmo-substitutes", model=str(folder))
+    assert str(refusal.value) == (
+        f"{folder} holds no vocab.txt, the words of the softmax's rows (one per line): use a language-model folder "
+        "that has it, or pass vocabulary= (one word per softmax row)"
+    )
+    assert len(pipeline("elmo-substitutes", model=str(folder), vocabulary=_words())("a b", position=0)) == 10
+
+
+_REMOTE_SUBSTITUTES = """
+import sys
+
+from transformers import AutoModelForPreTraining, AutoTokenizer
+
+folder = sys.argv[1]
+model = AutoModelForPreTraining.from_pretrained(folder, trust_remote_code=True).eval()
+inputs = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)([["a", "b"]], is_split_into_words=True,
+                                                                        return_tensors="pt")
+try:
+    model.substitutes(**inputs)
+except ValueError as error:
+    print(type(model).__module__, error)
+"""
+
+
+@pytest.mark.slow
+def test_remote_code_refuses_substitutes_from_a_folder_without_the_softmax(tmp_path: Path):
+    """Where this package is not installed, the folder's own code tells that its softmax is random."""
+    folder = _folder_without_the_softmax("biLM", tmp_path / "model")
+    completed = run_without_the_package(_REMOTE_SUBSTITUTES, str(folder), work=tmp_path)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    module, _, message = completed.stdout.strip().partition(" ")
+    assert module.startswith("transformers_modules.") and message == _no_softmax_refusal(folder, "ElmoModel")

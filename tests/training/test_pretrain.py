@@ -36,6 +36,7 @@ from elmo_transformers.training.pretraining.pretrain import LmTrainer, parse_arg
 from elmo_transformers.training.pretraining.pretrain import main as pretrain_main
 from elmo_transformers.training.pretraining.starting_model import load_starting_model, transfer_softmax
 from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
+from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 TINY_OPTIONS = small_options(n_characters=261, n_highway=1, filters=[[1, 8], [2, 8]], n_negative_samples_batch=8)
@@ -303,6 +304,23 @@ def test_fine_tuning_with_a_new_vocabulary(two_process_run, corpus, tmp_path, ca
     assert after["perplexity"] < before["perplexity"]
     assert (tmp_path / "adapted" / "model" / "vocab.txt").read_text().split() == words
     assert '"perplexity"' in capsys.readouterr().out
+
+
+def test_perplexity_of_a_folder_without_the_softmax_is_refused_in_one_line(tmp_path):
+    """A biLM folder with a vocab.txt put beside it loads as a language model with a random softmax: no perplexity."""
+    folder = tmp_path / "bilm"
+    config = ElmoConfig(cell_size=16, projection_dim=8, char_cnn_filters=[[1, 4]], num_highway_layers=0)
+    ElmoModel(config).save_pretrained(folder)
+    ElmoTokenizer().save_pretrained(folder)
+    (folder / "vocab.txt").write_text("<S>\n</S>\n<UNK>\nthe\ncat\n")
+    (tmp_path / "heldout.txt").write_text("the cat\n")
+    with pytest.raises(SystemExit) as refusal:
+        evaluate_main(["--model_name_or_path", str(folder), "--files", str(tmp_path / "heldout.txt")])
+    assert refusal.value.code == (
+        f"error: {folder} holds no language-model softmax (softmax.weight, softmax.bias), though it has a vocab.txt: "
+        "its perplexity would be a random softmax's; convert a bilm-tf checkpoint or train one with "
+        "training/pretrain.py"
+    )
 
 
 def test_transferred_softmax_keeps_known_words_and_splits_unk(two_process_run):

@@ -1,6 +1,7 @@
 """The training scripts start the ways users start them: as files from a checkout where the package is installed,
 as Hugging Face's example scripts are (`python training/pretrain.py`; `accelerate launch training/pretrain.py` in
-test_pretrain.py), from the repository root or elsewhere; and as the installed package's console scripts.
+test_pretrain.py), from the repository root or elsewhere; as the installed package's console scripts; and as modules
+(`python -m`), in every form a page, docstring or message of the repository advises and as the commands' own modules.
 
 Where the package cannot be imported, a file launch stops with one line that says to install it. That is checked
 where Python can find every dependency but not this package: `python -S` skips the site module, which would run
@@ -11,7 +12,9 @@ themselves.
 from __future__ import annotations
 
 import importlib
+import json
 import os
+import re
 import site
 import subprocess
 import sys
@@ -22,7 +25,9 @@ from pathlib import Path
 import pytest
 from without_the_package import run_without_the_package
 
+from elmo_transformers.common.errors import DataFileError
 from elmo_transformers.common.extras import EXTRAS
+from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
 from modeling_elmo import DEFAULT_MODEL
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -121,6 +126,99 @@ def test_a_script_without_the_train_extra_names_it_in_one_line(script: str, tmp_
     missing = ", ".join(EXTRAS["train"])
     expected = f"error: {name} needs {missing}, which comes with an extra: pip install 'elmo-transformers[train]'"
     assert (completed.returncode, completed.stdout, completed.stderr) == (1, "", expected + "\n")
+
+
+# `python -m MODULE` and `accelerate launch -m MODULE` as written in the repository's pages, docstrings and messages
+# (a name that ends in a placeholder, `elmo_transformers.training.X`, is none).
+ADVISED_MODULE = re.compile(r"-m\s+(elmo_transformers(?:\.[a-z_]+)+)(?![.\w])")
+# The module of a command that a training script starts (`module = "elmo_transformers.training.pretraining.pretrain"`).
+COMMAND_MODULE = re.compile(r'^module = "(elmo_transformers\.[a-z_.]+)"$', re.MULTILINE)
+TEXT_SUFFIXES = {".py", ".md", ".sh", ".toml", ".txt"}
+
+
+def _repository_texts() -> Iterator[str]:
+    """The text files of the checkout: not its hidden folders (.git, CI's virtual environments) nor build output."""
+    for folder, subfolders, files in os.walk(REPOSITORY):
+        subfolders[:] = [name for name in subfolders if not name.startswith(".") and not name.endswith(".egg-info")]
+        for name in files:
+            if Path(name).suffix in TEXT_SUFFIXES:
+                yield (Path(folder) / name).read_text(
+                    encoding="utf-8", errors="replace"
+                )  # (test data in other encodings)
+
+
+def _module_forms() -> list[str]:
+    advised = {module for text in _repository_texts() for module in ADVISED_MODULE.findall(text)}
+    commands = {
+        COMMAND_MODULE.search((REPOSITORY / script).read_text()).group(1)
+        for script in SCRIPTS
+        if "recipes" not in script
+    }
+    return sorted(advised | commands)
+
+
+MODULE_FORMS = _module_forms()
+
+
+# What `python -m MODULE --help` does (runpy, the module run as `__main__`), for each module of `sys.argv[1:]` in turn
+# in one Python: a Python per module would spend seconds each importing torch.
+_RUN_AS_MAIN = """
+import contextlib, io, json, runpy, sys, warnings
+
+warnings.simplefilter("ignore", RuntimeWarning)  # runpy's: a module already imported by a module run before it
+results = {}
+for module in sys.argv[1:]:
+    sys.argv, output = [module, "--help"], io.StringIO()
+    try:
+        with contextlib.redirect_stdout(output):
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+        status = "no exit: the module did nothing"
+    except SystemExit as exit:
+        status = exit.code
+    except Exception as error:
+        status = repr(error)
+    results[module] = [status, output.getvalue()[:500]]
+print(json.dumps(results))
+"""
+
+
+@pytest.fixture(scope="module")
+def module_launches(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list]:
+    """`python -m MODULE --help` for every form, from a folder outside the checkout: [exit status, its output]."""
+    command = [sys.executable, "-c", _RUN_AS_MAIN, *MODULE_FORMS]
+    folder = tmp_path_factory.mktemp("elsewhere")
+    completed = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return json.loads(completed.stdout.splitlines()[-1])
+
+
+def test_the_scan_finds_the_module_forms() -> None:
+    """Those of the commands and those the pages advise, among others: a pattern that found none would leave the test
+    below nothing to run."""
+    assert {
+        "elmo_transformers.training.pretraining.pretrain",
+        "elmo_transformers.training.finetuning.run_token_classification",
+        "elmo_transformers.training.build_vocab",
+        "elmo_transformers.training.pretrain",
+        "elmo_transformers.inference.embed",
+    } <= set(MODULE_FORMS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", MODULE_FORMS)
+def test_a_module_form_runs_the_command(module_launches, module: str) -> None:
+    """`python -m MODULE` starts the command (here its usage), as the console script and the file do, not an import
+    that exits 0 having done nothing."""
+    status, output = module_launches[module]
+    assert (status, output[: len("usage: ")]) == (0, "usage: "), output
+
+
+def test_the_refusal_of_a_vocabulary_without_its_special_words_advises_a_form_that_runs() -> None:
+    """It advises the training script's module form (which checks the extra), run above."""
+    with pytest.raises(DataFileError) as refusal:
+        LmVocabulary(["the", "cat"])
+    assert ADVISED_MODULE.findall(str(refusal.value)) == ["elmo_transformers.training.build_vocab"]
+    assert "elmo_transformers.training.build_vocab" in MODULE_FORMS
 
 
 def _training_console_scripts() -> dict[str, str]:

@@ -5,7 +5,7 @@
         --output_dir sst-model --num_train_epochs 10 --learning_rate 1e-3 --cache_features
 
 (from the repository root, as Hugging Face's example scripts are run; from the installed package:
-`elmo-run-classification ...` or `python -m elmo_transformers.training.finetuning.run_classification ...`).
+`elmo-run-classification ...` or `python -m elmo_transformers.training.run_classification ...`).
 
 Each line of the data files is one example: {"sentence": "A gripping film .", "label": "positive"}, where the
 sentence is raw text (split into words by the tokenizer's PTB-like rules) or a list of words; the column names
@@ -114,3 +114,7 @@ def cli() -> None:
     one line, not a traceback (`main` raises it, for callers)."""
     with exit_on_error():
         main()
+
+
+if __name__ == "__main__":  # python -m elmo_transformers.training.finetuning.run_classification
+    cli()

@@ -5,7 +5,7 @@
         --output_dir ner-model --num_train_epochs 10 --learning_rate 1e-3 --cache_features
 
 (from the repository root, as Hugging Face's example scripts are run; from the installed package:
-`elmo-run-token-classification ...` or `python -m elmo_transformers.training.finetuning.run_token_classification ...`).
+`elmo-run-token-classification ...` or `python -m elmo_transformers.training.run_token_classification ...`).
 
 Each line of the data files is one sentence: {"tokens": ["EU", "rejects", ...], "tags": ["B-ORG", "O", ...]}
 (the column names are set with --text_column_name and --label_column_name). The label list is the sorted set of
@@ -111,3 +111,7 @@ def cli() -> None:
     one line, not a traceback (`main` raises it, for callers)."""
     with exit_on_error():
         main()
+
+
+if __name__ == "__main__":  # python -m elmo_transformers.training.finetuning.run_token_classification
+    cli()

@@ -47,3 +47,7 @@ def main(argv: list[str] | None = None) -> None:
         f"{args.output}: {len(vocabulary):,} words (of {len(counts):,} distinct) covering "
         f"{covered / report.words:.2%} of the {report.summary()}"
     )
+
+
+if __name__ == "__main__":  # python -m elmo_transformers.training.pretraining.build_vocab
+    main()

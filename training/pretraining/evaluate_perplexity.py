@@ -58,6 +58,12 @@ def main(argv: list[str] | None = None) -> None:
             )
         vocabulary = LmVocabulary.from_file(args.vocab_file or folder / VOCABULARY_FILE)
         starting = load_starting_model(vocabulary, model_name_or_path=str(folder))
+        if starting.model.softmax_is_random:  # a biLM or a task head with a vocab.txt put beside it
+            raise DataFileError(
+                f"{folder} holds no language-model softmax (softmax.weight, softmax.bias), though it has a "
+                f"{VOCABULARY_FILE}: its perplexity would be a random softmax's; convert a bilm-tf checkpoint or "
+                "train one with training/pretrain.py"
+            )
         files = expand_files(args.files, option="--files")
         results = evaluate_perplexity(
             starting.model.to(args.device),
@@ -71,3 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     print(json.dumps(results, indent=2))
     if args.output:
         Path(args.output).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":  # python -m elmo_transformers.training.pretraining.evaluate_perplexity
+    main()

@@ -179,3 +179,7 @@ def main(argv: list[str] | None = None) -> None:
                 bundled=args.bundled,
             )
     print(f"{args.output}: model page with held-out perplexity {card.data.eval_results[0].metric_value}")
+
+
+if __name__ == "__main__":  # python -m elmo_transformers.training.pretraining.model_card
+    main()

@@ -73,7 +73,7 @@ OPTIMIZER_STATES_PER_PARAMETER = {"adagrad": 1, "adamw": 2}
 _WRITE_ERRORS = (OSError, RuntimeError, SafetensorError)
 
 EXAMPLES = """examples (from the repository root; from the installed package: elmo-build-vocab ..., elmo-pretrain ...
-and accelerate launch ... -m elmo_transformers.training.pretraining.pretrain ...):
+and accelerate launch ... -m elmo_transformers.training.pretrain ...):
   # a new biLM from bilm-tf options, one process
   python training/build_vocab.py --train_files 'corpus/train/*.txt' --output vocab.txt --min_count 3
   python training/pretrain.py --train_files 'corpus/train/*.txt' --validation_files corpus/heldout.txt \\
@@ -514,3 +514,7 @@ def _interruption_in_one_line(output_dir: Path) -> Iterator[None]:
         )
         print(f"interrupted: {then}", file=sys.stderr)
         raise SystemExit(130) from None
+
+
+if __name__ == "__main__":  # python -m elmo_transformers.training.pretraining.pretrain
+    main()

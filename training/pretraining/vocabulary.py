@@ -29,7 +29,7 @@ class LmVocabulary:
         if missing:
             raise DataFileError(
                 f"{source} lacks the special words {', '.join(missing)}: a bilm-tf vocabulary holds <S>, </S> and "
-                "<UNK> (build one with `python -m elmo_transformers.training.pretraining.build_vocab`)"
+                "<UNK> (build one with `python -m elmo_transformers.training.build_vocab`)"
             )
         self.unk_id = self.ids[UNK_WORD]
 
