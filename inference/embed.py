@@ -51,26 +51,28 @@ _EXAMPLES = """examples:
   accelerate launch --num_processes 4 -m elmo_transformers.inference.embed corpus.txt corpus.hdf5 --model elmo-original
                                       # 4 processes (a GPU each), on one machine or several: the file of one process
 
-The input is a file (not standard input or a pipe: it is read more than once) holding one sentence per line of
-UTF-8 text (or gzip-compressed UTF-8 text, whatever its name): whitespace-separated words, or raw text with
---tokenize, which splits it PTB-like, never inside a character (accents, emoji sequences and flags stay whole)
-and normalises it to Unicode's NFC first, so that "e" + a combining accent and the precomposed letter are one
-word. An input that is mostly not text (binary data, UTF-16), or in another encoding than UTF-8 (Latin-1, cp1252:
-its first 64 KB hold bytes that are not UTF-8 and no UTF-8 character beyond ASCII), is refused before anything is
-written; a UTF-8 file with a few bad bytes is embedded with U+FFFD for them, with a warning. The output has the
-layout of AllenNLP's `allennlp elmo` command: dataset "0" holds the first line's vectors, of shape (L+1, words,
-2P) with --layers all (the token layer and the model's L biLSTM layers, each word's vector [forward; backward] of
-width 2P) or (words, 2P) otherwise, and "sentence_to_index" holds one JSON string mapping each line's text to its
-dataset name. The vectors are float32, or float16 with --storage-dtype float16 (half the size; a value beyond float16's
-range, 65504, is refused rather than stored as inf), uncompressed, or compressed with --compression gzip or lzf
-(HDF5's filters, which h5py reads transparently: readers see the same names, shapes and values). With --tokenize
-each line's dataset also has the attribute "words", a JSON list of the words its vectors stand for. The file's
-attributes record how it was made: elmo_embed_model (the model folder), elmo_embed_backend (pytorch, or
-onnxruntime for a folder of elmo-convert onnx), elmo_embed_model_sha256 (of the weights file it read:
-model.safetensors or the graph), elmo_embed_compute_dtype (--dtype), elmo_embed_layers,
-elmo_embed_normalization (NFC with --tokenize, none without), elmo_embed_storage_dtype (of the vectors,
---storage-dtype), elmo_embed_compression (none, gzip or lzf), elmo_embed_version and elmo_embed_command (the
-command line):
+The input is a regular file (not standard input, a pipe or a device: it is read more than once) holding one
+sentence per line of UTF-8 text (or gzip-compressed UTF-8 text, whatever its name): whitespace-separated words, or
+raw text with --tokenize, which splits it PTB-like, never inside a character (accents, emoji sequences and flags
+stay whole) and normalises it to Unicode's NFC first, so that "e" + a combining accent and the precomposed letter
+are one word; no word holds an invisible character (a control character or a zero-width space separates words,
+other format characters, such as the bidirectional marks, are dropped). An input that is mostly not text (binary
+data), or in another encoding than UTF-8 (UTF-16 or UTF-32 with a byte order mark; CESU-8; Latin-1 or cp1252: its
+first 64 KB hold bytes that are not UTF-8 and no UTF-8 character beyond ASCII), is refused before anything is
+written, with the command that converts it; a UTF-8 file with a few bad bytes is embedded with U+FFFD for them,
+with a warning. The output has the layout of AllenNLP's `allennlp elmo` command: dataset "0" holds the first line's
+vectors, of shape (L+1, words, 2P) with --layers all (the token layer and the model's L biLSTM layers, each word's
+vector [forward; backward] of width 2P) or (words, 2P) otherwise, and "sentence_to_index" holds one JSON string
+mapping each line's text to its dataset name. The vectors are float32, or float16 with --storage-dtype float16
+(half the size; a value beyond float16's range, 65504, is refused rather than stored as inf), uncompressed, or
+compressed with --compression gzip or lzf (HDF5's filters, which h5py reads transparently: readers see the same
+names, shapes and values). With --tokenize each line's dataset also has the attribute "words", a JSON list of the
+words its vectors stand for. The file's attributes record how it was made: elmo_embed_model (the model folder),
+elmo_embed_backend (pytorch, or onnxruntime for a folder of elmo-convert onnx), elmo_embed_model_sha256 (of the
+weights file it read: model.safetensors or the graph), elmo_embed_compute_dtype (--dtype), elmo_embed_layers,
+elmo_embed_normalization (NFC, control and format characters removed, with --tokenize; none without),
+elmo_embed_storage_dtype (of the vectors, --storage-dtype), elmo_embed_compression (none, gzip or lzf),
+elmo_embed_version and elmo_embed_command (the command line):
   import h5py, json
   with h5py.File("sentences.hdf5") as file:
       vectors = file["0"][()]

@@ -33,7 +33,7 @@ from modeling_elmo.onednn_elmo import onednn_available
 from .batching import Piece, batch_groups, bucketed_batches
 from .embedder import TORCH_DTYPES, BatchEmbedder, PendingVectors, PreparedBatch, resolve_model
 from .hdf5_output import EmbeddingFile, WriteError, check_output, check_output_path, stored_bytes
-from .lines import check_text, content_sha256, read_lines
+from .lines import check_input, content_sha256, read_lines
 from .onnx_embedder import open_embedder
 from .pipeline import run_stages
 from .settings import EmbedSettings
@@ -215,18 +215,7 @@ def is_main_process() -> bool:
 
 def _check_request(input_file: Path, output: Path, batch_size: int, max_words: int, output_format: str) -> None:
     """Refuse, in one line, a run that cannot start: its input, its sizes, its output path."""
-    if input_file.is_dir():
-        raise EmbedError(f"{input_file} is a folder, expected a text file")
-    if str(input_file) == "-" or (input_file.exists() and not input_file.is_file()):
-        what = "standard input" if str(input_file) == "-" else "not a regular file but a pipe or a device"
-        raise EmbedError(
-            f"{input_file}: {what}: elmo-embed reads its input more than once (to count its words before the run,"
-            " and again to --resume), which a pipe cannot give: save the text to a file first (... > in.txt) and"
-            " pass that file"
-        )
-    if not input_file.is_file():
-        raise EmbedError(f"{input_file}: no such input file")
-    check_text(input_file)
+    check_input(input_file)
     if batch_size < 1 or max_words < 1:
         raise EmbedError(f"--batch-size and --max-words must be at least 1, got {batch_size} and {max_words}")
     check_output_path(output, input_file, folder=output_format == "datasets")

@@ -13,7 +13,8 @@ in order. Its root attributes record how it was made (readers of the layout igno
   elmo_embed_model_sha256   the sha256 of the weights file the backend read (model.safetensors, or the graph)
   elmo_embed_compute_dtype  the dtype the model computed in (--dtype)
   elmo_embed_layers         --layers
-  elmo_embed_normalization  the Unicode normalisation of the words: NFC with --tokenize, none without
+  elmo_embed_normalization  the normalisation of the words: "NFC, control and format characters removed"
+                            with --tokenize, none without
   elmo_embed_storage_dtype  the dtype of the stored vectors (--storage-dtype): float32 or float16
   elmo_embed_compression    the HDF5 filter of the line datasets (--compression): none, gzip or lzf
   elmo_embed_version        the version of elmo-transformers

@@ -37,10 +37,12 @@ class EmbedSettings:
 
     @staticmethod
     def normalization_of(tokenize: bool) -> str:
-        """The Unicode normalisation of the words: NFC with `tokenize` (`modeling_elmo.split_words` normalises the
-        raw text, so that decomposed and precomposed accents are one word with one vector), none without (the
-        whitespace-separated words as given, as AllenNLP's command embeds them)."""
-        return "NFC" if tokenize else "none"
+        """The Unicode normalisation of the words. With `tokenize`, NFC without control and format characters:
+        `modeling_elmo.split_words` normalises the raw text, so that decomposed and precomposed accents are one word
+        with one vector, and no word holds an invisible character (a control character or a zero-width space
+        separates words, other format characters are dropped, but for the joiners inside a word and a flag's tag
+        characters). Without, none: the whitespace-separated words as given, as AllenNLP's command embeds them."""
+        return "NFC, control and format characters removed" if tokenize else "none"
 
     @property
     def storage(self) -> Storage:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ from transformers import AutoTokenizer, DataCollatorForTokenClassification, Data
 from modeling_elmo import ElmoTokenizer, split_words, word_to_char_ids
 
 BOW, EOW, PAD = 259, 260, 261
+ENGLAND = "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f"
+SCOTLAND = "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f"
 
 
 @pytest.fixture
@@ -189,9 +192,74 @@ def test_left_truncation_keeps_the_last_words(tokenizer: ElmoTokenizer) -> None:
             ["\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645", "."],
         ),  # ZWNJ in a Persian word
         ("o\u0308-ring don't", ["ö-ring", "do", "n't"]),
+        (f"{ENGLAND} England", [ENGLAND, "England"]),  # a tag sequence: the black flag, tag letters, cancel tag
+        (f"{ENGLAND}{SCOTLAND}!", [ENGLAND, SCOTLAND, "!"]),
     ],
 )
 def test_raw_text_is_never_split_inside_a_character(text: str, words: list[str]) -> None:
     """--tokenize cut "e\\u0301cole" into e, the accent and "cole", and an emoji family into its people and the
     invisible joiners: each became a "word" with vectors of its own."""
     assert split_words(text) == words
+
+
+def test_raw_text_is_nfc_not_nfkc() -> None:
+    """NFC composes what is one character (an accent, the Angstrom sign); the compatibility mappings of NFKC would
+    change the words themselves: the ligature "\ufb01" is not "fi", full-width and superscript digits are not
+    ASCII digits."""
+    text = "\ufb01ne \uff11\uff12\uff13 x\u00b2 \u212b e\u0301"
+    assert split_words(text) == ["\ufb01ne", "\uff11\uff12\uff13", "x\u00b2", "\u00c5", "\u00e9"]
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("wo\x00rd", ["wo", "rd"]),  # NUL and the other controls separate words
+        ("a\x01b\x1bc\x7fd \x80e\x9ff", ["a", "b", "c", "d", "e", "f"]),  # C0, ESC, DEL, C1
+        ("\x00", []),
+        ("one\u200btwo\u200b", ["one", "two"]),  # a zero-width space is a word boundary
+        ("wo\u200erd \u200fleft\u200e", ["word", "left"]),  # the bidirectional marks are dropped
+        ("\u202eevil\u202c \u202aa\u202bb\u202dc\u202c", ["evil", "abc"]),  # embeddings, overrides
+        ("\u2066x\u2067y\u2068z\u2069 \u061c!", ["xyz", "!"]),  # isolates, the Arabic letter mark
+        ("soft\u00adware wo\u2060rd \ufeffBOM", ["software", "word", "BOM"]),  # soft hyphen, word joiner, BOM
+        ("e\u200e\u0301cole", ["école"]),  # dropped before NFC composes
+        ("\u200e\u200b\x00 \u200f", []),  # a line of invisible characters has no word
+        ("\u200e<S>\u200e </S>\u200f", ["<S>", "</S>"]),  # a dropped mark leaves a sentence marker whole
+        ("\u200dword\u200d \u200c!", ["word", "!"]),  # a joiner that joins nothing
+        ("a\u200d.", ["a", "."]),
+        ("hello\U000e0069\U000e0067\U000e007f", ["hello"]),  # tag characters outside a flag: hidden text
+        ("\U000e0001\U000e0065\U000e006e hi", ["hi"]),  # a language tag
+        ("a" * 30 + "\u200e" + "b" * 30 + "\x00" + "c" * 50, ["a" * 30 + "b" * 30, "c" * 50]),  # over 48 bytes
+        ("", []),
+    ],
+)
+def test_no_word_holds_an_invisible_character(text: str, words: list[str]) -> None:
+    """--tokenize made words of the bidirectional marks, a zero-width space and NUL ("wo\\x00rd" was three)."""
+    assert split_words(text) == words
+
+
+def test_every_control_and_format_character_separates_words_or_is_dropped() -> None:
+    """Each of Unicode's control (Cc) and format (Cf) characters, between letters: a separator (the controls and the
+    zero-width space) or dropped (the others); the joiners only stay between two characters of a word."""
+    controls = [chr(code) for code in range(0x110000) if unicodedata.category(chr(code)) in ("Cc", "Cf")]
+    assert len(controls) > 190
+    for character in controls:
+        if character in "\u200c\u200d":  # joiners: kept inside the word, dropped at its ends
+            assert split_words(f"{character}wo{character}rd{character}") == [f"wo{character}rd"]
+        elif character.isspace() or unicodedata.category(character) == "Cc" or character == "\u200b":
+            assert split_words(f"{character}wo{character}rd{character}") == ["wo", "rd"], repr(character)
+        else:
+            assert split_words(f"{character}wo{character}rd{character}") == ["word"], repr(character)
+
+
+def test_raw_text_with_invisible_characters_gets_the_ids_of_its_words() -> None:
+    """The batched path (its word cache, the vectorised ids) and `word_to_char_ids` agree on the words that
+    invisible characters leave, cold and warm, and the invisible characters themselves get no row."""
+    tokenizer = ElmoTokenizer()
+    family = "\U0001f468\u200d\U0001f469"
+    text = f"\u200ewo\x00rd\u200b {ENGLAND}\u200e{'x' * 30}\u00ad{'y' * 30}{ENGLAND} \u200d{family}\u200d "
+    words = ["wo", "rd", ENGLAND, "x" * 30 + "y" * 30, ENGLAND, family]  # a word over 48 bytes
+    assert split_words(text) == words
+    for _ in ("cold", "warm"):
+        encoded = tokenizer([text, "", "\u200b\x00"], padding=True, return_tensors="pt")
+        assert encoded["input_ids"][0].tolist() == [word_to_char_ids(word) for word in words]
+        assert encoded["attention_mask"].tolist() == [[1] * 6, [0] * 6, [0] * 6]

@@ -19,6 +19,7 @@ from datasets.fingerprint import Hasher
 
 from modeling_elmo import ElmoTokenizer, tokenization_elmo, word_to_char_ids
 
+ENGLAND = "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f"
 AWKWARD_WORDS = [
     "",
     "<S>",
@@ -38,6 +39,10 @@ AWKWARD_WORDS = [
     "😀" * 12,  # exactly 48 bytes
     "😀" * 13,
     "x" * 100,
+    ENGLAND,  # a tag sequence: 7 code points, 28 bytes
+    "x" * 45 + ENGLAND,  # 73 bytes, 52 code points: both cuts fall inside the flag
+    "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",  # a zero-width non-joiner inside a Persian word
+    "\U0001f468\u200d\U0001f469\u200d\U0001f467",  # a family: emoji joined by zero-width joiners
 ]
 
 
@@ -68,10 +73,11 @@ def test_awkward_words_cold_then_warm(max_characters_per_token: int) -> None:
     tokenizer = ElmoTokenizer(max_characters_per_token=max_characters_per_token)
     first = [AWKWARD_WORDS[:2]]
     assert _encode(tokenizer, first)["input_ids"].tolist() == _reference_ids(tokenizer, first)
-    batch = [AWKWARD_WORDS, AWKWARD_WORDS[::-3], [], ["naïve", "naïve", ""]]  # 2 cached words, 16 new ones
+    batch = [AWKWARD_WORDS, AWKWARD_WORDS[::-3], [], ["naïve", "naïve", ""]]  # 2 cached words, the others new
     cold = _encode(tokenizer, batch)
     assert cold["input_ids"].tolist() == _reference_ids(tokenizer, batch)
-    assert cold["attention_mask"].tolist() == [[1] * len(words) + [0] * (18 - len(words)) for words in batch]
+    width = len(AWKWARD_WORDS)
+    assert cold["attention_mask"].tolist() == [[1] * len(words) + [0] * (width - len(words)) for words in batch]
     assert len(tokenizer._word_cache) == len(AWKWARD_WORDS)  # the warm call below finds every word in it
     warm_batch = _shuffled(batch, seed=1)
     assert _encode(tokenizer, warm_batch)["input_ids"].tolist() == _reference_ids(tokenizer, warm_batch)
