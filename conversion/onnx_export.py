@@ -42,7 +42,15 @@ from modeling_elmo.tokenization_elmo import ElmoTokenizer
 from .model_card import PARITY_SENTENCES
 from .saving import require_room
 
-__all__ = ["OnnxExport", "export_onnx", "graph_cosine", "product_node_names", "quantize_graph", "run"]
+__all__ = [
+    "OnnxExport",
+    "export_onnx",
+    "graph_cosine",
+    "per_word_cosine",
+    "product_node_names",
+    "quantize_graph",
+    "run",
+]
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".onnx", ".h5", ".pt")
 
@@ -197,14 +205,20 @@ def quantize_graph(source: Path, target: Path) -> None:
 
 def graph_cosine(float_graph, quantized_graph, tokenizer: ElmoTokenizer, sentences) -> tuple[float, float]:
     """Per-word cosine between two biLM graphs' biLSTM layers (each word's vector of each layer): (mean, min)."""
-    ids = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="np")["input_ids"]
-    reference, mask = float_graph.run(["hidden_states", "word_mask"], {"input_ids": ids})
-    (other,) = quantized_graph.run(["hidden_states"], {"input_ids": ids})
-    reference, other = reference[1:, mask], other[1:, mask]  # (L, words, 2P)
-    products = (reference * other).sum(-1)
-    norms = np.linalg.norm(reference, axis=-1) * np.linalg.norm(other, axis=-1)
-    cosine = products / np.maximum(norms, np.finfo(np.float32).tiny)
+    inputs = dict(tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="np"))
+    reference, mask = float_graph.run(["hidden_states", "word_mask"], inputs)
+    (other,) = quantized_graph.run(["hidden_states"], inputs)
+    cosine = per_word_cosine(other, reference, mask)
     return float(cosine.mean()), float(cosine.min())
+
+
+def per_word_cosine(layers: np.ndarray, reference: np.ndarray, word_mask: np.ndarray) -> np.ndarray:
+    """The cosine of each word's vector in each biLSTM layer, (words, L), between two `hidden_states` outputs
+    (batch, L+1, words, 2P) at the words of `word_mask` (batch, words)."""
+    layers, reference = (array.transpose(0, 2, 1, 3)[word_mask][:, 1:] for array in (layers, reference))
+    products = (layers * reference).sum(-1)
+    norms = np.linalg.norm(layers, axis=-1) * np.linalg.norm(reference, axis=-1)
+    return products / np.maximum(norms, np.finfo(np.float32).tiny)
 
 
 def _parity(model: torch.nn.Module, session, tokenizer: ElmoTokenizer) -> float:
@@ -212,11 +226,11 @@ def _parity(model: torch.nn.Module, session, tokenizer: ElmoTokenizer) -> float:
     inputs = tokenizer(PARITY_SENTENCES, is_split_into_words=True, padding=True, return_tensors="pt")
     with torch.no_grad():
         if isinstance(model, ElmoModel):
-            expected = torch.stack(model(inputs["input_ids"], output_hidden_states=True).hidden_states)
+            expected = torch.stack(model(**inputs, output_hidden_states=True).hidden_states, dim=1)
             name = "hidden_states"
         else:
-            expected, name = model(inputs["input_ids"]).logits, "logits"
-    (actual,) = session.run([name], {"input_ids": inputs["input_ids"].numpy()})
+            expected, name = model(**inputs).logits, "logits"
+    (actual,) = session.run([name], {key: tensor.numpy() for key, tensor in inputs.items()})
     return float(np.abs(actual - expected.numpy()).max())
 
 
@@ -237,43 +251,59 @@ serves every batch size and sentence length, empty sentences included: the biLST
 | --- | --- |
 | `{float_graph}` | float32 graph ({float_mb:.1f} MB); max abs difference to PyTorch float32: {parity:.2e} |
 {quantized_row}
-## Input: character ids
+## Inputs: what the tokenizer gives
 
-`input_ids`, int64, shape `(batch, words, {chars})`: each word is {chars} ids, `[{bow}, b1 + 1, ..., bn + 1, {eow},
-{pad}, {pad}, ...]` where `b1..bn` are the word's UTF-8 bytes, cut to the first {body} bytes; a sentence's words come
-first, then all-zero rows as padding. The graph adds the sentence markers itself. In plain numpy:
+The graph takes the folder's tokenizer's output as it is: `input_ids`, int64, `(batch, words, {chars})`, and
+`attention_mask`, int64, `(batch, words)` (`AutoTokenizer.from_pretrained(folder, trust_remote_code=True)` with
+`padding=True, return_tensors="np"`; it returns no other key). The tokenizer is the folder's own code, which needs
+`transformers` (and `torch`, which it imports); without them, the numpy function below gives the same inputs.
+
+```python
+import onnxruntime
+from transformers import AutoTokenizer
+
+tokenizer = AutoTokenizer.from_pretrained("{name}", trust_remote_code=True)
+session = onnxruntime.InferenceSession("{name}/{float_graph}")
+outputs = session.run(None, dict(tokenizer(["Hello world .", "Hi !"], padding=True, return_tensors="np")))
+```
+
+**The mask decides a sentence's words**, not the ids: its words are the positions before the first 0 of its
+`attention_mask` (any non-zero value counts as 1), and everything after that first 0 is padding, whatever the mask or
+the ids say there (ids past the words are never read). The tokenizer's masks are ones then zeros, and then this is
+exactly `ElmoModel`'s rule. A mask with a 1 after a 0 (which `ElmoModel` refuses, and a graph cannot refuse) is cut
+at its first 0: no position the mask calls padding becomes a word, and the biLM's `word_mask` output shows which
+positions were taken. A mask of another shape than the ids' `(batch, words)` fails the run.
+
+Each word is {chars} ids, `[{bow}, b1 + 1, ..., bn + 1, {eow}, {pad}, {pad}, ...]` where `b1..bn` are the word's UTF-8
+bytes, cut to the first {body} bytes; a sentence's words come first, then padding. The graph adds the sentence
+markers itself. In plain numpy, for sentences split into words:
 
 ```python
 import numpy as np
 
-def char_ids(sentences, width={chars}):
+def encode(sentences, width={chars}):
     ids = np.zeros((len(sentences), max(map(len, sentences), default=0), width), dtype=np.int64)
+    mask = np.zeros(ids.shape[:2], dtype=np.int64)
     for row, words in enumerate(sentences):
+        mask[row, : len(words)] = 1
         for column, word in enumerate(words):
             body = [byte + 1 for byte in word.encode("utf-8")[: width - 2]]
             ids[row, column] = [{bow}, *body, {eow}] + [{pad}] * (width - 2 - len(body))
-    return ids
-```
+    return {{"input_ids": ids, "attention_mask": mask}}
 
-(The tokenizer files in this folder do the same: `AutoTokenizer.from_pretrained(folder, trust_remote_code=True)`.)
+outputs = session.run(None, encode([["Hello", "world", "."], []]))
+```
 
 ## Outputs
 
+Every output is batch-first (its first dimension is the batch), so that a server can batch requests along it.
+
 {outputs}
-
-## Run it
-
-```python
-import onnxruntime
-
-session = onnxruntime.InferenceSession("{float_graph}")
-outputs = session.run(None, {{"input_ids": char_ids([["Hello", "world", "."], []])}})
-```
 """
 
 _BILM_OUTPUTS = """- `last_hidden_state` float32 `(batch, words, {width})`: the top biLSTM layer, `[forward; backward]`.
-- `hidden_states` float32 `({layers}, batch, words, {width})`: layer 0 the token vector twice, layer j the j-th biLSTM
-  layer, zero at padding (as `ElmoModel(..., output_hidden_states=True)`).
+- `hidden_states` float32 `(batch, {layers}, words, {width})`: layer 0 the token vector twice, layer j the j-th biLSTM
+  layer, zero at padding (as `ElmoModel(..., output_hidden_states=True)`, stacked along dimension 1).
 - `word_mask` bool `(batch, words)`: True at each sentence's words."""
 
 

@@ -5,7 +5,8 @@ the character CNN over each distinct word (`Unique`), the sentence markers `<S>`
 then per biLSTM layer one product for the input gates of every position and an ONNX `Scan` over the time steps
 (one per direction), bilm-tf's cell (gates `i, j, f, o`, forget bias, cell clip, projection, projection
 clip) written out as products and element-wise steps. The loop is not unrolled: one graph serves every batch size
-and sentence length, empty sentences included.
+and sentence length, empty sentences included. The inputs are the tokenizer's `input_ids` and `attention_mask`
+(the mask decides the words: `_word_mask`); every output is batch-first.
 
 Positions past a row's end run through the LSTM like any other (no mask inside the loop): each position only reads
 the ones before it, and a row's words come first in both directions (the backward stack reads each row's words
@@ -88,15 +89,16 @@ def build_graph(model: ElmoModel | ElmoTaskModel, metadata: dict[str, str]) -> o
         raise ValueError("models with a word embedding (ELMoForManyLangs') are not exported to ONNX")
     graph = _Builder(itertools.count())
     signature = graph_signature(config, type(model).__name__)
-    (input_ids,) = (tensor.name for tensor in signature.inputs)
+    input_ids, attention_mask = (tensor.name for tensor in signature.inputs)
+    word_mask = _word_mask(graph, input_ids, attention_mask)
     with torch.no_grad():
         if isinstance(model, ElmoTaskModel):
-            layers, mask = _bilm(graph, model.elmo, input_ids, config.mix_depth)
-            named = {"logits": _head(graph, model, layers, mask)}
+            layers = _bilm(graph, model.elmo, input_ids, word_mask, config.mix_depth)
+            named = {"logits": _head(graph, model, layers, word_mask)}
         else:
-            layers, mask = _bilm(graph, model, input_ids, config.num_hidden_layers)
-            stacked = graph.op("Concat", *(graph.unsqueeze(layer, 0) for layer in layers), axis=0)
-            named = {"last_hidden_state": layers[-1], "hidden_states": stacked, "word_mask": mask}
+            layers = _bilm(graph, model, input_ids, word_mask, config.num_hidden_layers)
+            stacked = graph.op("Concat", *(graph.unsqueeze(layer, 1) for layer in layers), axis=1)  # batch-first
+            named = {"last_hidden_state": layers[-1], "hidden_states": stacked, "word_mask": word_mask}
     for tensor in signature.outputs:
         name = tensor.name
         graph.nodes.append(helper.make_node("Identity", [named[name]], [name], name=f"output_{name}"))
@@ -120,13 +122,26 @@ def _value_info(tensor: GraphTensor) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(tensor.name, TensorProto.DataType.Value(tensor.element.upper()), tensor.shape)
 
 
-def _bilm(graph: _Builder, model: ElmoModel, input_ids: str, num_layers: int) -> tuple[list[str], str]:
-    """The biLM's first `num_layers + 1` layers, each (batch, words, 2P) and zero at padding, and the word mask
-    (batch, words) bool, as `ElmoModel.forward`."""
+def _word_mask(graph: _Builder, input_ids: str, attention_mask: str) -> str:
+    """Each sentence's words (batch, words) bool: the attention mask decides, the ids do not. A sentence's words are
+    the positions before the first 0 of its mask (any non-zero value is a word, as `ElmoModel`'s `.bool()`); what
+    follows is padding, whatever the mask or the ids say there. For every mask `ElmoTokenizer` gives, and every mask
+    `ElmoModel` accepts (a prefix of ones), this is `ElmoModel`'s word mask; `ElmoModel` refuses any other mask, which
+    a graph cannot do, and the first 0 is where right padding starts: no position the mask calls padding becomes a
+    word (the biLM's `word_mask` output tells what was taken). The mask must have the ids' (batch, words) shape:
+    a `Concat` with the ids fails on any other (where `Mul` would broadcast a mask of one row to every row)."""
+    checked = graph.op("Concat", graph.unsqueeze(attention_mask, 2), input_ids, axis=2)
+    mask = graph.op("Squeeze", graph.op("Slice", checked, graph.ints(0), graph.ints(1), graph.ints(2)), graph.ints(2))
+    is_padding = graph.op("Cast", graph.op("Equal", mask, graph.ints(0)), to=TensorProto.INT64)
+    padding_so_far = graph.op("CumSum", is_padding, graph.constant(np.array(1, dtype=np.int64)))
+    return graph.op("Equal", padding_so_far, graph.ints(0))
+
+
+def _bilm(graph: _Builder, model: ElmoModel, input_ids: str, word_mask: str, num_layers: int) -> list[str]:
+    """The biLM's first `num_layers + 1` layers over the words of `word_mask` (`_word_mask`), each (batch, words, 2P)
+    and zero at padding, as `ElmoModel.forward`; the ids past a sentence's words are not read."""
     config = model.config
     chars = config.max_characters_per_token
-    # A word is a row with a non-zero id; its sentence's words come first (right padding).
-    word_mask = graph.op("Greater", graph.op("ReduceMax", input_ids, axes=[2], keepdims=0), graph.ints(0))
     mask_ints = graph.op("Cast", word_mask, to=TensorProto.INT64)
     lengths = graph.op("ReduceSum", mask_ints, graph.ints(1), keepdims=0)  # (batch,)
 
@@ -203,7 +218,7 @@ def _bilm(graph: _Builder, model: ElmoModel, input_ids: str, num_layers: int) ->
     for layer in layers:
         words_only = graph.op("Slice", layer, graph.ints(1), graph.ints(-1), graph.ints(1))
         trimmed.append(graph.op("Where", word_mask3, words_only, graph.scalar(0.0)))
-    return trimmed, word_mask
+    return trimmed
 
 
 def _char_encoder(graph: _Builder, model: ElmoModel, char_ids: str) -> str:

@@ -53,7 +53,7 @@ QUANTIZED_GRAPH = "model_quantized.onnx"
 # The metadata key naming the layout of the graph's inputs and outputs (`graph_signature`), and the layout this
 # version writes and reads; the key naming the exported architecture.
 LAYOUT_KEY = "elmo_onnx_layout"
-LAYOUT_VERSION = "1"
+LAYOUT_VERSION = "2"  # 2: the tokenizer's attention_mask goes in, hidden_states is batch-first
 ARCHITECTURE_KEY = "elmo_architecture"
 _HEADS = {head.__name__: head for head in (ElmoForTokenClassification, ElmoForSequenceClassification)}
 
@@ -92,12 +92,17 @@ def graph_signature(config: ElmoConfig, architecture: str) -> GraphSignature:
     folder's config: the one statement of them, which the export declares in the graph
     (`conversion.onnx_graph.build_graph`) and `open_graph` checks a graph against.
 
-    Input `input_ids` (batch, words, max_characters_per_token) int64, all-zero rows for padding after each
-    sentence's words. Outputs of the biLM: `last_hidden_state` (batch, words, 2P), `hidden_states` (L+1, batch,
-    words, 2P), `word_mask` (batch, words) bool; of a token head `logits` (batch, words, labels), of a sequence head
+    The inputs are the keys `ElmoTokenizer` returns (`return_tensors="np"`), so that its output goes in as it is:
+    `input_ids` (batch, words, max_characters_per_token) int64 and `attention_mask` (batch, words) int64. The mask
+    decides each sentence's words (`conversion.onnx_graph._word_mask`). Every output is batch-first, as Triton's
+    dynamic batching needs: of the biLM `last_hidden_state` (batch, words, 2P), `hidden_states` (batch, L+1, words,
+    2P), `word_mask` (batch, words) bool; of a token head `logits` (batch, words, labels), of a sequence head
     `logits` (batch, labels)."""
     chars = config.max_characters_per_token
-    inputs = (GraphTensor("input_ids", "int64", ("batch", "words", chars), ("max_characters_per_token",)),)
+    inputs = (
+        GraphTensor("input_ids", "int64", ("batch", "words", chars), ("max_characters_per_token",)),
+        GraphTensor("attention_mask", "int64", ("batch", "words")),
+    )
     if architecture == "ElmoForTokenClassification":
         outputs = (GraphTensor("logits", "float", ("batch", "words", config.num_labels), ("id2label",)),)
     elif architecture == "ElmoForSequenceClassification":
@@ -107,7 +112,7 @@ def graph_signature(config: ElmoConfig, architecture: str) -> GraphSignature:
         outputs = (
             GraphTensor("last_hidden_state", "float", ("batch", "words", width), ("projection_dim",)),
             GraphTensor(
-                "hidden_states", "float", (layers, "batch", "words", width), ("num_hidden_layers", "projection_dim")
+                "hidden_states", "float", ("batch", layers, "words", width), ("num_hidden_layers", "projection_dim")
             ),
             GraphTensor("word_mask", "bool", ("batch", "words")),
         )
@@ -213,6 +218,7 @@ class OnnxEmbedder(BatchEmbedder):
         if "hidden_states" not in {output.name for output in self.session.get_outputs()}:
             raise EmbedError(f"{folder / name}: the graph of a task head (logits), not of the biLM: export the biLM")
         self.layers = layers
+        self.input_names = [tensor.name for tensor in self.session.get_inputs()]
         self.tokenizer = ElmoTokenizer.from_pretrained(model)
         config = ElmoConfig.from_pretrained(model)
         self.device = torch.device("cpu")
@@ -220,18 +226,16 @@ class OnnxEmbedder(BatchEmbedder):
         self.num_layers = config.num_hidden_layers + 1
 
     def prepare(self, sentences: Sequence[Sequence[str]]) -> PreparedBatch:
-        """The tokenizer's padded batch (the graph's input is its character ids)."""
+        """The tokenizer's padded batch: the graph's inputs (`graph_signature`) are its keys."""
         inputs = self.tokenizer(
             [list(words) for words in sentences], is_split_into_words=True, padding=True, return_tensors="pt"
         )
-        return PreparedBatch({"input_ids": inputs["input_ids"]}, [len(words) for words in sentences])
+        return PreparedBatch({name: inputs[name] for name in self.input_names}, [len(words) for words in sentences])
 
     def run(self, prepared: PreparedBatch) -> PendingVectors:
         """The graph over the batch; the vectors are ready at once (`result()` does not wait)."""
         wanted = ["last_hidden_state"] if self.layers == "top" else ["hidden_states"]
-        (vectors,) = self.session.run(wanted, {"input_ids": prepared.tensors["input_ids"].numpy()})
-        if self.layers != "top":
-            vectors = vectors.transpose(1, 0, 2, 3)  # (batch, L+1, words, width)
-            if self.layers == "average":
-                vectors = vectors.mean(axis=1)
+        (vectors,) = self.session.run(wanted, {name: tensor.numpy() for name, tensor in prepared.tensors.items()})
+        if self.layers == "average":
+            vectors = vectors.mean(axis=1)  # hidden_states is (batch, L+1, words, width)
         return PendingVectors(torch.from_numpy(np.ascontiguousarray(vectors)), prepared.lengths)

@@ -78,27 +78,30 @@ def main() -> None:
         "onnxruntime int8": open_graph(onnx_folder / QUANTIZED_GRAPH, ConversionError, threads=args.threads),
     }
 
-    def pytorch(ids: np.ndarray) -> None:
+    def pytorch(inputs: dict[str, np.ndarray]) -> None:
         with torch.inference_mode():
-            model(torch.from_numpy(ids), output_hidden_states=True)
+            model(**{name: torch.from_numpy(array) for name, array in inputs.items()}, output_hidden_states=True)
 
     backends = {"PyTorch float32": pytorch}
-    for label, session in graphs.items():
-        backends[label] = lambda ids, session=session: session.run(["hidden_states"], {"input_ids": ids})
+    for label, session in graphs.items():  # the graphs take the tokenizer's output as it is
+        backends[label] = lambda inputs, session=session: session.run(["hidden_states"], inputs)
+
+    def encode(sentences: list[list[str]]) -> dict[str, np.ndarray]:
+        return dict(tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="np"))
 
     rows, cosines = [], []
     for batch_size, batches, warmup in sentence_batches(args.batches, args.seed, args.min_words, args.max_words):
-        warm_ids = tokenizer(warmup, is_split_into_words=True, padding=True, return_tensors="np")["input_ids"]
+        warm_inputs = encode(warmup)
         for run in backends.values():
-            run(warm_ids)
+            run(warm_inputs)
         seconds = dict.fromkeys(backends, 0.0)
         words = 0
         for batch in batches:
-            ids = tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="np")["input_ids"]
+            inputs = encode(batch)
             words += sum(map(len, batch))
             for label, run in backends.items():
                 start = time.perf_counter()
-                run(ids)
+                run(inputs)
                 seconds[label] += time.perf_counter() - start
         cosines.append(graph_cosine(graphs["onnxruntime float32"], graphs["onnxruntime int8"], tokenizer, batches[0]))
         baseline = words / seconds["PyTorch float32"]

@@ -21,10 +21,11 @@ import onnx
 import onnxruntime
 from command_output import exit_status_after_ctrl_c, file_tree, last_error_line
 from onnx import numpy_helper
+from without_the_package import run_without_the_package
 
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.conversion.cli import main
-from elmo_transformers.conversion.onnx_export import product_node_names
+from elmo_transformers.conversion.onnx_export import per_word_cosine, product_node_names
 from elmo_transformers.inference.onnx_embedder import LAYOUT_KEY, OnnxEmbedder, open_graph
 from modeling_elmo import (
     DEFAULT_MODEL,
@@ -79,15 +80,22 @@ def default_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _export(DEFAULT_MODEL, tmp_path_factory.mktemp("onnx") / "default-onnx", "--quantize", "int8")
 
 
-def _char_ids(sentences: list[list[str]], width: int = 50) -> np.ndarray:
-    """The character-id rule of the model page, written here without the package: bytes + 1 framed by
-    begin-of-word 259 and end-of-word 260, padded with 261 to `width`; all-zero rows after a sentence's words."""
+def _encode(sentences: list[list[str]], width: int = 50) -> dict[str, np.ndarray]:
+    """The graph's inputs by the model page's rule, written here without the package: each word its bytes + 1
+    framed by begin-of-word 259 and end-of-word 260, padded with 261 to `width`; all-zero rows after a sentence's
+    words, where the attention mask is 0."""
     ids = np.zeros((len(sentences), max(map(len, sentences), default=0), width), dtype=np.int64)
+    mask = np.zeros(ids.shape[:2], dtype=np.int64)
     for row, words in enumerate(sentences):
+        mask[row, : len(words)] = 1
         for column, word in enumerate(words):
             body = [byte + 1 for byte in word.encode("utf-8")[: width - 2]]
             ids[row, column] = [259, *body, 260] + [261] * (width - 2 - len(body))
-    return ids
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+def _torch(inputs: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
+    return {name: torch.from_numpy(array) for name, array in inputs.items()}
 
 
 @pytest.mark.parametrize("model_name", ["fixture", "bundled"])
@@ -100,15 +108,16 @@ def test_the_float_graph_equals_pytorch_at_every_layer(
     )
     model = ElmoModel.from_pretrained(source).eval()
     session = onnxruntime.InferenceSession(str(exported / "model.onnx"))
-    ids = _char_ids(BATCHES[name])
+    inputs = _encode(BATCHES[name])
     with torch.no_grad():
-        expected = model(torch.from_numpy(ids), output_hidden_states=True)
-    last, layers, mask = session.run(None, {"input_ids": ids})
-    assert layers.shape == (model.config.num_hidden_layers + 1, *ids.shape[:2], 2 * model.config.projection_dim)
+        expected = model(**_torch(inputs), output_hidden_states=True)
+    last, layers, mask = session.run(None, inputs)
+    batch, words = inputs["attention_mask"].shape
+    assert layers.shape == (batch, model.config.num_hidden_layers + 1, words, 2 * model.config.projection_dim)
     assert np.array_equal(mask, expected.word_mask.numpy())
-    assert np.abs(layers - torch.stack(expected.hidden_states).numpy()).max(initial=0.0) <= TOLERANCE
-    assert np.array_equal(last, layers[-1])
-    assert not layers[:, ~mask].any()  # zero at padding
+    assert np.abs(layers - torch.stack(expected.hidden_states, dim=1).numpy()).max(initial=0.0) <= TOLERANCE
+    assert np.array_equal(last, layers[:, -1])
+    assert not layers.transpose(1, 0, 2, 3)[:, ~mask].any()  # zero at padding
 
 
 def test_one_graph_serves_two_batch_sizes_and_lengths_without_unrolling(
@@ -119,27 +128,46 @@ def test_one_graph_serves_two_batch_sizes_and_lengths_without_unrolling(
     session = onnxruntime.InferenceSession(str(bilm_folder / "model.onnx"))
     model = ElmoModel.from_pretrained(fixture_model_folder).eval()
     # Sentences of 1, 4 and 2 words (unicode, a word of 62 bytes cut to 48), and 17 of up to 30.
-    short = _char_ids([["naïve"], ["日本語", "é" * 31, "the", "🙂"], ["Hello", "wörld"]])
-    long = _char_ids(_random_sentences(17, seed=3))
-    assert short.shape[:2] == (3, 4) and long.shape[:2] != short.shape[:2]
-    for ids in (short, long):
+    short = _encode([["naïve"], ["日本語", "é" * 31, "the", "🙂"], ["Hello", "wörld"]])
+    sentences = _random_sentences(17, seed=3)
+    long = _encode(sentences)
+    assert short["input_ids"].shape[:2] == (3, 4) and long["input_ids"].shape[:2] != short["input_ids"].shape[:2]
+    for inputs in (short, long):
         with torch.no_grad():
-            expected = torch.stack(model(torch.from_numpy(ids), output_hidden_states=True).hidden_states).numpy()
-        (layers,) = session.run(["hidden_states"], {"input_ids": ids})
-        assert layers.shape == expected.shape
-        assert np.abs(layers - expected).max() <= TOLERANCE
+            expected = model(**_torch(inputs), output_hidden_states=True).hidden_states
+        (layers,) = session.run(["hidden_states"], inputs)
+        assert layers.shape == torch.stack(expected, dim=1).shape
+        assert np.abs(layers - torch.stack(expected, dim=1).numpy()).max() <= TOLERANCE
     # A sentence gets the same vectors whatever batch it is in.
-    alone = session.run(["hidden_states"], {"input_ids": long[5:6, : int((long[5] > 0).any(-1).sum())]})[0]
-    together = session.run(["hidden_states"], {"input_ids": long})[0]
-    assert np.abs(together[:, 5, : alone.shape[2]] - alone[:, 0]).max(initial=0.0) <= TOLERANCE
+    alone = session.run(["hidden_states"], _encode(sentences[5:6]))[0]
+    together = session.run(["hidden_states"], long)[0]
+    assert np.abs(together[5, :, : alone.shape[2]] - alone[0]).max(initial=0.0) <= TOLERANCE
 
 
 def test_plain_numpy_char_ids_are_the_tokenizers(bilm_folder: Path) -> None:
     """The rule on the model page (written in the test without the package) is what the tokenizer gives."""
     tokenizer = ElmoTokenizer.from_pretrained(bilm_folder)
-    expected = tokenizer(AWKWARD, is_split_into_words=True, padding=True, return_tensors="np")["input_ids"]
-    assert np.array_equal(_char_ids(AWKWARD), expected)
+    expected = tokenizer(AWKWARD, is_split_into_words=True, padding=True, return_tensors="np")
+    assert expected.keys() == _encode(AWKWARD).keys()
+    for name, array in _encode(AWKWARD).items():
+        assert np.array_equal(array, expected[name]), name
     assert "b1 + 1" in (bilm_folder / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_model_pages_code_runs(bilm_folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both ways the model page feeds the graph, run as a reader runs them (the numpy function after the three
+    lines of the tokenizer, with their session), give the graph's outputs."""
+    page = (bilm_folder / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", page, re.DOTALL)
+    monkeypatch.chdir(bilm_folder.parent)
+    session = onnxruntime.InferenceSession(str(bilm_folder / "model.onnx"))
+    sentences = [[["Hello", "world", "."], ["Hi", "!"]], [["Hello", "world", "."], []]]
+    assert len(blocks) == len(sentences)
+    namespace = {}
+    for block, words in zip(blocks, sentences, strict=True):
+        exec(block, namespace)
+        for actual, expected in zip(namespace["outputs"], session.run(None, _encode(words)), strict=True):
+            assert np.array_equal(actual, expected)
 
 
 def test_the_folder_is_a_model_folder(bilm_folder: Path) -> None:
@@ -184,12 +212,161 @@ def test_a_heads_logits_equal_pytorch(fixture_model_folder: Path, tmp_path: Path
     model = kind.from_pretrained(folder).eval()
     session = onnxruntime.InferenceSession(str(exported / "model.onnx"))
     for sentences in (AWKWARD, [[], []], _random_sentences(9, seed=4)):
-        ids = _char_ids(sentences)
+        inputs = _encode(sentences)
         with torch.no_grad():
-            expected = model(torch.from_numpy(ids)).logits.numpy()
-        (logits,) = session.run(["logits"], {"input_ids": ids})
+            expected = model(**_torch(inputs)).logits.numpy()
+        (logits,) = session.run(["logits"], inputs)
         assert logits.shape == expected.shape
         assert np.abs(logits - expected).max(initial=0.0) <= TOLERANCE, name
+
+
+# Text as a client sends it: mixed lengths, unicode, a word of 58 bytes (cut to 48), an empty line.
+TEXTS = [
+    "The café on the corner is open until nine .",
+    "日本語 の 文 and an emoji 🙂 !",
+    "Llanfairpwllgwyngyllgogerychwyrndrobwllllantysiliogogogoch is in Wales .",
+    "",
+    "Hello",
+]
+
+_CLIENT = """
+    import importlib.util
+    import sys
+
+    import numpy as np
+    import onnxruntime
+    from transformers import AutoTokenizer
+
+    folder, texts = sys.argv[1], sys.argv[2].split("\\n")
+    assert importlib.util.find_spec("modeling_elmo") is None  # this package cannot be imported
+    tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
+    assert type(tokenizer).__module__.startswith("transformers_modules"), type(tokenizer).__module__
+    for graph in ("model.onnx", "model_quantized.onnx"):
+        session = onnxruntime.InferenceSession(f"{folder}/{graph}")
+        outputs = session.run(None, dict(tokenizer(texts, padding=True, return_tensors="np")))
+        np.savez(f"{graph}.npz", **dict(zip([output.name for output in session.get_outputs()], outputs)))
+    """
+
+
+@pytest.mark.slow
+def test_the_tokenizers_output_goes_into_each_graph_without_the_package(default_folder: Path, tmp_path: Path) -> None:
+    """`session.run(None, dict(tokenizer(texts, padding=True, return_tensors="np")))` failed on both graphs with
+    "Invalid input name: attention_mask"; now the folder's tokenizer (remote code) feeds them, in a Python where
+    this package cannot be imported, and the float32 graph gives PyTorch's vectors."""
+    completed = run_without_the_package(_CLIENT, str(default_folder), "\n".join(TEXTS), work=tmp_path)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    model = ElmoModel.from_pretrained(DEFAULT_MODEL).eval()
+    with torch.no_grad():
+        inputs = ElmoTokenizer.from_pretrained(DEFAULT_MODEL)(TEXTS, padding=True, return_tensors="pt")
+        expected = model(**inputs, output_hidden_states=True)
+    layers = torch.stack(expected.hidden_states, dim=1).numpy()
+    mask = expected.word_mask.numpy()
+    assert mask.shape[0] == len(TEXTS) and mask.sum(1)[3] == 0  # the empty line
+    for graph in ("model.onnx", "model_quantized.onnx"):
+        outputs = np.load(tmp_path / f"{graph}.npz")
+        assert np.array_equal(outputs["word_mask"], mask), graph
+        assert np.array_equal(outputs["last_hidden_state"], outputs["hidden_states"][:, -1]), graph
+        if graph == "model.onnx":
+            assert np.abs(outputs["hidden_states"] - layers).max() <= TOLERANCE
+        else:
+            cosine = per_word_cosine(outputs["hidden_states"], layers, mask)
+            assert cosine.mean() >= 0.99 and cosine.min() >= 0.9, (cosine.mean(), cosine.min())
+
+
+def _with_mask(inputs: dict[str, np.ndarray], row: int, mask: list[int]) -> dict[str, np.ndarray]:
+    changed = inputs["attention_mask"].copy()
+    changed[row] = mask
+    return {**inputs, "attention_mask": changed}
+
+
+def test_the_mask_decides_the_words(bilm_folder: Path, fixture_model_folder: Path) -> None:
+    """The words are the positions before the first 0 of the mask, whatever the ids say (as `ElmoModel` with the
+    same mask), and a mask that goes on after a 0 is cut there; a mask of another shape than the ids' fails."""
+    model = ElmoModel.from_pretrained(fixture_model_folder).eval()
+    session = onnxruntime.InferenceSession(str(bilm_folder / "model.onnx"))
+    inputs = _encode([["The", "café", "is", "open"], ["Hello", "wörld"]])
+
+    def pytorch(inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        with torch.no_grad():
+            output = model(**_torch(inputs), output_hidden_states=True)
+        return [torch.stack(output.hidden_states, dim=1).numpy(), output.word_mask.numpy()]
+
+    def assert_graph_gives(inputs: dict[str, np.ndarray], expected: dict[str, np.ndarray]) -> None:
+        layers, mask = session.run(["hidden_states", "word_mask"], inputs)
+        expected_layers, expected_mask = pytorch(expected)
+        assert np.array_equal(mask, expected_mask)
+        assert np.abs(layers - expected_layers).max() <= TOLERANCE
+
+    # Ids past the mask are not read: row 0 is its first two words (ElmoModel with the same mask).
+    short = _with_mask(inputs, 0, [1, 1, 0, 0])
+    assert_graph_gives(short, short)
+    (cut,) = session.run(["hidden_states"], _encode([["The", "café"], ["Hello", "wörld"]]))
+    assert np.abs(session.run(["hidden_states"], short)[0][:, :, :2] - cut).max() <= TOLERANCE
+    # Any non-zero value is a word; a zero row inside the mask is a word (of no characters), as for ElmoModel.
+    assert_graph_gives(_with_mask(inputs, 0, [3, 1, -1, 1]), inputs)
+    zero_row = _with_mask(inputs, 1, [1, 1, 1, 0])
+    assert not zero_row["input_ids"][1, 2].any()
+    assert_graph_gives(zero_row, zero_row)
+    # A 1 after a 0 (ElmoModel refuses it): cut at the first 0, the later 1 is padding.
+    assert_graph_gives(_with_mask(inputs, 0, [1, 0, 1, 1]), _with_mask(inputs, 0, [1, 0, 0, 0]))
+    # A mask of one row would have been broadcast to every row, a mask of one word read as every row's length.
+    for mask in (inputs["attention_mask"][:1], inputs["attention_mask"][:, :1]):
+        with pytest.raises(Exception, match="Non concat axis dimensions must match"):
+            session.run(None, {**inputs, "attention_mask": mask})
+
+
+@pytest.fixture(scope="module")
+def every_graph(default_folder: Path, fixture_model_folder: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Every kind of graph the export writes: the biLM's and each head's, float32 and int8."""
+    graphs = {}
+    folders = {"biLM": default_folder}
+    for kind in (ElmoForTokenClassification, ElmoForSequenceClassification):
+        work = tmp_path_factory.mktemp("head")
+        folders[kind.__name__] = _export(
+            _head(kind, fixture_model_folder, work / "head"), work / "onnx", "--quantize", "int8"
+        )
+    for name, folder in folders.items():
+        graphs[f"{name} float32"] = folder / "model.onnx"
+        graphs[f"{name} int8"] = folder / "model_quantized.onnx"
+    return graphs
+
+
+GRAPHS = [
+    f"{name} {kind}"
+    for name in ("biLM", "ElmoForTokenClassification", "ElmoForSequenceClassification")
+    for kind in ("float32", "int8")
+]
+
+
+@pytest.mark.parametrize("graph", GRAPHS)
+def test_every_output_of_every_graph_is_batch_first(every_graph: dict, graph: str) -> None:
+    """Triton's dynamic batching needs the batch first in every input and output (`hidden_states` was layers-first):
+    each is declared batch-first and has the batch first at batch 2 and 5 (neither the 3 layers), and row i is
+    sentence i: alone and in the batch, the same to 1e-5 on float32 graphs (int8 graphs quantise activations with one
+    scale per call, a known batch dependence: bounded loosely here, measured in docs/onnx.md)."""
+    session = onnxruntime.InferenceSession(str(every_graph[graph]))
+    tokenizer = ElmoTokenizer.from_pretrained(every_graph[graph].parent)
+    declared = {tensor.name: tensor.shape for tensor in (*session.get_inputs(), *session.get_outputs())}
+    assert all(shape[0] == "batch" for shape in declared.values()), declared
+    names = [tensor.name for tensor in session.get_outputs()]
+
+    def run(texts: list[str]) -> dict[str, np.ndarray]:
+        return dict(
+            zip(names, session.run(None, dict(tokenizer(texts, padding=True, return_tensors="np"))), strict=True)
+        )
+
+    assert len(run(TEXTS)["hidden_states" if "biLM" in graph else "logits"]) == 5
+    for size in (2, 5):
+        assert {name: len(value) for name, value in run(TEXTS[:size]).items()} == dict.fromkeys(names, size)
+    together, worst = run(TEXTS), 0.0
+    for row, text in enumerate(TEXTS):
+        for name, alone in run([text]).items():
+            words = declared[name].index("words") if "words" in declared[name] else None
+            mine = together[name][row : row + 1]
+            if words is not None:
+                mine = mine.take(range(alone.shape[words]), axis=words)
+            worst = max(worst, float(np.abs(mine.astype(np.float32) - alone).max(initial=0.0)))
+    assert worst <= (TOLERANCE if graph.endswith("float32") else 0.1), worst
 
 
 def _held_out_sentences(elmo_fixture: Path) -> list[list[str]]:
@@ -281,16 +458,17 @@ def _set_metadata(graph_file: Path, key: str, value: str | None) -> None:
 
 
 @pytest.mark.parametrize(
-    ("layout", "found"), [("0", "ELMo graph layout 0"), ("2", "ELMo graph layout 2"), (None, "no ELMo graph layout")]
+    ("layout", "found"), [("1", "ELMo graph layout 1"), ("3", "ELMo graph layout 3"), (None, "no ELMo graph layout")]
 )
 def test_a_graph_of_another_layout_is_one_line(bilm_folder: Path, tmp_path: Path, layout, found: str) -> None:
-    """An older layout, a newer one (a later version's export), and a graph without the key are all refused."""
+    """An older layout (1: input_ids alone, hidden_states layers-first), a newer one (a later version's export), and
+    a graph without the key are all refused."""
     folder = _copied_folder(bilm_folder, tmp_path / "graph")
     _set_metadata(folder / "model.onnx", LAYOUT_KEY, layout)
     with pytest.raises(EmbedError) as refused:
         open_graph(folder / "model.onnx", EmbedError)
     assert str(refused.value) == (
-        f"{folder / 'model.onnx'}: {found}, this version of elmo-transformers reads layout 1: export the model again"
+        f"{folder / 'model.onnx'}: {found}, this version of elmo-transformers reads layout 2: export the model again"
         " with elmo-convert onnx"
     )
 
@@ -344,7 +522,7 @@ MISMATCHES = {
     ),
     "a config.json of fewer layers": (
         _fewer_layers,
-        "its output hidden_states is float [3, batch, words, 32], but {config} makes it float [2, batch, words, 32]"
+        "its output hidden_states is float [batch, 3, words, 32], but {config} makes it float [batch, 2, words, 32]"
         " (num_hidden_layers, projection_dim): the graph and config.json are of different models; export the model"
         " again with elmo-convert onnx",
     ),
