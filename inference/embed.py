@@ -14,7 +14,7 @@ from pathlib import Path
 
 from elmo_transformers.common.atomic_output import partial_path
 from elmo_transformers.common.disk_space import NO_SPACE_CHECK
-from elmo_transformers.common.errors import ElmoError, report_error
+from elmo_transformers.common.errors import ElmoError, EmbedError, report_error
 from elmo_transformers.common.extras import require_extra
 
 from .options import COMPRESSIONS, COMPUTE_DTYPES, FORMATS, LAYER_CHOICES, STORAGE_DTYPES
@@ -178,7 +178,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = _build_parser().parse_args(argv)
     if args.format == "datasets":
-        require_extra("datasets", "elmo-embed --format datasets")
+        try:
+            require_extra("datasets", "--format datasets", EmbedError)
+        except EmbedError as error:
+            return report_error("elmo-embed", error)
     set_native_libraries()  # before the first kernel
     from transformers.utils.logging import disable_progress_bar
 
@@ -187,6 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from . import embedding
 
     disable_progress_bar()  # transformers' weight-loading bar; elmo-embed shows its own
+    complete = False  # the output is published
     try:
         summary = embedding.embed_file(
             args.input,
@@ -207,22 +211,32 @@ def main(argv: Sequence[str] | None = None) -> int:
             output_format=args.format,
             command=["elmo-embed", *argv],
         )
+        complete = True
+        if embedding.is_main_process():
+            print(summary.describe(Path(args.output), args.max_words))
+        leave_process_group()
     except ElmoError as error:
         # Under `accelerate launch` an error that every process raised alike is printed once, by the main process.
         if isinstance(error, embedding.ProcessFailure) or embedding.is_main_process():
             return report_error("elmo-embed", error)
         return 2
-    except KeyboardInterrupt:
-        partial = partial_path(args.output)
-        if not partial.exists():
-            raise
+    except KeyboardInterrupt as interrupt:
         if embedding.is_main_process():
-            print(f"elmo-embed: interrupted: {partial} keeps the finished lines; rerun with --resume", file=sys.stderr)
+            complete = complete or isinstance(interrupt, embedding.OutputComplete)
+            print(f"elmo-embed: interrupted: {_interrupted_state(Path(args.output), complete)}", file=sys.stderr)
         return 130
-    if embedding.is_main_process():
-        print(summary.describe(Path(args.output), args.max_words))
-    leave_process_group()
     return 0
+
+
+def _interrupted_state(output: Path, complete: bool) -> str:
+    """What an interrupted run leaves: the complete output (`complete`: published by this run, its OUT.partial
+    removed), or OUT.partial to resume, or nothing yet."""
+    partial = partial_path(output)
+    if complete:
+        return f"{output} is complete (every line is written; {partial.name} is removed): nothing is lost"
+    if partial.exists():
+        return f"{partial} keeps the finished lines; rerun with --resume"
+    return "no line was stored yet"
 
 
 if __name__ == "__main__":
