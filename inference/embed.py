@@ -84,11 +84,14 @@ and names them. Each sentence is embedded from a fresh LSTM state (AllenNLP carr
 batches, so its vectors depended on the batch order).
 
 The output is built in the folder OUT.partial, in segment files of about 64 MB, each written under a
-temporary name and renamed when complete, then merged into OUT. After an interruption (Ctrl-C, a killed
-process, a full disk), the same command with --resume keeps every finished line and embeds the rest in the
-batches of an uninterrupted run, so the file is the same. The input is recognised by its
-content (sha256), so it may have moved, but not changed. A second run writing the same OUT stops at once,
-naming the running one.
+temporary name and renamed when complete (its name records its sha256), then merged into OUT. After an
+interruption (Ctrl-C, a killed process, a full disk), the same command with --resume keeps every finished line
+and embeds the rest in the batches of an uninterrupted run, so the file is the same. The input is recognised by
+its content (sha256), so it may have moved, but not changed. Each segment's checksum is compared on resuming (a
+damaged segment is removed, with a warning, and its lines embedded again) and when the merge reads it (a damaged
+one stops the run, naming it). The weights file is compared with the sha256 that elmo-convert recorded in the
+model folder's SHA256SUMS, where there is one. A second run writing the same OUT stops at once, naming the
+running one.
 
 Before starting, elmo-embed counts the input's words and refuses to start when the disk clearly cannot hold
 the output at its peak, the end of the merge: the segments and the merged file, about twice the vectors
@@ -158,7 +161,10 @@ def _build_parser() -> argparse.ArgumentParser:
         " opens, a row per line (line, words with --tokenize, vectors; --storage-dtype applies, --compression only to"
         " the segments built on the way) (default %(default)s)",
     )
-    parser.add_argument("--device", help="torch device: cpu, cuda, cuda:1, ... (default cuda when available, else cpu)")
+    parser.add_argument(
+        "--device",
+        help="torch device: cpu, cuda, cuda:1, ... (default cuda when available, else cpu; an ONNX folder runs on cpu)",
+    )
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run from OUT.partial")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
     parser.add_argument(

@@ -60,6 +60,11 @@ def non_finite_entry(tensor: torch.Tensor) -> tuple[list[int], float] | None:
     if not tensor.is_floating_point() or tensor.device.type == "meta":
         return None
     flat = tensor.reshape(-1)
+    # A NaN or an infinity makes any sum non-finite, so a finite sum (float16's and bfloat16's in float32, which does
+    # not overflow for weights) clears the tensor in one pass without a mask, many times faster than `isfinite`;
+    # only a tensor whose sum is not finite is searched element by element (finding nothing if the sum overflowed).
+    if torch.isfinite(flat.sum(dtype=torch.float32 if flat.element_size() < 4 else None)):
+        return None
     for start in range(0, flat.numel(), _FINITE_CHECK_ELEMENTS):
         finite = torch.isfinite(flat[start : start + _FINITE_CHECK_ELEMENTS])
         if not finite.all():
