@@ -85,9 +85,9 @@ batches, so its vectors depended on the batch order).
 
 The output is built in the folder OUT.partial, in segment files of about 64 MB, each written under a
 temporary name and renamed when complete (its name records its sha256), then merged into OUT. After an
-interruption (Ctrl-C, a killed process, a full disk), the same command with --resume keeps every finished line
-and embeds the rest in the batches of an uninterrupted run, so the file is the same. The input is recognised by
-its content (sha256), so it may have moved, but not changed. Each segment's checksum is compared on resuming (a
+interruption (Ctrl-C, a killed process, a full disk), the same command with --resume keeps every finished
+line and embeds the rest in the batches of an uninterrupted run, so the file is the same. The input is recognised by its
+content (sha256), so it may have moved, but not changed. Each segment's checksum is compared on resuming (a
 damaged segment is removed, with a warning, and its lines embedded again) and when the merge reads it (a damaged
 one stops the run, naming it). The weights file is compared with the sha256 that elmo-convert recorded in the
 model folder's SHA256SUMS, where there is one. A second run writing the same OUT stops at once, naming the

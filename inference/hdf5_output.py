@@ -97,7 +97,7 @@ _SEGMENT_GLOB = "lines-*.hdf5"
 # reads the segment (the run stops, naming it). HDF5's Fletcher32 filter would cover less: only the chunks of chunked
 # datasets (the default contiguous layout, AllenNLP's, would have to change, and the merge would copy the filter
 # into OUT), not the attributes (the words) nor the file's own metadata.
-_SEGMENT_NAME = re.compile(r"lines-(?P<first>\d+)-(?P<last>\d+)-(?P<sha256>[0-9a-f]{64})\.hdf5")
+_SEGMENT_NAME = re.compile(r"lines-\d+-\d+-(?P<sha256>[0-9a-f]{64})\.hdf5")
 _TEMPORARY_SUFFIX = ".tmp"
 _INCOMPLETE = "elmo_embed_incomplete"
 # The merge keeps at most this many segments open: the lines of one window lie in a few consecutive segments.
@@ -229,12 +229,13 @@ def publish_output(publish: Callable[[], None], partial: Path) -> None:
 
 class _Readers:
     """The segments open for reading during the merge, the least recently used closed beyond `_OPEN_SEGMENTS`.
-    Each segment's checksum is compared before it is first opened (then `verified` holds it): a damaged one raises
-    `DamagedSegment`. Read whole just before h5py reads it, a segment is read from the disk once."""
+    Each segment's checksum is compared before it is first opened (a segment a resumed run compared is compared
+    again: it may have changed since): a damaged one raises `DamagedSegment`. Read whole just before h5py reads it,
+    a segment is read from the disk once."""
 
-    def __init__(self, verified: set[Path]) -> None:
+    def __init__(self) -> None:
         self._files: OrderedDict[Path, h5py.File] = OrderedDict()
-        self._verified = verified
+        self._verified: set[Path] = set()
 
     def __getitem__(self, path: Path) -> h5py.File:
         if path in self._files:
@@ -287,8 +288,6 @@ class EmbeddingFile:
         self._open: _Segment | None = None
         # The stored lines: line index -> its segment.
         self._stored: dict[int, Path] = {}
-        # The segments whose checksum this process compared (on resuming, or when the merge first read them).
-        self._verified: set[Path] = set()
         if join:
             self.attributes = self._read_settings()[1]
             self.find_stored()
@@ -348,8 +347,6 @@ class EmbeddingFile:
             if problem:
                 print(f"elmo-embed: warning: {problem}: removed, its lines are embedded again", file=sys.stderr)
                 segment.unlink()
-            else:
-                self._verified.add(segment)
 
     def find_stored(self) -> None:
         """Read which lines the segments in `OUT.partial/` hold (those of every process of the run, once they are
@@ -370,7 +367,7 @@ class EmbeddingFile:
     def stored_datasets(self, lines: Iterable[int]) -> Iterator[h5py.Dataset]:
         """The stored dataset of each of `lines` (as `find_stored` last found them), in order, read from the segments
         (a few open at a time: the lines of one window lie in a few consecutive segments)."""
-        readers = _Readers(self._verified)
+        readers = _Readers()
         try:
             for line in lines:
                 yield readers[self._stored[line]][str(line)]
