@@ -8,25 +8,37 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from collections.abc import Iterable
 from pathlib import Path
 
-import torch
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from safetensors import SafetensorError, safe_open
 
 from elmo_transformers.common.disk_space import format_bytes
 from elmo_transformers.common.errors import first_line
+from elmo_transformers.common.model_card import file_sha256
 from modeling_elmo import ElmoConfig
 from modeling_elmo.configuration_elmo import shown_as_json
+from modeling_elmo.modeling_elmo import non_finite_entry
 
 __all__ = [
+    "CHECKSUMS_FILE",
+    "checksum_problem",
     "damaged_weights_problem",
     "is_repo_id",
     "model_folder_problem",
     "model_type_problem",
     "non_finite_weight_problem",
+    "record_checksums",
     "require_model_folder",
 ]
+
+# The weights' checksums that `elmo-convert` records in the folders it writes, in the format of `sha256sum` (so that
+# `sha256sum -c SHA256SUMS` checks them without this package): a file of its own, which from_pretrained, the Hub and
+# config.json know nothing of, and which a folder saved otherwise (save_pretrained) simply lacks.
+CHECKSUMS_FILE = "SHA256SUMS"
+_CHECKSUM_LINE = re.compile(r"(?P<sha256>[0-9a-f]{64}) [ *](?P<name>.+)")
 
 
 def is_repo_id(model: str) -> bool:
@@ -167,34 +179,43 @@ def _unreadable_weights_problem(folder: Path) -> str | None:
     return None
 
 
-# The elements checked at once: a 1.6 GB softmax is checked without a 400 MB mask.
-_FINITE_CHECK_ELEMENTS = 1 << 24
-
-
 def non_finite_weight_problem(folder: Path) -> str | None:
     """The first weight in `folder`'s safetensors files that holds a NaN or an infinity, with its index."""
     for path in sorted(folder.glob("*.safetensors")):
         with safe_open(path, framework="pt") as weights:
             for name in weights.keys():
-                tensor = weights.get_tensor(name)
-                position = _first_non_finite(tensor.reshape(-1))
-                if position is not None:
-                    index = [int(axis) for axis in torch.unravel_index(torch.tensor(position), tensor.shape)]
+                found = non_finite_entry(weights.get_tensor(name))
+                if found is not None:
+                    index, value = found
                     return (
-                        f"{path}: {name} holds a non-finite value ({tensor.reshape(-1)[position].item()}) at index"
-                        f" {index}: the weights are damaged (every output would be NaN); copy or convert them again"
+                        f"{path}: {name} holds a non-finite value ({value}) at index {index}: the weights are damaged"
+                        " (every output would be NaN); copy or convert them again"
                     )
     return None
 
 
-def _first_non_finite(flat: torch.Tensor) -> int | None:
-    """The position of the first NaN or infinity in the 1-d `flat`, or None (always for integers)."""
-    if not flat.is_floating_point():
-        return None
-    for start in range(0, flat.numel(), _FINITE_CHECK_ELEMENTS):
-        finite = torch.isfinite(flat[start : start + _FINITE_CHECK_ELEMENTS])
-        if not finite.all():
-            return start + int((~finite).nonzero()[0])
+def record_checksums(folder: Path, names: Iterable[str]) -> None:
+    """Write `folder/SHA256SUMS`: the sha256 of each of the files `names` in `folder` (its weights), replacing any
+    older record (one copied from the folder it was made from)."""
+    lines = [f"{file_sha256(folder / name)}  {name}\n" for name in names]
+    (folder / CHECKSUMS_FILE).write_text("".join(lines), encoding="utf-8")
+
+
+def checksum_problem(path: Path, sha256: str) -> str | None:
+    """The line refusing the file `path` whose content has the checksum `sha256` when its folder's SHA256SUMS
+    records another one for it; None when they agree, or when nothing is recorded for it."""
+    try:
+        recorded = (path.parent / CHECKSUMS_FILE).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None  # no record: a folder saved by save_pretrained, or by an older elmo-convert
+    for line in recorded:
+        entry = _CHECKSUM_LINE.fullmatch(line)
+        if entry and entry["name"] == path.name and entry["sha256"] != sha256:
+            return (
+                f"{path}: its sha256 is {sha256[:16]}..., but {CHECKSUMS_FILE} records {entry['sha256'][:16]}...: the"
+                " file is damaged; convert again or download again (or, if these weights were saved there on"
+                f" purpose, remove {CHECKSUMS_FILE})"
+            )
     return None
 
 

@@ -10,7 +10,10 @@ collective call. Without a launcher there is one process, the main one, and noth
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 from accelerate import PartialState
@@ -18,7 +21,7 @@ from accelerate.utils import broadcast_object_list
 
 from .errors import ElmoError
 
-__all__ = ["leave_process_group", "on_main_process", "wait_for_everyone"]
+__all__ = ["deferred_interrupts", "leave_process_group", "on_main_process", "wait_for_everyone"]
 
 Result = TypeVar("Result")
 
@@ -52,11 +55,38 @@ def on_main_process(check: Callable[[], None], *, error: type[ElmoError]) -> Non
         raise error(message)
 
 
+@contextmanager
+def deferred_interrupts() -> Iterator[Callable[[], None]]:
+    """Ctrl-C (SIGINT) inside the block is raised as KeyboardInterrupt only where the check it gives is called, and
+    at its end. For work that must not be cut halfway, and for code that runs in weakref callbacks and finalizers
+    (h5py's bookkeeping, the garbage collector's): a KeyboardInterrupt raised there can only be printed ("Exception
+    ignored in ..."), and the program went on, the user's interrupt swallowed. Outside the main thread (where
+    signals cannot be caught) the block runs as is."""
+    received: list[int] = []
+
+    def check() -> None:
+        if received:
+            raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield check
+        return
+    previous = signal.signal(signal.SIGINT, lambda number, frame: received.append(number))
+    try:
+        yield check
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    check()
+
+
 def leave_process_group() -> None:
     """Once a run under `accelerate launch` is over, leave its process group (a no-op for one process), so that the
     interpreter's exit has no gloo group left to tear down: that teardown aborted a process now and then ("terminate
     called without an active exception"). The objects of finished collective calls are collected first, so that
     gloo's threads, which the group's destructor joins, hold none to free. A caller that holds a DDP model frees it
-    before (`LmTrainer.leave_process_group`): destroying the group while DDP's Reducer still held it deadlocked."""
-    gc.collect()
-    PartialState().destroy_process_group()
+    before (`LmTrainer.leave_process_group`): destroying the group while DDP's Reducer still held it deadlocked.
+    A Ctrl-C meanwhile is raised once the group is left (`deferred_interrupts`): inside the collection it could only
+    be printed, and a teardown cut halfway could abort the process."""
+    with deferred_interrupts():
+        gc.collect()
+        PartialState().destroy_process_group()

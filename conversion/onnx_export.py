@@ -26,7 +26,7 @@ from elmo_transformers.common.atomic_output import atomic_output_folder
 from elmo_transformers.common.disk_space import is_disk_full
 from elmo_transformers.common.errors import ConversionError, first_line
 from elmo_transformers.common.extras import require_extra
-from elmo_transformers.common.model_folder import require_model_folder
+from elmo_transformers.common.model_folder import record_checksums, require_model_folder
 from elmo_transformers.inference.onnx_embedder import (
     ARCHITECTURE_KEY,
     FLOAT_GRAPH,
@@ -113,6 +113,7 @@ def export_onnx(
                 graph_cosine(session, quantized, tokenizer, PARITY_SENTENCES) if architecture == "ElmoModel" else None
             )
             result = replace(result, quantized_bytes=(folder / QUANTIZED_GRAPH).stat().st_size, cosine=cosine)
+        record_checksums(folder, [FLOAT_GRAPH, *([QUANTIZED_GRAPH] if quantize else [])])
         _write_model_page(folder, model_dir, model, result, output.name)
     return result
 

@@ -18,7 +18,7 @@ from huggingface_hub import ModelCard, ModelCardData
 from elmo_transformers.common.atomic_output import atomic_output_folder
 from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.model_card import render_model_card
-from elmo_transformers.common.model_folder import require_model_folder
+from elmo_transformers.common.model_folder import record_checksums, require_model_folder
 from modeling_elmo import ElmoConfig
 
 from .saving import require_room, weight_bytes
@@ -101,6 +101,7 @@ def convert_to_sentence_transformers(
     with atomic_output_folder(output, overwrite=overwrite, inputs=(model_dir,)) as staging:
         require_room(output, weight_bytes(model), "the weights", space_check=space_check)
         model.save(str(staging), create_model_card=False)
+        record_checksums(staging, ["model.safetensors"])  # the biLM's, which elmo-embed reads too
         _name_modules_by_their_file(staging / "modules.json")
         _write_model_card(staging, encoder, model_dir, license, language, repo_id or output.name)
     return model

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
@@ -28,7 +27,7 @@ from tqdm.auto import tqdm
 
 from elmo_transformers.common.atomic_output import publish_folder, sync_to_disk
 
-from .hdf5_output import WORDS, EmbeddingFile, WriteError, stored_bytes
+from .hdf5_output import WORDS, DamagedSegment, EmbeddingFile, WriteError, publish_output, stored_bytes
 
 __all__ = ["RECORD_FILE", "SHARD_BYTES", "write_dataset"]
 
@@ -106,7 +105,7 @@ def write_dataset(
     """Write the `lines` stored lines of `file` as the dataset folder `file.output` (see the module docstring):
     this process's shards, then, once `wait_for_everyone` returns (every process's shards are written), on the
     main process (0) the folder's JSON files, and the rename. A failed write raises `WriteError`, leaving the
-    segments for a resumed run."""
+    segments for a resumed run; a damaged segment (its checksum, compared as it is first read) `DamagedSegment`."""
     file.store_all(lines)
     staging = file.partial / _STAGING
     columns = features(dtype=dtype, width=width, layers=layers, words=words)
@@ -120,6 +119,8 @@ def write_dataset(
         with bar:
             for index in mine:
                 _write_shard(file, shards[index], staging / names[index], columns, bar)
+    except DamagedSegment:
+        raise
     except Exception as error:
         raise WriteError(error) from error
     wait_for_everyone()
@@ -144,8 +145,7 @@ def write_dataset(
         sync_to_disk(staging)
     except Exception as error:
         raise WriteError(error) from error
-    publish_folder(staging, file.output)
-    shutil.rmtree(file.partial)
+    publish_output(lambda: publish_folder(staging, file.output), file.partial)
 
 
 def _write_shard(file: EmbeddingFile, lines: range, path: Path, columns: Features, bar: tqdm) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from elmo_transformers.common.atomic_output import partial_path
 from elmo_transformers.common.disk_space import NO_SPACE_CHECK
-from elmo_transformers.common.errors import ElmoError, report_error
+from elmo_transformers.common.errors import ElmoError, EmbedError, report_error
 from elmo_transformers.common.extras import require_extra
 
 from .options import COMPRESSIONS, COMPUTE_DTYPES, FORMATS, LAYER_CHOICES, STORAGE_DTYPES
@@ -86,11 +86,14 @@ and names them. Each sentence is embedded from a fresh LSTM state (AllenNLP carr
 batches, so its vectors depended on the batch order).
 
 The output is built in the folder OUT.partial, in segment files of about 64 MB, each written under a
-temporary name and renamed when complete, then merged into OUT. After an interruption (Ctrl-C, a killed
-process, a full disk), the same command with --resume keeps every finished line and embeds the rest in the
-batches of an uninterrupted run, so the file is the same. The input is recognised by its
-content (sha256), so it may have moved, but not changed. A second run writing the same OUT stops at once,
-naming the running one.
+temporary name and renamed when complete (its name records its sha256), then merged into OUT. After an
+interruption (Ctrl-C, a killed process, a full disk), the same command with --resume keeps every finished
+line and embeds the rest in the batches of an uninterrupted run, so the file is the same. The input is recognised by its
+content (sha256), so it may have moved, but not changed. Each segment's checksum is compared on resuming (a
+damaged segment is removed, with a warning, and its lines embedded again) and when the merge reads it (a damaged
+one stops the run, naming it). The weights file is compared with the sha256 that elmo-convert recorded in the
+model folder's SHA256SUMS, where there is one. A second run writing the same OUT stops at once, naming the
+running one.
 
 Before starting, elmo-embed counts the input's words and refuses to start when the disk clearly cannot hold
 the output at its peak, the end of the merge: the segments and the merged file, about twice the vectors
@@ -160,7 +163,10 @@ def _build_parser() -> argparse.ArgumentParser:
         " opens, a row per line (line, words with --tokenize, vectors; --storage-dtype applies, --compression only to"
         " the segments built on the way) (default %(default)s)",
     )
-    parser.add_argument("--device", help="torch device: cpu, cuda, cuda:1, ... (default cuda when available, else cpu)")
+    parser.add_argument(
+        "--device",
+        help="torch device: cpu, cuda, cuda:1, ... (default cuda when available, else cpu; an ONNX folder runs on cpu)",
+    )
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run from OUT.partial")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
     parser.add_argument(
@@ -180,7 +186,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = _build_parser().parse_args(argv)
     if args.format == "datasets":
-        require_extra("datasets", "elmo-embed --format datasets")
+        try:
+            require_extra("datasets", "--format datasets", EmbedError)
+        except EmbedError as error:
+            return report_error("elmo-embed", error)
     set_native_libraries()  # before the first kernel
     from transformers.utils.logging import disable_progress_bar
 
@@ -189,6 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from . import embedding
 
     disable_progress_bar()  # transformers' weight-loading bar; elmo-embed shows its own
+    complete = False  # the output is published
     try:
         summary = embedding.embed_file(
             args.input,
@@ -209,22 +219,32 @@ def main(argv: Sequence[str] | None = None) -> int:
             output_format=args.format,
             command=["elmo-embed", *argv],
         )
+        complete = True
+        if embedding.is_main_process():
+            print(summary.describe(Path(args.output), args.max_words))
+        leave_process_group()
     except ElmoError as error:
         # Under `accelerate launch` an error that every process raised alike is printed once, by the main process.
         if isinstance(error, embedding.ProcessFailure) or embedding.is_main_process():
             return report_error("elmo-embed", error)
         return 2
-    except KeyboardInterrupt:
-        partial = partial_path(args.output)
-        if not partial.exists():
-            raise
+    except KeyboardInterrupt as interrupt:
         if embedding.is_main_process():
-            print(f"elmo-embed: interrupted: {partial} keeps the finished lines; rerun with --resume", file=sys.stderr)
+            complete = complete or isinstance(interrupt, embedding.OutputComplete)
+            print(f"elmo-embed: interrupted: {_interrupted_state(Path(args.output), complete)}", file=sys.stderr)
         return 130
-    if embedding.is_main_process():
-        print(summary.describe(Path(args.output), args.max_words))
-    leave_process_group()
     return 0
+
+
+def _interrupted_state(output: Path, complete: bool) -> str:
+    """What an interrupted run leaves: the complete output (`complete`: published by this run, its OUT.partial
+    removed), or OUT.partial to resume, or nothing yet."""
+    partial = partial_path(output)
+    if complete:
+        return f"{output} is complete (every line is written; {partial.name} is removed): nothing is lost"
+    if partial.exists():
+        return f"{partial} keeps the finished lines; rerun with --resume"
+    return "no line was stored yet"
 
 
 if __name__ == "__main__":

@@ -26,20 +26,29 @@ from elmo_transformers.common.atomic_output import partial_path
 from elmo_transformers.common.disk_space import check_free_space, is_disk_full
 from elmo_transformers.common.errors import EmbedError, first_line
 from elmo_transformers.common.model_card import file_sha256
+from elmo_transformers.common.model_folder import checksum_problem
 from elmo_transformers.common.output_lock import output_lock
 from elmo_transformers.common.processes import on_main_process, wait_for_everyone
 from modeling_elmo.onednn_elmo import onednn_available
 
 from .batching import Piece, batch_groups, bucketed_batches
 from .embedder import TORCH_DTYPES, BatchEmbedder, PendingVectors, PreparedBatch, resolve_model
-from .hdf5_output import EmbeddingFile, WriteError, check_output, check_output_path, stored_bytes
+from .hdf5_output import (
+    DamagedSegment,
+    EmbeddingFile,
+    OutputComplete,
+    WriteError,
+    check_output,
+    check_output_path,
+    stored_bytes,
+)
 from .lines import check_input, content_sha256, read_lines
-from .onnx_embedder import open_embedder
+from .onnx_embedder import holds_onnx_graph, open_embedder
 from .pipeline import run_stages
 from .settings import EmbedSettings
 from .storage import Storage
 
-__all__ = ["EmbedSummary", "ProcessFailure", "embed_file", "is_main_process"]
+__all__ = ["EmbedSummary", "OutputComplete", "ProcessFailure", "embed_file", "is_main_process"]
 
 # A window ends at this many lines to embed, or at this many words, whichever comes first.
 WINDOW_LINES = 4096
@@ -159,51 +168,60 @@ def embed_file(
     _check_request(input_file, output, batch_size, max_words, output_format)
     Storage(storage_dtype, compression)  # an unknown dtype or filter is refused here, before any work
     model = resolve_model(model)
+    _check_graph_device(model, device)
     device = _process_device(device, processes)
-    # The main process holds the lock from before anything is looked at or written to the end: a second writer stops
-    # here, touching nothing, and the checks below see the state that no running process is changing.
-    with ExitStack() as held:
-        on_main_process(lambda: _claim_output(held, output, resume=resume, overwrite=overwrite), error=EmbedError)
-        embedder = open_embedder(model, layers=layers, compute_dtype=compute_dtype, device=device)  # ONNX or PyTorch
-        _warn_slow_compute_dtype(embedder, compute_dtype, processes)
-        weights = embedder.weights_file
-        settings = EmbedSettings(
-            input_sha256=content_sha256(input_file),
-            model=str(Path(model).resolve()) if Path(model).exists() else model,
-            backend=embedder.backend,
-            model_sha256=file_sha256(weights) if weights is not None and weights.is_file() else "",
-            layers=layers,
-            tokenize=tokenize,
-            normalization=EmbedSettings.normalization_of(tokenize),
-            max_words=max_words,
-            compute_dtype=compute_dtype,
-            storage_dtype=storage_dtype,
-            compression=compression,
-        )
-        # One pass before the run: the line count, for the advice a failure gives, and with the space check the words
-        # as the run splits them (with --tokenize the tokenizer's, the costly part: left out without the check).
-        split_words = _word_splitter(embedder, tokenize) if space_check and processes.is_main_process else None
-        plan = _Plan(
-            input_file,
-            output,
-            command,
-            processes,
-            settings,
-            embedder,
-            _InputSize.of(input_file, split_words, words_json=tokenize, progress=processes.is_main_process),
-            batch_size=batch_size,
-            keep_sentences=processes.is_main_process and not forget_sentences,
-            overlap=embedder.device.type == "cuda" if overlap is None else overlap,
-            output_format=output_format,
-        )
-        if space_check:
-            plan.check_free_space(resume=resume, keep_sentences=not forget_sentences)
-        started = time.perf_counter()
-        file = plan.open_partial(resume=resume)
-        summary = EmbedSummary(layout=plan.layout())
-        with plan.write_failures(file), file:
-            sentence_to_index = _run(plan, file, summary)
-            _finish(plan, file, summary, sentence_to_index)
+    published = False  # the output, by this process
+    try:
+        # The main process holds the lock from before anything is looked at or written to the end: a second writer
+        # stops here, touching nothing, and the checks below see the state that no running process is changing.
+        with ExitStack() as held:
+            on_main_process(lambda: _claim_output(held, output, resume=resume, overwrite=overwrite), error=EmbedError)
+            # ONNX or PyTorch
+            embedder = open_embedder(model, layers=layers, compute_dtype=compute_dtype, device=device)
+            _warn_slow_compute_dtype(embedder, compute_dtype, processes)
+            settings = EmbedSettings(
+                input_sha256=content_sha256(input_file),
+                model=str(Path(model).resolve()) if Path(model).exists() else model,
+                backend=embedder.backend,
+                model_sha256=_weights_sha256(embedder.weights_file),
+                layers=layers,
+                tokenize=tokenize,
+                normalization=EmbedSettings.normalization_of(tokenize),
+                max_words=max_words,
+                compute_dtype=compute_dtype,
+                storage_dtype=storage_dtype,
+                compression=compression,
+            )
+            # One pass before the run: the line count, for the advice a failure gives, and with the space check the
+            # words as the run splits them (with --tokenize the tokenizer's, the costly part: left out without the
+            # check).
+            split_words = _word_splitter(embedder, tokenize) if space_check and processes.is_main_process else None
+            plan = _Plan(
+                input_file,
+                output,
+                command,
+                processes,
+                settings,
+                embedder,
+                _InputSize.of(input_file, split_words, words_json=tokenize, progress=processes.is_main_process),
+                batch_size=batch_size,
+                keep_sentences=processes.is_main_process and not forget_sentences,
+                overlap=embedder.device.type == "cuda" if overlap is None else overlap,
+                output_format=output_format,
+            )
+            if space_check:
+                plan.check_free_space(resume=resume, keep_sentences=not forget_sentences)
+            started = time.perf_counter()
+            file = plan.open_partial(resume=resume)
+            summary = EmbedSummary(layout=plan.layout())
+            with plan.write_failures(file), file:
+                sentence_to_index = _run(plan, file, summary)
+                _finish(plan, file, summary, sentence_to_index)
+                published = processes.is_main_process
+    except KeyboardInterrupt as interrupt:
+        if published and not isinstance(interrupt, OutputComplete):  # (as the lock was let go)
+            raise OutputComplete from None
+        raise
     summary.seconds = time.perf_counter() - started
     return summary
 
@@ -219,6 +237,29 @@ def _check_request(input_file: Path, output: Path, batch_size: int, max_words: i
     if batch_size < 1 or max_words < 1:
         raise EmbedError(f"--batch-size and --max-words must be at least 1, got {batch_size} and {max_words}")
     check_output_path(output, input_file, folder=output_format == "datasets")
+
+
+def _check_graph_device(model: str, device: str | None) -> None:
+    """Refuse a --device other than the CPU for a folder holding a graph, which onnxruntime runs on CPU here (its
+    CPU provider), rather than ignore it."""
+    if device is not None and device.split(":")[0] != "cpu" and holds_onnx_graph(model):
+        raise EmbedError(
+            f"--device {device}: {model} holds an ONNX graph, which elmo-embed runs on CPU (onnxruntime's CPU"
+            " provider): pass --device cpu, or no --device"
+        )
+
+
+def _weights_sha256(weights: Path | None) -> str:
+    """The sha256 of the weights file the backend reads ("" for a Hub model), refused in one line when the folder's
+    SHA256SUMS (`elmo-convert` records it) says the file was another: a flipped byte that loads and computes finite,
+    wrong vectors."""
+    if weights is None or not weights.is_file():
+        return ""
+    sha256 = file_sha256(weights)
+    problem = checksum_problem(weights, sha256)
+    if problem:
+        raise EmbedError(problem)
+    return sha256
 
 
 def _warn_slow_compute_dtype(embedder: BatchEmbedder, compute_dtype: str, processes: PartialState) -> None:
@@ -325,23 +366,31 @@ class _Plan:
 
     @contextmanager
     def write_failures(self, file: EmbeddingFile) -> Iterator[None]:
-        """Turn a failed write into `file` into this process's one line, with what is safe and how to go on."""
+        """Turn a failed write into `file` into this process's one line, with what is safe and how to go on; and so
+        a segment that the merge found damaged."""
         try:
             yield
         except WriteError as error:
             raise ProcessFailure(self.write_failure(error.error, stored=len(file.finished_lines()))) from None
+        except DamagedSegment as error:
+            raise ProcessFailure(
+                f"{error}: rerun with --resume, which removes it and embeds its lines again: {self.resume_command()}"
+            ) from None
+
+    def resume_command(self) -> str:
+        """The command line that resumes this run."""
+        return shlex.join(self.command if "--resume" in self.command else [*self.command, "--resume"])
 
     def write_failure(self, error: BaseException, *, stored: int) -> str:
         """The one line that ends a run whose write into `OUT.partial` failed: what failed, what is safe, and how to
         go on."""
-        resume = self.command if "--resume" in self.command else [*self.command, "--resume"]
         if is_disk_full(error):
             problem, advice = "the disk is full (No space left on device)", "free some space and rerun"
         else:
             problem, advice = first_line(error), "rerun"
         return (
             f"{self.partial}: {problem}: {stored:,} of {self.size.lines:,} lines are safely stored; {advice} with"
-            f" --resume: {shlex.join(resume)}"
+            f" --resume: {self.resume_command()}"
         )
 
 

@@ -22,9 +22,10 @@ in order. Its root attributes record how it was made (readers of the layout igno
 
 While the run goes on, `OUT.partial/` holds `settings.json` (what the run computes, `EmbedSettings`, so that
 `--resume` cannot mix the outputs of different settings, and the attributes above) and segments
-`lines-FIRST-LAST.hdf5`, each holding the complete lines (datasets named as in the finished file) of a run of
-consecutive batches, FIRST and LAST the smallest and largest of them. Every line is in exactly one segment, so the
-names never clash, whoever wrote them:
+`lines-FIRST-LAST-SHA256.hdf5`, each holding the complete lines (datasets named as in the finished file) of a run of
+consecutive batches, FIRST and LAST the smallest and largest of them, SHA256 the segment's checksum (compared on
+resuming and merging: `segment_problem`). Every line is in exactly one segment, so the names never clash, whoever
+wrote them:
 under `accelerate launch` each process writes segments of its own lines, and the main process merges them all.
 A segment is written under a temporary name (`.segment-*.tmp`), flushed after each batch, and closed, synced and
 renamed once it holds about `SEGMENT_BYTES` of vectors and no line is half-written (a line longer than --max-words
@@ -32,17 +33,18 @@ is embedded in pieces, in several batches: they fill a dataset in the segment's 
 moved to its name when the last piece is written). Only renamed segments count as done: a write that fails (a full
 disk) loses the open segment at most, and a killed run leaves a temporary file that the next run removes.
 Finishing copies every line's dataset from the segments, in line order and without decoding, into a new file,
-then renames it to OUT and removes `OUT.partial/`; the finished file does not depend on where a run stopped.
+then renames it to OUT and removes `OUT.partial/` (both done whatever Ctrl-C: `publish_output`); the finished file
+does not depend on where a run stopped.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
-import signal
+import sys
 import tempfile
-import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import closing, contextmanager
@@ -62,7 +64,9 @@ from elmo_transformers.common.atomic_output import (
     sync_to_disk,
 )
 from elmo_transformers.common.errors import EmbedError
+from elmo_transformers.common.model_card import file_sha256
 from elmo_transformers.common.output_lock import lock_path
+from elmo_transformers.common.processes import deferred_interrupts
 
 from .settings import EmbedSettings
 
@@ -70,10 +74,14 @@ __all__ = [
     "SEGMENT_BYTES",
     "SENTENCE_TO_INDEX",
     "WORDS",
+    "DamagedSegment",
     "EmbeddingFile",
+    "OutputComplete",
     "WriteError",
     "check_output",
     "check_output_path",
+    "publish_output",
+    "segment_problem",
     "stored_bytes",
 ]
 
@@ -84,6 +92,13 @@ WORDS = "words"
 SEGMENT_BYTES = 64 * 1000**2
 SETTINGS_FILE = "settings.json"
 _SEGMENT_GLOB = "lines-*.hdf5"
+# A segment's sha256, taken once it is closed and synced, is part of its final name: the one rename that marks it
+# done also records its checksum, with no second file to keep in step (nor to lose in a crash between the two). It is
+# compared when a run resumes (a damaged segment is removed and its lines are embedded again) and when the merge first
+# reads the segment (the run stops, naming it). HDF5's Fletcher32 filter would cover less: only the chunks of chunked
+# datasets (the default contiguous layout, AllenNLP's, would have to change, and the merge would copy the filter
+# into OUT), not the attributes (the words) nor the file's own metadata.
+_SEGMENT_NAME = re.compile(r"lines-\d+-\d+-(?P<sha256>[0-9a-f]{64})\.hdf5")
 _TEMPORARY_SUFFIX = ".tmp"
 _INCOMPLETE = "elmo_embed_incomplete"
 # The merge keeps at most this many segments open: the lines of one window lie in a few consecutive segments.
@@ -91,6 +106,16 @@ _OPEN_SEGMENTS = 16
 # The merge flushes after this many lines, so that a write error comes from the call that made it.
 _MERGE_FLUSH_LINES = 1000
 _START_OVER = "pass --overwrite to start over"
+
+
+class DamagedSegment(Exception):
+    """A stored segment whose content is not what was written (its sha256 differs from the one its name records):
+    the message names it."""
+
+
+class OutputComplete(KeyboardInterrupt):
+    """Ctrl-C came once the output was published (`publish_output`): the output is complete and `OUT.partial` is
+    removed."""
 
 
 class WriteError(Exception):
@@ -157,29 +182,6 @@ def _create_hdf5(folder: Path, prefix: str) -> tuple[Path, h5py.File]:
         raise
 
 
-@contextmanager
-def _interrupt_between_lines() -> Iterator[Callable[[], None]]:
-    """Ctrl-C (SIGINT) inside the block is raised as KeyboardInterrupt only where the check it gives is called, and
-    at its end. The merge spends its time in h5py, whose bookkeeping runs in weakref callbacks: a KeyboardInterrupt
-    raised there can only be printed ("Exception ignored in ... WeakValueDictionary"), and the run went on to exit 0,
-    the user's interrupt swallowed. Outside the main thread (where signals cannot be caught) the block runs as is."""
-    received: list[int] = []
-
-    def check() -> None:
-        if received:
-            raise KeyboardInterrupt
-
-    if threading.current_thread() is not threading.main_thread():
-        yield check
-        return
-    previous = signal.signal(signal.SIGINT, lambda number, frame: received.append(number))
-    try:
-        yield check
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    check()
-
-
 def _discard(file: h5py.File, path: Path) -> None:
     """Close a file whose write failed, and remove it: its content cannot be trusted. Closing may fail again (the
     disk is still full); the file is removed either way."""
@@ -198,20 +200,53 @@ class _Segment:
         self.lines: list[int] = []
         self.bytes = 0
 
-    def final_path(self) -> Path:
-        return self.path.with_name(f"lines-{min(self.lines):010d}-{max(self.lines):010d}.hdf5")
+    def final_path(self, sha256: str) -> Path:
+        """The name of the stored segment, which records its lines and `sha256` (of its closed file)."""
+        return self.path.with_name(f"lines-{min(self.lines):010d}-{max(self.lines):010d}-{sha256}.hdf5")
+
+
+def segment_problem(segment: Path) -> str | None:
+    """Why the stored `segment` cannot be trusted (its sha256 is not the one its name records), or None."""
+    named = _SEGMENT_NAME.fullmatch(segment.name)
+    if named is None:
+        return f"{segment} records no sha256 in its name (lines-FIRST-LAST-SHA256.hdf5)"
+    actual = file_sha256(segment)
+    if actual != named["sha256"]:
+        return f"{segment} is damaged: its sha256 is {actual[:16]}..., its name records {named['sha256'][:16]}..."
+    return None
+
+
+def publish_output(publish: Callable[[], None], partial: Path) -> None:
+    """Publish the complete output (`publish()`, a rename) and remove `partial`, its segments: both are done even
+    when Ctrl-C comes meanwhile, which is then raised as `OutputComplete`, so that the run says the output is
+    complete rather than leaving a partial that could not be resumed (the output exists)."""
+    try:
+        with deferred_interrupts():
+            publish()
+            shutil.rmtree(partial)
+    except KeyboardInterrupt:
+        raise OutputComplete from None
 
 
 class _Readers:
-    """The segments open for reading during the merge, the least recently used closed beyond `_OPEN_SEGMENTS`."""
+    """The segments open for reading during the merge, the least recently used closed beyond `_OPEN_SEGMENTS`.
+    Each segment's checksum is compared before it is first opened (a segment a resumed run compared is compared
+    again: it may have changed since): a damaged one raises `DamagedSegment`. Read whole just before h5py reads it,
+    a segment is read from the disk once."""
 
     def __init__(self) -> None:
         self._files: OrderedDict[Path, h5py.File] = OrderedDict()
+        self._verified: set[Path] = set()
 
     def __getitem__(self, path: Path) -> h5py.File:
         if path in self._files:
             self._files.move_to_end(path)
         else:
+            if path not in self._verified:
+                problem = segment_problem(path)
+                if problem:
+                    raise DamagedSegment(problem)
+                self._verified.add(path)
             if len(self._files) >= _OPEN_SEGMENTS:
                 self._files.popitem(last=False)[1].close()
             self._files[path] = h5py.File(path, "r")
@@ -301,8 +336,18 @@ class EmbeddingFile:
                 shutil.rmtree(left)
             else:
                 left.unlink()
+        self._remove_damaged_segments()
         self.find_stored()
         return attributes
+
+    def _remove_damaged_segments(self) -> None:
+        """Compare every stored segment's checksum; a damaged one is removed, with a warning, so that its lines are
+        embedded again (in the batches of an uninterrupted run: the file is the same)."""
+        for segment in sorted(self.partial.glob(_SEGMENT_GLOB)):
+            problem = segment_problem(segment)
+            if problem:
+                print(f"elmo-embed: warning: {problem}: removed, its lines are embedded again", file=sys.stderr)
+                segment.unlink()
 
     def find_stored(self) -> None:
         """Read which lines the segments in `OUT.partial/` hold (those of every process of the run, once they are
@@ -412,7 +457,7 @@ class EmbeddingFile:
                 del segment.file[_INCOMPLETE]
             segment.file.close()
             sync_to_disk(segment.path)
-            final = segment.final_path()
+            final = segment.final_path(file_sha256(segment.path))
             segment.path.rename(final)
             sync_to_disk(self.partial)
         self._open = None
@@ -430,14 +475,15 @@ class EmbeddingFile:
     def finish(self, lines: int, sentence_to_index: dict[str, str] | None) -> None:
         """Merge the `lines` lines, stored by this process or by the others of its run, into the output file, with
         "sentence_to_index" (unless None) and the root attributes, rename it to the output path and remove
-        `OUT.partial/`. A failure leaves the segments: a resumed run merges again."""
+        `OUT.partial/`. A failure leaves the segments: a resumed run merges again. A damaged segment (its checksum,
+        compared as the merge first reads it) raises `DamagedSegment`."""
         self.store_all(lines)
         try:
             staging, merged = _create_hdf5(self.partial, ".merged-")
         except Exception as error:
             raise WriteError(error) from error
         try:
-            with _interrupt_between_lines() as interrupted, closing(self.stored_datasets(range(lines))) as datasets:
+            with deferred_interrupts() as interrupted, closing(self.stored_datasets(range(lines))) as datasets:
                 bar = tqdm(datasets, desc="elmo-embed: merging", unit="line", total=lines, disable=None)
                 for line, dataset in enumerate(bar):
                     interrupted()
@@ -452,11 +498,10 @@ class EmbeddingFile:
                 sync_to_disk(staging)
         except BaseException as error:
             _discard(merged, staging)
-            if isinstance(error, Exception):
+            if isinstance(error, Exception) and not isinstance(error, DamagedSegment):
                 raise WriteError(error) from error
             raise
-        publish_file(staging, self.output)
-        shutil.rmtree(self.partial)
+        publish_output(lambda: publish_file(staging, self.output), self.partial)
 
     def close(self) -> None:
         """Keep what is done, on any exit but `finish`: the open segment's complete lines are stored (its

@@ -16,7 +16,7 @@ from torch import nn
 from transformers import PreTrainedModel
 from transformers import initialization as init
 from transformers.modeling_outputs import SequenceClassifierOutput, TokenClassifierOutput
-from transformers.utils import ModelOutput
+from transformers.utils import ModelOutput, logging
 from transformers.utils.generic import can_return_tuple
 
 from .configuration_elmo import ElmoConfig, framed_char_ids
@@ -44,8 +44,34 @@ __all__ = [
     "ElmoPreTrainedModel",
     "ElmoTaskModel",
     "lstm_cell_step",
+    "non_finite_entry",
     "run_lstm_stacks",
 ]
+
+logger = logging.get_logger(__name__)
+
+# The elements checked at once for a NaN or an infinity: a 1.6 GB softmax is checked without a 400 MB mask.
+_FINITE_CHECK_ELEMENTS = 1 << 24
+
+
+def non_finite_entry(tensor: torch.Tensor) -> tuple[list[int], float] | None:
+    """The index and value of the first NaN or infinity in `tensor` (of any floating dtype), or None: always for
+    integer tensors, and for tensors without data (on the meta device)."""
+    if not tensor.is_floating_point() or tensor.device.type == "meta":
+        return None
+    flat = tensor.reshape(-1)
+    # A NaN or an infinity makes any sum non-finite, so a finite sum (float16's and bfloat16's in float32, which does
+    # not overflow for weights) clears the tensor in one pass without a mask, many times faster than `isfinite`;
+    # only a tensor whose sum is not finite is searched element by element (finding nothing if the sum overflowed).
+    if torch.isfinite(flat.sum(dtype=torch.float32 if flat.element_size() < 4 else None)):
+        return None
+    for start in range(0, flat.numel(), _FINITE_CHECK_ELEMENTS):
+        finite = torch.isfinite(flat[start : start + _FINITE_CHECK_ELEMENTS])
+        if not finite.all():
+            position = start + int((~finite).nonzero()[0])
+            index = [int(axis) for axis in torch.unravel_index(torch.tensor(position), tensor.shape)]
+            return index, flat[position].item()
+    return None
 
 
 @dataclass
@@ -318,6 +344,32 @@ class ElmoPreTrainedModel(PreTrainedModel):
     base_model_prefix = "elmo"
     main_input_name = "input_ids"
     _no_split_modules = ["ElmoCharacterEncoder", "ElmoLstmStack"]
+
+    @classmethod
+    def from_pretrained(cls, *args, **kwargs):
+        """transformers' `from_pretrained`, then a warning (transformers' logging) naming the first weight that holds
+        a NaN or an infinity: such a weight makes the outputs computed with it NaN, with no other word (a pass over
+        the loaded weights; see `non_finite_weight`)."""
+        loaded = super().from_pretrained(*args, **kwargs)
+        model = loaded[0] if isinstance(loaded, tuple) else loaded  # output_loading_info=True gives a tuple
+        problem = model.non_finite_weight()
+        if problem:
+            source = args[0] if args else kwargs.get("pretrained_model_name_or_path")
+            logger.warning(
+                f"{source}: {problem}: the weights are damaged, and the outputs computed with it will be NaN;"
+                " download or convert the model again"
+            )
+        return loaded
+
+    def non_finite_weight(self) -> str | None:
+        """The first weight (parameter or buffer) that holds a NaN or an infinity, named with its index and value, or
+        None when every weight is finite."""
+        for name, tensor in [*self.named_parameters(), *self.named_buffers()]:
+            found = non_finite_entry(tensor.detach())
+            if found is not None:
+                index, value = found
+                return f"the weight {name} holds a non-finite value ({value}) at index {index}"
+        return None
 
     def _initialize_weights(self, module: nn.Module, is_custom_code: bool = False) -> None:
         # Private to transformers, with no public equivalent (every release from 5.4 to 5.24 needs this override).
@@ -876,7 +928,8 @@ class ElmoTaskModel(ElmoPreTrainedModel):
     @classmethod
     def from_pretrained(cls, *args, **kwargs):
         # transformers 5 calls no public hook of the model once the weights are loaded (only `tie_weights` and
-        # `eval`, which have their own jobs), so the public `from_pretrained` is where the freezing is redone.
+        # `eval`, which have their own jobs), so the public `from_pretrained` is where the freezing is redone (the
+        # finite check is `ElmoPreTrainedModel.from_pretrained`'s).
         loaded = super().from_pretrained(*args, **kwargs)
         model = loaded[0] if isinstance(loaded, tuple) else loaded  # output_loading_info=True gives a tuple
         model._fix_what_the_config_fixes()  # loading replaces the parameters, and with them their requires_grad

@@ -53,12 +53,12 @@ def test_elmo_embed_names_the_datasets_extra_in_one_line(tmp_path: Path) -> None
     script = """
         import sys
         from elmo_transformers.inference.embed import main
-        main([sys.argv[1], "vectors", "--format", "datasets"])
+        sys.exit(main([sys.argv[1], "vectors", "--format", "datasets"]))
     """
     completed = run_without_the_package(script, str(EXAMPLE), work=tmp_path, refuse=["datasets"])
     expected = (
-        "error: elmo-embed --format datasets needs datasets, which comes with an extra: "
+        "elmo-embed: error: --format datasets needs datasets, which comes with an extra: "
         "pip install 'elmo-transformers[datasets]'\n"
     )
-    assert (completed.returncode, completed.stderr) == (1, expected)
+    assert (completed.returncode, completed.stderr) == (2, expected)
     assert not (tmp_path / "vectors").exists()

@@ -8,9 +8,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 from safetensors.torch import load_file, save_file
 
 from elmo_transformers.common.errors import ConversionError, DataFileError
+from elmo_transformers.common.model_card import file_sha256
 from elmo_transformers.common.model_folder import model_folder_problem, require_model_folder
 from elmo_transformers.training.pretraining.starting_model import load_starting_model
 from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
@@ -70,12 +72,18 @@ def test_pretraining_from_a_folder_that_is_not_a_model(tmp_path: Path) -> None:
         load_starting_model(vocabulary, model_name_or_path=str(tmp_path))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
-def test_a_non_finite_weight_is_named_for_every_command(value: float, fixture_model_folder: Path, tmp_path: Path):
-    """The converters (`require_model_folder(..., ConversionError)`), elmo-embed and training share this check."""
+def test_a_non_finite_weight_is_named_for_every_command(
+    value: float, dtype: torch.dtype, fixture_model_folder: Path, tmp_path: Path
+) -> None:
+    """The converters (`require_model_folder(..., ConversionError)`), elmo-embed and training share this check, for
+    weights saved in any floating dtype."""
     folder = _copy(fixture_model_folder, tmp_path / "nan")
     weights = folder / "model.safetensors"
-    tensors = load_file(weights)
+    tensors = {
+        name: tensor.to(dtype) if tensor.is_floating_point() else tensor for name, tensor in load_file(weights).items()
+    }
     name = sorted(name for name in tensors if tensors[name].dim() == 2)[-1]
     tensors[name][1, 2] = value
     save_file(tensors, weights, metadata={"format": "pt"})
@@ -85,3 +93,9 @@ def test_a_non_finite_weight_is_named_for_every_command(value: float, fixture_mo
     )
     with pytest.raises(ConversionError, match="holds a non-finite value"):
         require_model_folder(folder, ConversionError)
+
+
+def test_a_converted_folder_records_its_weights_checksum(fixture_model_folder: Path) -> None:
+    """In `sha256sum`'s format, which `sha256sum -c SHA256SUMS` checks without this package."""
+    weights = fixture_model_folder / "model.safetensors"
+    assert (fixture_model_folder / "SHA256SUMS").read_text() == f"{file_sha256(weights)}  model.safetensors\n"

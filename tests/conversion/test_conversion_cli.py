@@ -13,9 +13,11 @@ import pytest
 import torch
 from original_files import read_weights, small_options, write_original_model
 
+from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.options import config_from_options
 from elmo_transformers.conversion.allennlp_hdf5 import weight_mappings
 from elmo_transformers.conversion.cli import main
+from elmo_transformers.conversion.weight_mapping import check_finite
 from modeling_elmo import ElmoModel
 
 
@@ -200,6 +202,16 @@ def test_a_section_that_is_not_an_object_is_named(original: tuple[Path, Path], t
     options_file.write_text(json.dumps({**small_options(), "lstm": 5}))
     code, error = _convert(capsys, options_file, weights, tmp_path / "out")
     assert (code, error) == (2, f"elmo-convert: error: {options_file}: lstm must be an object, got 5")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_the_finite_check_covers_every_float_dtype(dtype: type) -> None:
+    """Every source format's weights go through `check_finite`: a bilm-tf checkpoint or an ELMoForManyLangs model
+    may hold float16 tensors."""
+    weights = np.ones((3, 4), dtype=dtype)
+    weights[1, 2] = np.inf
+    with pytest.raises(ConversionError, match=r"^source: tensor x holds a non-finite value \(inf\) at index \[1, 2\]"):
+        check_finite(weights, "source: tensor x")
 
 
 def test_weights_holding_nan_name_the_dataset(original: tuple[Path, Path], tmp_path: Path, capsys) -> None:

@@ -18,6 +18,7 @@ from sentence_transformers import SentenceTransformer
 from transformers import AutoModel, AutoTokenizer
 from without_the_package import run_without_the_package
 
+from elmo_transformers.common.model_card import file_sha256
 from elmo_transformers.conversion.cli import main
 from elmo_transformers.conversion.sentence_embeddings import SOURCE_CARD
 from modeling_elmo import DEFAULT_MODEL
@@ -92,6 +93,10 @@ def test_converted_folder_holds_what_sentence_transformers_reads(
     assert (pooling["pooling_mode"], pooling["embedding_dimension"]) == ("mean", 32)
     names = {path.name for path in sentence_folder.iterdir()}
     assert {"config.json", "model.safetensors", "tokenizer_config.json", "config_sentence_transformers.json"} <= names
+    weights_sha256 = file_sha256(sentence_folder / "model.safetensors")
+    assert (sentence_folder / "SHA256SUMS").read_text() == f"{weights_sha256}  model.safetensors\n", (
+        "elmo-embed checks it"
+    )
     assert not any(name.endswith((".bin", ".pt", ".pkl")) for name in names)
     for code_file in ("sentence_elmo.py", "modeling_elmo.py", "mixing_elmo.py", "tokenization_elmo.py"):
         assert (sentence_folder / code_file).read_bytes() == (PACKAGE / code_file).read_bytes(), code_file

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import hashlib
 import json
 import os
 import shlex
@@ -804,6 +805,92 @@ def test_non_finite_weights_are_refused(fixture_model_folder: Path, tmp_path: Pa
         " the weights are damaged (every output would be NaN); copy or convert them again\n",
     )
     assert sorted(path.name for path in tmp_path.iterdir()) == ["damaged", "in.txt"], "nothing is written"
+
+
+def _flip_bytes_in_the_middle(path: Path) -> None:
+    """Flip 64 bytes in the middle of a file: inside the weights, which still load and compute finite values."""
+    with open(path, "r+b") as file:
+        file.seek(path.stat().st_size // 2)
+        flipped = bytes(byte ^ 0x01 for byte in file.read(64))
+        file.seek(path.stat().st_size // 2)
+        file.write(flipped)
+
+
+def _assert_damage_is_refused(folder: Path, weights_name: str, tmp_path: Path, capsys) -> None:
+    """`folder`'s weights file, 64 bytes flipped, is refused in one line naming both checksums; without the
+    folder's SHA256SUMS the same file is embedded."""
+    weights = folder / weights_name
+    recorded = (folder / "SHA256SUMS").read_text()
+    assert f"  {weights_name}\n" in recorded, "elmo-convert recorded the weights' sha256"
+    expected = recorded.split(f"  {weights_name}\n")[0][-64:]
+    _flip_bytes_in_the_middle(weights)
+    actual = hashlib.sha256(weights.read_bytes()).hexdigest()
+    source = _write_lines(tmp_path / "in.txt", SENTENCES)
+    code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", folder)
+    assert (code, err) == (
+        2,
+        f"elmo-embed: error: {weights}: its sha256 is {actual[:16]}..., but SHA256SUMS records {expected[:16]}...:"
+        " the file is damaged; convert again or download again (or, if these weights were saved there on purpose,"
+        " remove SHA256SUMS)\n",
+    )
+    assert not (tmp_path / "out.hdf5").exists()
+    (folder / "SHA256SUMS").unlink()  # a folder that records no checksum (saved by save_pretrained) still works
+    assert _embed(capsys, source, tmp_path / "out.hdf5", "--model", folder)[0] == 0
+
+
+def test_damaged_weights_that_load_are_refused_by_their_recorded_checksum(
+    fixture_model_folder: Path, tmp_path: Path, capsys
+) -> None:
+    """64 bytes flipped inside model.safetensors gave finite vectors off by up to 0.066, exit 0."""
+    damaged = Path(shutil.copytree(fixture_model_folder, tmp_path / "damaged"))
+    _assert_damage_is_refused(damaged, "model.safetensors", tmp_path, capsys)
+
+
+def test_a_damaged_graph_is_refused_by_its_recorded_checksum(
+    fixture_model_folder: Path, tmp_path: Path, capsys
+) -> None:
+    """64 bytes flipped inside model.onnx gave finite vectors off by up to 0.88, exit 0."""
+    pytest.importorskip("onnxruntime")
+    from elmo_transformers.conversion.cli import main as convert
+
+    graph = tmp_path / "graph"
+    assert convert(["onnx", "--model", str(fixture_model_folder), "--output", str(graph)]) == 0
+    _assert_damage_is_refused(graph, "model.onnx", tmp_path, capsys)
+
+
+def test_a_device_other_than_the_cpu_is_refused_for_a_graph(tmp_path: Path, capsys) -> None:
+    """onnxruntime runs a graph on CPU here: --device cuda was ignored in silence."""
+    graph = tmp_path / "graph"
+    graph.mkdir()
+    (graph / "model.onnx").write_bytes(b"")  # refused before the graph is read
+    source = _write_lines(tmp_path / "in.txt", SENTENCES)
+    code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", graph, "--device", "cuda")
+    assert (code, err) == (
+        2,
+        f"elmo-embed: error: --device cuda: {graph} holds an ONNX graph, which elmo-embed runs on CPU (onnxruntime's"
+        " CPU provider): pass --device cpu, or no --device\n",
+    )
+
+
+@pytest.mark.parametrize("layer", [0, 1, 2])
+def test_a_non_finite_vector_of_any_layer_is_refused(
+    layer: int, fixture_model_folder: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A NaN in one layer alone (the token layer, 0, included) never reaches the file."""
+    run = Embedder.run
+
+    def with_a_nan(self: Embedder, prepared):
+        pending = run(self, prepared)
+        with torch.inference_mode():
+            pending.vectors[0, layer, 0, 0] = float("nan")  # (batch, L+1, words, width)
+        return pending
+
+    monkeypatch.setattr(Embedder, "run", with_a_nan)
+    source = _write_lines(tmp_path / "in.txt", SENTENCES[:1])
+    code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", fixture_model_folder)
+    assert code == 2
+    assert err.startswith("elmo-embed: error: line 1 (dataset 0) has a vector holding nan computed in float32:")
+    assert not (tmp_path / "out.hdf5").exists()
 
 
 def test_a_weight_of_the_wrong_shape_is_one_line(fixture_model_folder: Path, tmp_path: Path, capsys) -> None:

@@ -8,6 +8,7 @@ import errno
 import json
 import os
 import shlex
+import sys
 from pathlib import Path
 
 import datasets
@@ -158,3 +159,16 @@ def test_shards_are_consecutive_lines_at_least_one_per_process() -> None:
     assert shard_lines(10, 0, 3) == [range(0, 3), range(3, 6), range(6, 10)]
     assert shard_lines(0, 0, 2) == [range(0, 0), range(0, 0)]
     assert len(shard_lines(1000, 1_700_000_000, 2)) == 4  # about 500 MB each
+
+
+def test_the_missing_extra_is_one_line_like_every_other_error(
+    source: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without datasets, --format datasets exited 1 with "error: ...", without the elmo-embed: prefix."""
+    monkeypatch.setitem(sys.modules, "datasets", None)  # import datasets now fails as where it is not installed
+    assert main([str(source), str(tmp_path / "vectors"), "--format", "datasets"]) == 2
+    assert capsys.readouterr().err == (
+        "elmo-embed: error: --format datasets needs datasets, which comes with an extra:"
+        " pip install 'elmo-transformers[datasets]'\n"
+    )
+    assert not any(tmp_path.iterdir())

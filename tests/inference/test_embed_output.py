@@ -23,6 +23,7 @@ import h5py
 import numpy as np
 import pytest
 
+import elmo_transformers.inference.embedding as embedding
 import elmo_transformers.inference.hdf5_output as hdf5_output
 from elmo_transformers.inference.embed import main
 
@@ -88,6 +89,16 @@ def _assert_same_datasets(path: Path, expected: Path) -> None:
             assert file[name].dtype == wanted[name].dtype and file[name].shape == wanted[name].shape, name
             assert np.array_equal(file[name][()], wanted[name][()]), name
             assert dict(file[name].attrs) == dict(wanted[name].attrs), name
+
+
+def _assert_close_datasets(path: Path, expected: Path) -> None:
+    """The same datasets, to 1e-6: a line embedded again in this process (where MKL may not have read elmo-embed's
+    MKL_CBWR before its first product) may differ in the last bit; a damaged line differs by far more."""
+    actual, wanted = _datasets(path), _datasets(expected)
+    assert sorted(actual) == sorted(wanted)
+    for name, vectors in wanted.items():
+        if name.isdigit():
+            np.testing.assert_allclose(actual[name], vectors, rtol=0, atol=1e-6, err_msg=name)
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
@@ -450,3 +461,169 @@ def test_a_segment_is_closed_and_synced_before_its_final_name(
     assert len(renamed) > 2 and all(event != "rename, open" for event, _ in events), events
     for name in renamed:
         assert events.index(("sync", name)) < events.index(("rename", name)), f"{name} renamed before it was synced"
+
+
+def _interrupt_after_writes(monkeypatch: pytest.MonkeyPatch, writes: int) -> None:
+    """Ctrl-C (a KeyboardInterrupt) before the run's write number `writes` + 1, one segment per batch."""
+    monkeypatch.setattr(hdf5_output, "SEGMENT_BYTES", 1)
+    write = embedding._Run._write
+    done: list[int] = []
+
+    def interrupting_write(self, item, progress) -> None:
+        if len(done) == writes:
+            raise KeyboardInterrupt
+        done.append(1)
+        write(self, item, progress)
+
+    monkeypatch.setattr(embedding._Run, "_write", interrupting_write)
+
+
+def _flip_vector_bytes(segment: Path) -> None:
+    """Flip 64 bytes inside the vectors of the segment's largest line: the file still opens and reads, with other
+    values."""
+    with h5py.File(segment, "r") as file:
+        name = max((name for name in file if name.isdigit()), key=lambda name: file[name].size)
+        offset = file[name].id.get_offset()
+    with open(segment, "r+b") as stored:
+        stored.seek(offset)
+        flipped = bytes(byte ^ 0xFF for byte in stored.read(64))
+        stored.seek(offset)
+        stored.write(flipped)
+
+
+def test_a_damaged_segment_is_embedded_again_on_resume(
+    reference_file: Path, fixture_model_folder: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """64 bytes flipped in a stored segment of an interrupted run passed --resume (exit 0, vectors off by up to 421):
+    each segment's name records its sha256, compared on resuming; a damaged segment (or one without a recorded
+    checksum) is removed with a warning and its lines are embedded again, to the uninterrupted run's file."""
+    source = _write_lines(tmp_path / "in.txt", LINES)
+    output = tmp_path / "out.hdf5"
+    partial = Path(f"{output}.partial")
+    args = [str(source), str(output), "--model", str(fixture_model_folder), "--batch-size", "1"]
+    _interrupt_after_writes(monkeypatch, 5)
+    assert main(args) == 130
+    monkeypatch.undo()
+    damaged, unnamed, *_ = sorted(partial.glob("lines-*.hdf5"), key=lambda path: -path.stat().st_size)
+    _flip_vector_bytes(damaged)
+    actual, recorded = hashlib.sha256(damaged.read_bytes()).hexdigest(), damaged.stem.rsplit("-", 1)[1]
+    unrecorded = unnamed.with_name(unnamed.stem.rsplit("-", 1)[0] + ".hdf5")  # lines-FIRST-LAST.hdf5
+    unnamed.rename(unrecorded)
+    capsys.readouterr()
+    assert main([*args, "--resume"]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert sorted(warnings) == sorted(
+        [
+            f"elmo-embed: warning: {damaged} is damaged: its sha256 is {actual[:16]}..., its name records"
+            f" {recorded[:16]}...: removed, its lines are embedded again",
+            f"elmo-embed: warning: {unrecorded} records no sha256 in its name (lines-FIRST-LAST-SHA256.hdf5):"
+            " removed, its lines are embedded again",
+        ]
+    )
+    _assert_close_datasets(output, reference_file)
+
+
+@pytest.mark.parametrize("output_format", ["hdf5", "datasets"])
+def test_a_segment_damaged_before_the_merge_stops_the_run_in_one_line(
+    output_format: str,
+    reference_file: Path,
+    fixture_model_folder: Path,
+    tmp_path: Path,
+    capsys,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The merge compares each segment's checksum as it first reads it: a damaged one stops the run in one line
+    naming it (the output is not written), and --resume embeds its lines again."""
+    source = _write_lines(tmp_path / "in.txt", LINES)
+    output = tmp_path / "out"
+    partial = Path(f"{output}.partial")
+    args = [str(source), str(output), "--model", str(fixture_model_folder), "--batch-size", "1"]
+    args += ["--format", output_format]
+    monkeypatch.setattr(hdf5_output, "SEGMENT_BYTES", 1)
+    store_all = hdf5_output.EmbeddingFile.store_all
+    damaged: list[Path] = []
+
+    def store_all_then_damage(self, lines: int) -> None:
+        store_all(self, lines)
+        if not damaged:
+            damaged.append(max(partial.glob("lines-*.hdf5"), key=lambda path: path.stat().st_size))
+            _flip_vector_bytes(damaged[0])
+
+    monkeypatch.setattr(hdf5_output.EmbeddingFile, "store_all", store_all_then_damage)
+    assert main(args) == 2
+    error = capsys.readouterr().err
+    actual = hashlib.sha256(damaged[0].read_bytes()).hexdigest()
+    assert error == (
+        f"elmo-embed: error: {damaged[0]} is damaged: its sha256 is {actual[:16]}..., its name records"
+        f" {damaged[0].stem.rsplit('-', 1)[1][:16]}...: rerun with --resume, which removes it and embeds its lines"
+        f" again: {shlex.join(['elmo-embed', *args, '--resume'])}\n"
+    )
+    assert not output.exists() and not list(partial.glob(".merged-*")), "no output, no merged file left"
+    assert main([*args, "--resume"]) == 0
+    assert f"elmo-embed: warning: {damaged[0]} is damaged" in capsys.readouterr().err
+    if output_format == "hdf5":
+        _assert_close_datasets(output, reference_file)
+
+
+@pytest.mark.parametrize("output_format", ["hdf5", "datasets"])
+def test_ctrl_c_once_the_output_is_published_says_it_is_complete(
+    output_format: str, fixture_model_folder: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C while OUT.partial was being removed, after OUT was published, said "OUT.partial keeps the finished
+    lines; rerun with --resume", which then refused (OUT exists), and the partial stayed. Now the removal is
+    finished and the one line says the output is complete."""
+    source = _write_lines(tmp_path / "in.txt", LINES)
+    output = tmp_path / "out"
+    partial = Path(f"{output}.partial")
+    rmtree = shutil.rmtree
+
+    def interrupted_rmtree(path, *arguments, **options) -> None:
+        if Path(path) == partial:
+            os.kill(os.getpid(), signal.SIGINT)  # Python raises it at the next bytecode boundary: here
+        rmtree(path, *arguments, **options)
+
+    monkeypatch.setattr(shutil, "rmtree", interrupted_rmtree)
+    try:
+        code = main([str(source), str(output), "--model", str(fixture_model_folder), "--format", output_format])
+    except KeyboardInterrupt:
+        pytest.fail("the interrupt escaped as a traceback")
+    assert (code, capsys.readouterr().err) == (
+        130,
+        f"elmo-embed: interrupted: {output} is complete (every line is written; {partial.name} is removed):"
+        " nothing is lost\n",
+    )
+    assert output.exists() and not partial.exists()
+
+
+def test_ctrl_c_while_leaving_the_process_group_says_the_output_is_complete(
+    reference_file: Path, fixture_model_folder: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C in the last half-second, as the run left its process group, was a KeyboardInterrupt traceback from
+    `leave_process_group`, though the file was complete: now one line (the group is left first)."""
+    from elmo_transformers.common import processes
+
+    left: list[str] = []
+
+    def interrupted_collect() -> int:
+        os.kill(os.getpid(), signal.SIGINT)
+        left.append("collected")
+        return 0
+
+    monkeypatch.setattr(processes, "gc", type("gc", (), {"collect": staticmethod(interrupted_collect)}))
+    destroy = processes.PartialState.destroy_process_group
+    monkeypatch.setattr(
+        processes.PartialState, "destroy_process_group", lambda self: left.append("destroyed") or destroy(self)
+    )
+    source = _write_lines(tmp_path / "in.txt", LINES)
+    output = tmp_path / "out.hdf5"
+    try:
+        code = main([str(source), str(output), "--model", str(fixture_model_folder), "--batch-size", "1"])
+    except KeyboardInterrupt:
+        pytest.fail("the interrupt escaped as a traceback")
+    assert (code, capsys.readouterr().err.splitlines()[-1]) == (
+        130,
+        f"elmo-embed: interrupted: {output} is complete (every line is written; out.hdf5.partial is removed):"
+        " nothing is lost",
+    )
+    assert left == ["collected", "destroyed"], "the group is left whole"
+    _assert_close_datasets(output, reference_file)

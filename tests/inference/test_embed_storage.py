@@ -240,6 +240,7 @@ def overflowing_model(fixture_model_folder: Path, tmp_path_factory: pytest.TempP
     embedding[ord("Z") + 1] *= 1e5  # a character's id is its UTF-8 byte + 1
     weights["char_encoder.char_embedding.weight"] = embedding
     save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    (folder / "SHA256SUMS").unlink()  # the checksum of the converted weights, which these are not
     return folder
 
 

@@ -1,0 +1,46 @@
+"""`elmo_transformers.common.processes`: leaving the process group, and Ctrl-C deferred where it cannot be cut."""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import weakref
+
+import pytest
+
+from elmo_transformers.common import processes
+
+
+class _Cycle:
+    """An object only the garbage collector frees (it refers to itself), as the objects of finished collective
+    calls that gloo's threads would otherwise free during the group's teardown."""
+
+    def __init__(self) -> None:
+        self.itself = self
+
+
+def test_the_group_is_left_after_its_garbage_is_collected(monkeypatch: pytest.MonkeyPatch) -> None:
+    collected_first: list[bool] = []
+    monkeypatch.setattr(
+        processes.PartialState, "destroy_process_group", lambda self: collected_first.append(alive() is None)
+    )
+    gc.disable()  # only leave_process_group's collection may free the cycle
+    try:
+        cycle = _Cycle()
+        alive = weakref.ref(cycle)
+        del cycle
+        processes.leave_process_group()
+    finally:
+        gc.enable()
+    assert collected_first == [True], "the group was destroyed while garbage of its calls was still held"
+
+
+def test_ctrl_c_is_raised_once_the_block_is_done() -> None:
+    done: list[str] = []
+    with pytest.raises(KeyboardInterrupt):
+        with processes.deferred_interrupts():
+            os.kill(os.getpid(), signal.SIGINT)
+            done.append("the rest of the block")
+    assert done == ["the rest of the block"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, "the previous handler is back"
