@@ -15,7 +15,7 @@ from modeling_elmo import ElmoConfig, ElmoModel
 
 from .allennlp_hdf5 import read_allennlp_weights, write_allennlp_weights
 from .model_card import SourceDescription, model_page_source
-from .saving import conversion_summary, require_room, save_converted_folder, weight_bytes
+from .saving import conversion_summary, output_options, require_room, save_converted_folder, weight_bytes
 from .variants import VARIANTS
 
 __all__ = [
@@ -149,9 +149,7 @@ def run_conversion(
         args.output,
         source=source,
         options_source=options_source,
-        repo_id=args.push_to_hub,
-        overwrite=args.overwrite,
-        space_check=not args.no_space_check,
+        **output_options(args),
     )
     return conversion_summary(named, args.output, model, parity)
 

@@ -27,7 +27,7 @@ from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM
 
 from .allennlp_hdf5 import weight_mappings
 from .model_card import SourceDescription, model_page_source
-from .saving import conversion_summary, save_converted_folder
+from .saving import conversion_summary, output_options, save_converted_folder
 from .tf_checkpoint import TfCheckpoint
 from .weight_mapping import check_finite
 
@@ -231,9 +231,7 @@ def run_conversion(
         args.output,
         source=source,
         options_source=options_source,
-        repo_id=args.push_to_hub,
-        overwrite=args.overwrite,
-        space_check=not args.no_space_check,
+        **output_options(args),
     )
     summary = conversion_summary(named, args.output, model.elmo, parity)
     return f"{summary}; with its softmax of {model.config.vocab_size:,} words and vocab.txt"

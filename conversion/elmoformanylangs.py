@@ -21,7 +21,7 @@ from elmo_transformers.common.safe_load import load_tensors
 from modeling_elmo import ORIGINAL_CHAR_CNN_FILTERS, ElmoConfig, ElmoModel, ElmoTokenizer
 
 from .model_card import SourceDescription, model_page_source
-from .saving import conversion_summary, save_converted_folder
+from .saving import conversion_summary, output_options, save_converted_folder
 from .weight_mapping import WeightMapping, character_embedding, check_finite, same
 
 __all__ = [
@@ -287,8 +287,6 @@ def run_conversion(args: argparse.Namespace, model_dir: Path, source: SourceDesc
         model_dir,
         args.output,
         source=source,
-        repo_id=args.push_to_hub,
-        overwrite=args.overwrite,
-        space_check=not args.no_space_check,
+        **output_options(args),
     )
     return conversion_summary(named, args.output, model, parity)

@@ -3,10 +3,11 @@ against the float64 source and write its model page; and the one line that says 
 
 from __future__ import annotations
 
+import argparse
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import torch
 
@@ -18,7 +19,7 @@ from modeling_elmo import ElmoModel, ElmoPreTrainedModel, ElmoTokenizer
 
 from .model_card import SourceDescription, measure_parity, write_model_card
 
-__all__ = ["conversion_summary", "require_room", "save_converted_folder", "weight_bytes"]
+__all__ = ["conversion_summary", "output_options", "require_room", "save_converted_folder", "weight_bytes"]
 
 Model = TypeVar("Model", bound=ElmoPreTrainedModel)
 
@@ -93,6 +94,12 @@ def _check_saved(saved: ElmoPreTrainedModel, model: ElmoPreTrainedModel, folder:
     for name, tensor in saved.state_dict().items():
         if not torch.equal(tensor, expected[name]):
             raise AssertionError(f"{folder}: {name} changed on save")
+
+
+def output_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of a converter that every `elmo-convert` command takes the same way: the Hub
+    repository (--push-to-hub), --overwrite and the space check (--no-space-check)."""
+    return {"repo_id": args.push_to_hub, "overwrite": args.overwrite, "space_check": not args.no_space_check}
 
 
 def conversion_summary(source: Path, output: str | Path, model: ElmoModel, parity: float) -> str:

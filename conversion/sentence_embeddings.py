@@ -21,7 +21,7 @@ from elmo_transformers.common.model_card import render_model_card
 from elmo_transformers.common.model_folder import record_checksums, require_model_folder
 from modeling_elmo import ElmoConfig
 
-from .saving import require_room, weight_bytes
+from .saving import output_options, require_room, weight_bytes
 
 if TYPE_CHECKING:  # sentence-transformers is an optional dependency, imported when a conversion runs
     from sentence_transformers import SentenceTransformer
@@ -173,9 +173,7 @@ def run(args: argparse.Namespace) -> str:
         layers=args.layers,
         license=args.license,
         language=args.language,
-        repo_id=args.push_to_hub,
-        overwrite=args.overwrite,
-        space_check=not args.no_space_check,
+        **output_options(args),
     )
     return (
         f"Wrote {args.output}: {args.model} as a sentence-transformers model, --layers {model[0].layers} and the"
