@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import shutil
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -35,7 +36,9 @@ from elmo_transformers.inference.onnx_embedder import (
     LAYOUT_KEY,
     LAYOUT_VERSION,
     QUANTIZED_GRAPH,
+    GraphSignature,
     exported_class,
+    graph_signature,
     open_graph,
 )
 from modeling_elmo import ElmoConfig, ElmoModel
@@ -43,6 +46,7 @@ from modeling_elmo.tokenization_elmo import ElmoTokenizer
 
 from .model_card import PARITY_SENTENCES
 from .saving import require_room
+from .triton_repository import triton_model_folders, triton_model_names, write_triton_model
 
 __all__ = [
     "FLOAT_PARITY_BAR",
@@ -91,11 +95,13 @@ def export_onnx(
     output: str | Path,
     *,
     quantize: str | None = None,
+    triton_repository: str | Path | None = None,
     overwrite: bool = False,
     space_check: bool = True,
 ) -> OnnxExport:
     """Write `output`, the ONNX folder of the model folder `model_dir` (an `ElmoModel`, or a token or sequence
-    classification head); `quantize="int8"` adds the 8-bit graph."""
+    classification head); `quantize="int8"` adds the 8-bit graph, `triton_repository` a Triton model of each graph
+    in that repository (`triton_repository.triton_model_names`)."""
     require_extra("onnx", "elmo-convert onnx", ConversionError)
     from .onnx_graph import build_graph
 
@@ -111,7 +117,13 @@ def export_onnx(
         graph = build_graph(model, metadata)
     except ValueError as error:
         raise ConversionError(f"{model_dir}: {error}") from None
-    with atomic_output_folder(output, overwrite=overwrite, inputs=(model_dir,)) as folder:
+    with ExitStack() as outputs:
+        folder = outputs.enter_context(atomic_output_folder(output, overwrite=overwrite, inputs=(model_dir,)))
+        triton_folders = outputs.enter_context(
+            triton_model_folders(
+                triton_repository, output, quantize=bool(quantize), overwrite=overwrite, inputs=(model_dir,)
+            )
+        )
         require_room(
             output,
             _peak_bytes(graph, model_dir, quantize=bool(quantize)),
@@ -135,9 +147,28 @@ def export_onnx(
         problem = measurement_problem(result)
         if problem:
             raise ConversionError(f"{output}: {problem}")
-        record_checksums(folder, [FLOAT_GRAPH, *([QUANTIZED_GRAPH] if quantize else [])])
+        graphs = [FLOAT_GRAPH, *([QUANTIZED_GRAPH] if quantize else [])]
+        record_checksums(folder, graphs)
         _write_model_page(folder, model_dir, model, result, output.name)
+        _write_triton_models(triton_folders, folder, graphs, graph_signature(model.config, architecture), space_check)
     return result
+
+
+def _write_triton_models(
+    triton_folders: dict[str, Path], folder: Path, graphs: list[str], signature: GraphSignature, space_check: bool
+) -> None:
+    """Each of the ONNX folder's `graphs` (float32, then int8) as the Triton model of `triton_folders` (name ->
+    staging folder, in the same order), once the disk is known to hold the copies."""
+    if not triton_folders:
+        return
+    require_room(
+        next(iter(triton_folders.values())),
+        sum((folder / graph).stat().st_size for graph in graphs),
+        "the Triton models' copies of the graphs",
+        space_check=space_check,
+    )
+    for (name, triton_folder), graph in zip(triton_folders.items(), graphs, strict=True):
+        write_triton_model(triton_folder, name, folder / graph, signature)
 
 
 def _load(model_dir: Path) -> torch.nn.Module:
@@ -419,7 +450,12 @@ def _write_model_page(folder: Path, source: Path, model: torch.nn.Module, result
 
 def run(args: argparse.Namespace) -> str:
     result = export_onnx(
-        args.model, args.output, quantize=args.quantize, overwrite=args.overwrite, space_check=not args.no_space_check
+        args.model,
+        args.output,
+        quantize=args.quantize,
+        triton_repository=args.triton_repository,
+        overwrite=args.overwrite,
+        space_check=not args.no_space_check,
     )
     line = (
         f"Wrote {args.output}: {result.architecture} as ONNX ({FLOAT_GRAPH}, {result.graph_bytes / 1e6:.1f} MB;"
@@ -430,4 +466,7 @@ def run(args: argparse.Namespace) -> str:
         if result.cosine is not None:
             line += f"; per-word cosine to float32 mean {result.cosine[0]:.4f}, min {result.cosine[1]:.4f}"
         line += ")"
+    if args.triton_repository:
+        names = triton_model_names(Path(args.output).name, quantize=bool(args.quantize))
+        line += f"; Triton model{'s' if len(names) > 1 else ''} {', '.join(names)} in {args.triton_repository}"
     return line

@@ -748,9 +748,9 @@ def test_a_graph_that_misses_its_bar_is_refused_in_one_line_keeping_nothing(
     stage, measured, refusal = MISSED_BARS[name]
     monkeypatch.setattr(f"elmo_transformers.conversion.onnx_export.{stage}", lambda *args, **kwargs: measured)
     command = ["onnx", "--model", str(fixture_model_folder), "--output", str(output), "--quantize", "int8"]
-    assert main([*command, "--overwrite"]) == 2
+    assert main([*command, "--overwrite", "--triton-repository", str(tmp_path / "triton")]) == 2
     assert last_error_line(capsys) == f"elmo-convert: error: {output}: {refusal}"
-    assert file_tree(tmp_path) == before  # no staging folder left, an old output as it was
+    assert file_tree(tmp_path) == before  # no staging folder left, an old output as it was, no Triton model
 
 
 def test_the_pages_say_what_the_folder_holds(every_graph: dict) -> None:
