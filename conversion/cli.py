@@ -26,6 +26,7 @@ _EXAMPLES = """examples:
       --vocab vocab-2016-09-10.txt --output elmo-lm
   elmo-convert sentence-transformers --model elmo-original --output elmo-original-st --layers average
   elmo-convert onnx --model elmo-original --output elmo-original-onnx --quantize int8
+  elmo-convert onnx --model elmo-original --output elmo-original-onnx --triton-repository triton-models
 
 A model folder holds config.json, model.safetensors, the tokenizer files, the model code and its model page
 (README.md, with the measured float32 vs float64 parity), and loads with

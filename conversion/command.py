@@ -119,6 +119,12 @@ def _onnx_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["int8"],
         help="also write model_quantized.onnx, 8-bit weights in the LSTM, highway and projection products",
     )
+    parser.add_argument(
+        "--triton-repository",
+        metavar="REPO",
+        help="also write each graph as a model of this Triton model repository: REPO/NAME/config.pbtxt and"
+        " REPO/NAME/1/model.onnx, NAME the --output folder's name (the int8 graph: NAME_int8)",
+    )
 
 
 # Every subcommand, in the order `--help` lists them.

@@ -12,15 +12,18 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib.metadata
+import json
 import logging
 import os
 import shutil
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 from huggingface_hub import ModelCard
+from transformers.utils import CONFIG_NAME
 
 from elmo_transformers.common.atomic_output import atomic_output_folder
 from elmo_transformers.common.disk_space import is_disk_full
@@ -33,7 +36,9 @@ from elmo_transformers.inference.onnx_embedder import (
     LAYOUT_KEY,
     LAYOUT_VERSION,
     QUANTIZED_GRAPH,
+    GraphSignature,
     exported_class,
+    graph_signature,
     open_graph,
 )
 from modeling_elmo import ElmoConfig, ElmoModel
@@ -41,11 +46,15 @@ from modeling_elmo.tokenization_elmo import ElmoTokenizer
 
 from .model_card import PARITY_SENTENCES
 from .saving import require_room
+from .triton_repository import triton_model_folders, triton_model_names, write_triton_model
 
 __all__ = [
+    "FLOAT_PARITY_BAR",
+    "INT8_COSINE_BAR",
     "OnnxExport",
     "export_onnx",
     "graph_cosine",
+    "measurement_problem",
     "per_word_cosine",
     "product_node_names",
     "quantize_graph",
@@ -53,6 +62,20 @@ __all__ = [
 ]
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".onnx", ".h5", ".pt")
+# The records of the pretraining run that made the source (`training.pretraining.pretrain`'s final model): its
+# language model's perplexity and the run's arguments, which say nothing of a graph without the softmax.
+_TRAINING_RECORDS = ("eval_results.json", "perplexity.png", "training_args.json")
+# What the export requires of a graph before it keeps it (`parity_problem`): the float32 graph within this of
+# PyTorch float32 on `PARITY_SENTENCES` (every biLM layer, or a head's logits), and the int8 graph's mean per-word
+# cosine to the float32 graph at least this (`graph_cosine`).
+FLOAT_PARITY_BAR = 1e-5
+INT8_COSINE_BAR = 0.99
+# The Hub pipeline tag of each exported architecture: what the graph computes.
+_PIPELINE_TAGS = {
+    "ElmoModel": "feature-extraction",
+    "ElmoForTokenClassification": "token-classification",
+    "ElmoForSequenceClassification": "text-classification",
+}
 
 
 @dataclass(frozen=True)
@@ -72,11 +95,13 @@ def export_onnx(
     output: str | Path,
     *,
     quantize: str | None = None,
+    triton_repository: str | Path | None = None,
     overwrite: bool = False,
     space_check: bool = True,
 ) -> OnnxExport:
     """Write `output`, the ONNX folder of the model folder `model_dir` (an `ElmoModel`, or a token or sequence
-    classification head); `quantize="int8"` adds the 8-bit graph."""
+    classification head); `quantize="int8"` adds the 8-bit graph, `triton_repository` a Triton model of each graph
+    in that repository (`triton_repository.triton_model_names`)."""
     require_extra("onnx", "elmo-convert onnx", ConversionError)
     from .onnx_graph import build_graph
 
@@ -92,14 +117,20 @@ def export_onnx(
         graph = build_graph(model, metadata)
     except ValueError as error:
         raise ConversionError(f"{model_dir}: {error}") from None
-    with atomic_output_folder(output, overwrite=overwrite, inputs=(model_dir,)) as folder:
+    with ExitStack() as outputs:
+        folder = outputs.enter_context(atomic_output_folder(output, overwrite=overwrite, inputs=(model_dir,)))
+        triton_folders = outputs.enter_context(
+            triton_model_folders(
+                triton_repository, output, quantize=bool(quantize), overwrite=overwrite, inputs=(model_dir,)
+            )
+        )
         require_room(
             output,
             _peak_bytes(graph, model_dir, quantize=bool(quantize)),
             "the ONNX graph" + (" and onnxruntime's copy of it while quantising" if quantize else ""),
             space_check=space_check,
         )
-        _copy_model_files(model_dir, folder)
+        _copy_model_files(model_dir, folder, architecture)
         import onnx
 
         onnx.save(graph, folder / FLOAT_GRAPH)
@@ -113,9 +144,31 @@ def export_onnx(
                 graph_cosine(session, quantized, tokenizer, PARITY_SENTENCES) if architecture == "ElmoModel" else None
             )
             result = replace(result, quantized_bytes=(folder / QUANTIZED_GRAPH).stat().st_size, cosine=cosine)
-        record_checksums(folder, [FLOAT_GRAPH, *([QUANTIZED_GRAPH] if quantize else [])])
+        problem = measurement_problem(result)
+        if problem:
+            raise ConversionError(f"{output}: {problem}")
+        graphs = [FLOAT_GRAPH, *([QUANTIZED_GRAPH] if quantize else [])]
+        record_checksums(folder, graphs)
         _write_model_page(folder, model_dir, model, result, output.name)
+        _write_triton_models(triton_folders, folder, graphs, graph_signature(model.config, architecture), space_check)
     return result
+
+
+def _write_triton_models(
+    triton_folders: dict[str, Path], folder: Path, graphs: list[str], signature: GraphSignature, space_check: bool
+) -> None:
+    """Each of the ONNX folder's `graphs` (float32, then int8) as the Triton model of `triton_folders` (name ->
+    staging folder, in the same order), once the disk is known to hold the copies."""
+    if not triton_folders:
+        return
+    require_room(
+        next(iter(triton_folders.values())),
+        sum((folder / graph).stat().st_size for graph in graphs),
+        "the Triton models' copies of the graphs",
+        space_check=space_check,
+    )
+    for (name, triton_folder), graph in zip(triton_folders.items(), graphs, strict=True):
+        write_triton_model(triton_folder, name, folder / graph, signature)
 
 
 def _load(model_dir: Path) -> torch.nn.Module:
@@ -128,18 +181,40 @@ def _load(model_dir: Path) -> torch.nn.Module:
 
 
 def _model_files(model_dir: Path) -> list[Path]:
-    """The source's files that the ONNX folder copies: its config, tokenizer files and code; not its weights nor
-    its model page."""
+    """The source's files that the ONNX folder copies: its config, tokenizer files and code, and its SOURCES.md
+    (the biLM's training corpus, when it has one); not its weights, its model page nor `_TRAINING_RECORDS`."""
     return [
         path
         for path in sorted(model_dir.iterdir())
-        if path.is_file() and path.suffix not in _WEIGHT_SUFFIXES and path.name != "README.md"
+        if path.is_file() and path.suffix not in _WEIGHT_SUFFIXES and path.name not in ("README.md", *_TRAINING_RECORDS)
     ]
 
 
-def _copy_model_files(model_dir: Path, folder: Path) -> None:
+def _copy_model_files(model_dir: Path, folder: Path, architecture: str) -> None:
+    """Copy `_model_files`; the config's `architectures` becomes the exported one, what the folder holds (the
+    source's may be the language model, whose softmax is not in the graph)."""
     for path in _model_files(model_dir):
         shutil.copyfile(path, folder / path.name)
+    config = json.loads((folder / CONFIG_NAME).read_text(encoding="utf-8"))
+    config["architectures"] = [architecture]
+    (folder / CONFIG_NAME).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def measurement_problem(result: OnnxExport) -> str | None:
+    """The line refusing an export whose measurements miss their bars (`FLOAT_PARITY_BAR`, `INT8_COSINE_BAR`),
+    and the way on; None when they pass. A NaN measurement misses."""
+    if not result.parity <= FLOAT_PARITY_BAR:
+        return (
+            f"the float32 graph differs from PyTorch float32 by {result.parity:.2e} on the parity sentences, above"
+            f" the bar of {FLOAT_PARITY_BAR:.0e}: nothing was written; the graph does not compute this model, report"
+            " it with the model folder"
+        )
+    if result.cosine is not None and not result.cosine[0] >= INT8_COSINE_BAR:
+        return (
+            f"the int8 graph's mean per-word cosine to float32 is {result.cosine[0]:.4f}, below the bar of"
+            f" {INT8_COSINE_BAR}: nothing was written; export without --quantize"
+        )
+    return None
 
 
 def _peak_bytes(graph, model_dir: Path, *, quantize: bool) -> int:
@@ -240,7 +315,8 @@ library_name: onnx
 {source_fields}tags:
 - elmo
 - onnx
-- feature-extraction
+- {pipeline_tag}
+pipeline_tag: {pipeline_tag}
 ---
 
 # {name}: ELMo as one ONNX graph
@@ -251,7 +327,12 @@ serves every batch size and sentence length, empty sentences included: the biLST
 | file | what |
 | --- | --- |
 | `{float_graph}` | float32 graph ({float_mb:.1f} MB); max abs difference to PyTorch float32: {parity:.2e} |
-{quantized_row}
+{quantized_row}| `config.json` | the source's config; `architectures` is `{architecture}`, what the graph computes |
+{sources_row}
+The export keeps a graph only if it passes these bars on its parity sentences: the float32 graph within
+{parity_bar:.0e} of PyTorch float32, the int8 graph's mean per-word cosine to float32 at least {cosine_bar} (measured on
+the biLM).
+
 ## Inputs: what the tokenizer gives
 
 The graph takes the folder's tokenizer's output as it is: `input_ids`, int64, `(batch, words, {chars})`, and
@@ -301,6 +382,8 @@ Every output is batch-first (its first dimension is the batch), so that a server
 
 {outputs}
 """
+
+_SOURCES_ROW = "| `SOURCES.md` | the source's: the corpus its biLM was trained on (sources, licenses, counts) |\n"
 
 _BILM_OUTPUTS = """- `last_hidden_state` float32 `(batch, words, {width})`: the top biLSTM layer, `[forward; backward]`.
 - `hidden_states` float32 `(batch, {layers}, words, {width})`: layer 0 the token vector twice, layer j the j-th biLSTM
@@ -357,13 +440,22 @@ def _write_model_page(folder: Path, source: Path, model: torch.nn.Module, result
         eow=special["eow"],
         pad=special["pad"],
         outputs=outputs,
+        pipeline_tag=_PIPELINE_TAGS[result.architecture],
+        sources_row=_SOURCES_ROW if (folder / "SOURCES.md").is_file() else "",
+        parity_bar=FLOAT_PARITY_BAR,
+        cosine_bar=INT8_COSINE_BAR,
     )
     (folder / "README.md").write_text(page, encoding="utf-8")
 
 
 def run(args: argparse.Namespace) -> str:
     result = export_onnx(
-        args.model, args.output, quantize=args.quantize, overwrite=args.overwrite, space_check=not args.no_space_check
+        args.model,
+        args.output,
+        quantize=args.quantize,
+        triton_repository=args.triton_repository,
+        overwrite=args.overwrite,
+        space_check=not args.no_space_check,
     )
     line = (
         f"Wrote {args.output}: {result.architecture} as ONNX ({FLOAT_GRAPH}, {result.graph_bytes / 1e6:.1f} MB;"
@@ -374,4 +466,7 @@ def run(args: argparse.Namespace) -> str:
         if result.cosine is not None:
             line += f"; per-word cosine to float32 mean {result.cosine[0]:.4f}, min {result.cosine[1]:.4f}"
         line += ")"
+    if args.triton_repository:
+        names = triton_model_names(Path(args.output).name, quantize=bool(args.quantize))
+        line += f"; Triton model{'s' if len(names) > 1 else ''} {', '.join(names)} in {args.triton_repository}"
     return line

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from huggingface_hub import ModelCard
 
 pytest.importorskip("onnxruntime")
 import onnx
@@ -708,6 +709,70 @@ def test_a_failure_of_the_quantiser_is_one_line_and_leaves_the_old_output(
         " of its own): nothing was written; export without --quantize"
     )
     assert file_tree(tmp_path) == before
+
+
+# A measurement that misses its bar, as the export would get it, and the end of the line that refuses it.
+MISSED_BARS = {
+    "float32 parity 1e-2": (
+        "_parity",
+        1e-2,
+        "the float32 graph differs from PyTorch float32 by 1.00e-02 on the parity sentences, above the bar of 1e-05:"
+        " nothing was written; the graph does not compute this model, report it with the model folder",
+    ),
+    "float32 parity NaN": (
+        "_parity",
+        float("nan"),
+        "the float32 graph differs from PyTorch float32 by nan on the parity sentences, above the bar of 1e-05:"
+        " nothing was written; the graph does not compute this model, report it with the model folder",
+    ),
+    "int8 cosine 0.98": (
+        "graph_cosine",
+        (0.98, 0.5),
+        "the int8 graph's mean per-word cosine to float32 is 0.9800, below the bar of 0.99: nothing was written;"
+        " export without --quantize",
+    ),
+}
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new output", "existing output"])
+@pytest.mark.parametrize("name", MISSED_BARS)
+def test_a_graph_that_misses_its_bar_is_refused_in_one_line_keeping_nothing(
+    fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, name: str, existing: bool
+) -> None:
+    """The export measured its graphs but kept them whatever it measured: a parity of 1e-2 went to the model page."""
+    output = tmp_path / "out"
+    if existing:
+        _export(fixture_model_folder, output)
+    capsys.readouterr()
+    before = file_tree(tmp_path)
+    stage, measured, refusal = MISSED_BARS[name]
+    monkeypatch.setattr(f"elmo_transformers.conversion.onnx_export.{stage}", lambda *args, **kwargs: measured)
+    command = ["onnx", "--model", str(fixture_model_folder), "--output", str(output), "--quantize", "int8"]
+    assert main([*command, "--overwrite", "--triton-repository", str(tmp_path / "triton")]) == 2
+    assert last_error_line(capsys) == f"elmo-convert: error: {output}: {refusal}"
+    assert file_tree(tmp_path) == before  # no staging folder left, an old output as it was, no Triton model
+
+
+def test_the_pages_say_what_the_folder_holds(every_graph: dict) -> None:
+    """A head's page was tagged feature-extraction and its config named the source's architecture; the bundled
+    model's pretraining records (its language model's perplexity, which the graph has no softmax for) were copied
+    along unexplained."""
+    for architecture, tag in (
+        ("biLM", "feature-extraction"),
+        ("ElmoForTokenClassification", "token-classification"),
+        ("ElmoForSequenceClassification", "text-classification"),
+    ):
+        folder = every_graph[f"{architecture} float32"].parent
+        assert ModelCard.load(folder / "README.md").data.pipeline_tag == tag
+        expected = "ElmoModel" if architecture == "biLM" else architecture
+        assert json.loads((folder / "config.json").read_text(encoding="utf-8"))["architectures"] == [expected]
+        open_graph(folder / "model.onnx", EmbedError)  # the graph still matches what its config makes
+    bundled = every_graph["biLM float32"].parent
+    assert (Path(DEFAULT_MODEL) / "eval_results.json").is_file() and (Path(DEFAULT_MODEL) / "perplexity.png").is_file()
+    assert not {"eval_results.json", "perplexity.png", "training_args.json"} & {path.name for path in bundled.iterdir()}
+    page = (bundled / "README.md").read_text(encoding="utf-8")
+    assert "| `SOURCES.md` | the source's: the corpus its biLM was trained on" in page
+    assert "within\n1e-05 of PyTorch float32" in page and "at least 0.99" in page
 
 
 def test_a_full_disk_while_quantising_is_one_line(
