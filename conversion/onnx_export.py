@@ -262,6 +262,8 @@ def quantize_graph(source: Path, target: Path) -> None:
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
+    from .onnx_graph import sort_nodes
+
     root = logging.getLogger()
     level = root.level
     root.setLevel(logging.ERROR)  # the quantiser logs advice about static models on the root logger
@@ -277,6 +279,9 @@ def quantize_graph(source: Path, target: Path) -> None:
         )
     finally:
         root.setLevel(level)
+    quantized = onnx.load(target)
+    sort_nodes(quantized.graph)
+    onnx.save(quantized, target)
 
 
 def graph_cosine(float_graph, quantized_graph, tokenizer: ElmoTokenizer, sentences) -> tuple[float, float]:

@@ -75,12 +75,6 @@ def bilm_folder(fixture_model_folder: Path, tmp_path_factory: pytest.TempPathFac
     return _export(fixture_model_folder, tmp_path_factory.mktemp("onnx") / "elmo-fixture-onnx")
 
 
-@pytest.fixture(scope="module")
-def default_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bundled model (trained, 512 cells), exported with its int8 graph."""
-    return _export(DEFAULT_MODEL, tmp_path_factory.mktemp("onnx") / "default-onnx", "--quantize", "int8")
-
-
 def _encode(sentences: list[list[str]], width: int = 50) -> dict[str, np.ndarray]:
     """The graph's inputs by the model page's rule, written here without the package: each word its bytes + 1
     framed by begin-of-word 259 and end-of-word 260, padded with 261 to `width`; all-zero rows after a sentence's
