@@ -14,7 +14,7 @@ from pathlib import Path
 
 from elmo_transformers.common.atomic_output import partial_path
 from elmo_transformers.common.disk_space import NO_SPACE_CHECK
-from elmo_transformers.common.errors import ElmoError, EmbedError, report_error
+from elmo_transformers.common.errors import ElmoError, EmbedError, report_error, report_interruption
 from elmo_transformers.common.extras import require_extra
 
 from .options import COMPRESSIONS, COMPUTE_DTYPES, FORMATS, LAYER_CHOICES, STORAGE_DTYPES
@@ -229,10 +229,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return report_error("elmo-embed", error)
         return 2
     except KeyboardInterrupt as interrupt:
-        if embedding.is_main_process():
-            complete = complete or isinstance(interrupt, embedding.OutputComplete)
-            print(f"elmo-embed: interrupted: {_interrupted_state(Path(args.output), complete)}", file=sys.stderr)
-        return 130
+        if not embedding.is_main_process():
+            return 130
+        complete = complete or isinstance(interrupt, embedding.OutputComplete)
+        return report_interruption("elmo-embed", _interrupted_state(Path(args.output), complete))
     return 0
 
 
