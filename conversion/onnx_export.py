@@ -19,6 +19,7 @@ import shutil
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -47,6 +48,9 @@ from modeling_elmo.tokenization_elmo import ElmoTokenizer
 from .model_card import PARITY_SENTENCES
 from .saving import require_room
 from .triton_repository import triton_model_folders, triton_model_names, write_triton_model
+
+if TYPE_CHECKING:
+    from onnxruntime import InferenceSession  # the [onnx] extra, imported when an export runs
 
 __all__ = [
     "FLOAT_PARITY_BAR",
@@ -134,16 +138,7 @@ def export_onnx(
         import onnx
 
         onnx.save(graph, folder / FLOAT_GRAPH)
-        session = open_graph(folder / FLOAT_GRAPH, ConversionError)
-        tokenizer = ElmoTokenizer.from_pretrained(folder)
-        result = OnnxExport(architecture, _parity(model, session, tokenizer), (folder / FLOAT_GRAPH).stat().st_size)
-        if quantize:
-            _quantize_in_one_line(folder, output)
-            quantized = open_graph(folder / QUANTIZED_GRAPH, ConversionError)
-            cosine = (
-                graph_cosine(session, quantized, tokenizer, PARITY_SENTENCES) if architecture == "ElmoModel" else None
-            )
-            result = replace(result, quantized_bytes=(folder / QUANTIZED_GRAPH).stat().st_size, cosine=cosine)
+        result = _write_and_measure_int8(model, folder, output) if quantize else _measure(model, folder)[0]
         problem = measurement_problem(result)
         if problem:
             raise ConversionError(f"{output}: {problem}")
@@ -152,6 +147,25 @@ def export_onnx(
         _write_model_page(folder, model_dir, model, result, output.name)
         _write_triton_models(triton_folders, folder, graphs, graph_signature(model.config, architecture), space_check)
     return result
+
+
+def _measure(model: torch.nn.Module, folder: Path) -> tuple[OnnxExport, InferenceSession, ElmoTokenizer]:
+    """The float32 graph in `folder`, measured against `model` (its parity), with its session and tokenizer."""
+    session = open_graph(folder / FLOAT_GRAPH, ConversionError)
+    tokenizer = ElmoTokenizer.from_pretrained(folder)
+    result = OnnxExport(type(model).__name__, _parity(model, session, tokenizer), (folder / FLOAT_GRAPH).stat().st_size)
+    return result, session, tokenizer
+
+
+def _write_and_measure_int8(model: torch.nn.Module, folder: Path, output: Path) -> OnnxExport:
+    """`_measure`, then the int8 graph written beside the float32 one and its per-word cosine to it (the biLM's)."""
+    result, session, tokenizer = _measure(model, folder)
+    _quantize_in_one_line(folder, output)
+    quantized = open_graph(folder / QUANTIZED_GRAPH, ConversionError)
+    cosine = (
+        graph_cosine(session, quantized, tokenizer, PARITY_SENTENCES) if result.architecture == "ElmoModel" else None
+    )
+    return replace(result, quantized_bytes=(folder / QUANTIZED_GRAPH).stat().st_size, cosine=cosine)
 
 
 def _write_triton_models(
