@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
+from transformers.utils import CONFIG_NAME
 
 from elmo_transformers.common.errors import ElmoError, EmbedError, first_line
 from elmo_transformers.common.extras import require_extra
@@ -152,7 +153,7 @@ def open_graph(path: str | Path, error: type[ElmoError], *, threads: int | None 
             f"{path}: {found}, this version of elmo-transformers reads layout {LAYOUT_VERSION}: export the model "
             "again with elmo-convert onnx"
         )
-    config_file = path.parent / "config.json"
+    config_file = path.parent / CONFIG_NAME
     problem = _mismatch(session, metadata.get(ARCHITECTURE_KEY), ElmoConfig.from_pretrained(path.parent), config_file)
     if problem:
         raise error(
