@@ -239,7 +239,7 @@ def _plan(
     # One pass before the run: the line count, for the advice a failure gives, and with the space check the words as
     # the run splits them (with --tokenize the tokenizer's, the costly part: left out without the check).
     count_words = options.space_check and processes.is_main_process
-    split_words = _word_splitter(embedder, options.tokenize) if count_words else None
+    split_words = _word_splitter(embedder, options) if count_words else None
     progress = processes.is_main_process
     size = _InputSize.of(options.input, split_words, words_json=options.tokenize, progress=progress)
     overlap = embedder.device.type == "cuda" if overlap is None else overlap
@@ -276,9 +276,9 @@ def _warn_slow_compute_dtype(embedder: BatchEmbedder, compute_dtype: str, proces
         )
 
 
-def _word_splitter(embedder: BatchEmbedder, tokenize: bool) -> Callable[[str], list[str]]:
-    """How the run splits a line into words: the tokenizer's split with `tokenize`, else at whitespace."""
-    return embedder.tokenizer.tokenize if tokenize else str.split
+def _word_splitter(embedder: BatchEmbedder, options: EmbedOptions) -> Callable[[str], list[str]]:
+    """How the run splits a line into words: the tokenizer's split with --tokenize, else at whitespace."""
+    return embedder.tokenizer.tokenize if options.tokenize else str.split
 
 
 @dataclass
@@ -561,7 +561,7 @@ class _EmbeddingPass:
         """Read and count the lines; give the empty lines and the batches (tokenized) of the others to write, in
         the order they are to be written, window by window. The windows and batches are those of an uninterrupted
         run, finished lines included, so that a resumed run computes each line as it would have been computed."""
-        split_words = _word_splitter(self.embedder, self.options.tokenize)
+        split_words = _word_splitter(self.embedder, self.options)
         max_words, summary = self.options.max_words, self.summary
         window: list[tuple[int, list[str]]] = []
         window_words = 0
