@@ -44,13 +44,12 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
-from pip_download import pip_download
 from scipy.stats import ConstantInputWarning, pearsonr, spearmanr
 
+from elmo_transformers.common.pip_download import GENSIM, PipDownloadError, gensim_wheel
 from elmo_transformers.conversion.sentence_embeddings import convert_to_sentence_transformers, describe_layers
 from modeling_elmo import DEFAULT_MODEL, ElmoConfig, ElmoModel, ElmoTokenizer, split_words
 
-GENSIM = "gensim==4.4.0"
 DOCUMENTS_MEMBER = "gensim/test/test_data/lee.cor"
 RATINGS_MEMBER = "gensim/test/test_data/similarities0-1.txt"
 DATA_DESCRIPTION = (
@@ -115,7 +114,11 @@ def fetch_data(download_dir: str | os.PathLike) -> Path:
     names = [Path(member).name for member in (DOCUMENTS_MEMBER, RATINGS_MEMBER)]
     if all((download_dir / name).is_file() for name in names):
         return download_dir
-    with zipfile.ZipFile(pip_download(GENSIM, "gensim-4.4.0-*.whl", download_dir, "the data")) as wheel:
+    try:
+        wheel_path = gensim_wheel(download_dir)
+    except PipDownloadError as error:
+        sys.exit(f"error: {error}")
+    with zipfile.ZipFile(wheel_path) as wheel:
         for member, name in zip((DOCUMENTS_MEMBER, RATINGS_MEMBER), names, strict=True):
             with tempfile.NamedTemporaryFile(dir=download_dir, delete=False) as partial:
                 partial.write(wheel.read(member))
