@@ -157,9 +157,14 @@ def _frames(width: int, bow: int, eow: int, pad: int) -> tuple[np.ndarray, np.nd
 
 def _with_markers(ids: np.ndarray, words: Sequence[str], special_char_ids: Mapping[str, int]) -> np.ndarray:
     """`ids` (words, chars) with the rows of the sentence-marker words `<S>` and `</S>` made theirs."""
-    if BOS_WORD in words or EOS_WORD in words:  # a scan in C: rare words, whose rows are written one by one
-        for index, word in enumerate(words):
-            marker = _marker_char_id(word, special_char_ids)
-            if marker is not None:
-                ids[index] = framed_char_ids([marker], special_char_ids, ids.shape[1])
+    for marker in (BOS_WORD, EOS_WORD):
+        if marker in words:  # scans in C: a marker is rare, and looking at each word in Python is not
+            row = framed_char_ids([_marker_char_id(marker, special_char_ids)], special_char_ids, ids.shape[1])
+            index = words.index(marker)
+            while True:
+                ids[index] = row
+                try:
+                    index = words.index(marker, index + 1)
+                except ValueError:
+                    break
     return ids
