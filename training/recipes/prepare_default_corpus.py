@@ -32,6 +32,7 @@ import bz2
 import html
 import random
 import re
+import runpy
 import sqlite3
 import subprocess
 import sys
@@ -44,14 +45,9 @@ from xml.etree import ElementTree
 
 from tqdm.auto import tqdm
 
-try:
-    from modeling_elmo import split_words
-except ModuleNotFoundError as error:  # run as a file from a checkout where the package is not installed
-    if error.name != "modeling_elmo":
-        raise
-    raise SystemExit(
-        "error: the elmo-transformers package is not installed: run `pip install -e .` in the repository"
-    ) from None
+# training/launch.py imports the package or says in one line that it is not installed
+from_package = runpy.run_path(str(Path(__file__).parents[1] / "launch.py"))["from_package"]
+split_words = from_package("modeling_elmo", "split_words")
 
 # ----------------------------------------------------------------------------------------------------------
 # Sources
