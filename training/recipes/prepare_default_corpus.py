@@ -407,7 +407,7 @@ def tokenize_documents(source: str, raw: list[tuple[str, list[str]]], max_words:
 
 def choose_heldout(documents: list[Document], fraction: float, rng: random.Random) -> set[int]:
     """Indices of whole documents holding about `fraction` of the words (never more than 1.5 times that)."""
-    total = sum(d.words for d in documents)
+    total = sum(document.words for document in documents)
     target, held, chosen = fraction * total, 0, set()
     order = list(range(len(documents)))
     rng.shuffle(order)
@@ -576,8 +576,8 @@ def main(argv: list[str] | None = None) -> None:
         raw = readers[source](archives[source])
         documents, dropped = tokenize_documents(source, raw, args.max_words)
         chosen = choose_heldout(documents, args.heldout_fraction, rng)
-        held = [s for i, d in enumerate(documents) if i in chosen for s in d.sentences]
-        kept = [s for i, d in enumerate(documents) if i not in chosen for s in d.sentences]
+        held = [sentence for i, document in enumerate(documents) if i in chosen for sentence in document.sentences]
+        kept = [sentence for i, document in enumerate(documents) if i not in chosen for sentence in document.sentences]
         train += kept
         heldout[source] = held
         heldout_titles[source] = [documents[i].title for i in chosen]
@@ -602,10 +602,10 @@ def main(argv: list[str] | None = None) -> None:
         old.unlink()
     random.Random(args.seed).shuffle(train)
     shards = max(1, min(args.shards, len(train)))
-    for k in tqdm(range(shards), desc="writing shards", leave=False):
-        part = train[k * len(train) // shards : (k + 1) * len(train) // shards]
-        (out / "train" / f"shard-{k:02d}.txt").write_text("".join(s + "\n" for s in part), encoding="utf-8")
-    all_heldout = [s for source in args.sources for s in heldout[source]]
+    for shard in tqdm(range(shards), desc="writing shards", leave=False):
+        part = train[shard * len(train) // shards : (shard + 1) * len(train) // shards]
+        (out / "train" / f"shard-{shard:02d}.txt").write_text("".join(s + "\n" for s in part), encoding="utf-8")
+    all_heldout = [sentence for source in args.sources for sentence in heldout[source]]
     (out / "heldout.txt").write_text("".join(s + "\n" for s in all_heldout), encoding="utf-8")
     for source in args.sources:
         text = "".join(s + "\n" for s in heldout[source])
