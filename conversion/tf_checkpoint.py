@@ -26,9 +26,10 @@ from pathlib import Path
 import numpy as np
 
 from elmo_transformers.common.errors import ConversionError
-from elmo_transformers.conversion.tf_crc32c import crc32c, unmask
-from elmo_transformers.conversion.tf_protobuf import Malformed, fields, int_field, message_field, signed64
-from elmo_transformers.conversion.tf_sstable import table_entries
+
+from .tf_crc32c import crc32c, unmask
+from .tf_protobuf import Malformed, fields, int_field, message_field, signed64
+from .tf_sstable import table_entries
 
 __all__ = [
     "TensorEntry",

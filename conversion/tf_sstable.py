@@ -7,8 +7,8 @@ from __future__ import annotations
 import struct
 from itertools import pairwise
 
-from elmo_transformers.conversion.tf_crc32c import crc32c, unmask
-from elmo_transformers.conversion.tf_protobuf import Malformed, varint
+from .tf_crc32c import crc32c, unmask
+from .tf_protobuf import Malformed, varint
 
 __all__ = ["block_entries", "decode_block_handle", "read_block", "table_entries"]
 
