@@ -75,7 +75,7 @@ def _expected_shapes(config: ElmoConfig) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def _more(names: list[str]) -> str:
+def _and_n_more(names: list[str]) -> str:
     return f" (and {len(names) - 1} more)" if len(names) > 1 else ""
 
 
@@ -90,14 +90,14 @@ def _check_variables(checkpoint: TfCheckpoint, expected: dict[str, tuple[int, ..
     missing = [name for name in expected if name not in entries]
     if missing:
         raise ConversionError(
-            f"{where}: tensor {missing[0]} is missing{_more(missing)}; do the options match this checkpoint?"
+            f"{where}: tensor {missing[0]} is missing{_and_n_more(missing)}; do the options match this checkpoint?"
         )
     unexplained = [name for name in entries if name.startswith("lm/") and name not in expected]
     # Slots (`<variable>/Adagrad`, or another optimizer's) of any variable are not counted as variables.
     unexplained = [name for name in unexplained if not any(name.startswith(f"{other}/") for other in entries)]
     if unexplained:
         raise ConversionError(
-            f"{where}: tensor {unexplained[0]} is not described by the options{_more(unexplained)}; the options"
+            f"{where}: tensor {unexplained[0]} is not described by the options{_and_n_more(unexplained)}; the options"
             f" give {config.num_hidden_layers} LSTM layers, {config.num_highway_layers} highway layers and"
             f" {len(config.char_cnn_filters)} CNN filters"
         )

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from safetensors import SafetensorError
 from transformers import PreTrainedConfig
+from transformers.utils import SAFE_WEIGHTS_NAME
 from transformers.utils import logging as transformers_logging
 
 import modeling_elmo
@@ -116,7 +117,7 @@ class Embedder(BatchEmbedder):
             raise EmbedError(f"--device {device}: {first_line(error)}") from None
         self.width = self.model.config.mix_output_size if self.mix is not None else 2 * self.model.config.projection_dim
         self.num_layers = self.model.config.num_hidden_layers + 1
-        local_weights = Path(model) / "model.safetensors"
+        local_weights = Path(model) / SAFE_WEIGHTS_NAME
         self.weights_file = local_weights if local_weights.is_file() else None  # (None: a Hub model)
 
     def prepare(self, sentences: Sequence[Sequence[str]]) -> PreparedBatch:
