@@ -47,8 +47,9 @@ from tqdm.auto import tqdm
 # training/launch.py imports the package or says in one line that it is not installed
 from_package = runpy.run_path(str(Path(__file__).parents[1] / "launch.py"))["from_package"]
 split_words = from_package("modeling_elmo", "split_words")
-
-from elmo_transformers.common.pip_download import GENSIM, gensim_wheel, pip_download
+GENSIM, gensim_wheel, pip_download = (
+    from_package("elmo_transformers.common.pip_download", name) for name in ("GENSIM", "gensim_wheel", "pip_download")
+)
 
 # ----------------------------------------------------------------------------------------------------------
 # Sources
