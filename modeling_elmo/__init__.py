@@ -49,6 +49,7 @@ __all__ = [
 # model of `elmo-embed` without --model. It keeps its softmax, so it also continues training on domain text.
 DEFAULT_MODEL = str(Path(__file__).with_name("default_model"))
 
+
 def _register_with_the_auto_classes() -> None:
     """Each class of `ELMO_AUTO_MAP` with its Auto class: in this process (`register`), and in the folders saved
     from it (`register_for_auto_class`: its code is copied beside the weights, as Hub remote code)."""
@@ -63,5 +64,6 @@ def _register_with_the_auto_classes() -> None:
         else:
             auto_class.register(ElmoConfig, elmo_class, exist_ok=True)
         elmo_class.register_for_auto_class(auto_name)
+
 
 _register_with_the_auto_classes()

@@ -162,23 +162,9 @@ def _one_line_errors(cls: type) -> type:
     return cls
 
 
-# The fields that only the task heads read (how they mix the layers, and the head itself); every other field
-# shapes the biLM, so changing one of these leaves the biLM's layers as they were.
-TASK_HEAD_FIELDS = (
-    "mix_mode",
-    "mix_layers",
-    "mix_layer_norm",
-    "mix_l2_coefficient",
-    "mix_dropout",
-    "mix_initial_weights",
-    "mix_trainable",
-    "num_output_representations",
-    "freeze_bilm",
-    "task_encoder",
-    "task_hidden_size",
-    "task_num_layers",
-    "classifier_dropout",
-)
+def _task_head_field(check: Callable[[Any], None], default: Any) -> Any:
+    """A field that only the task heads read (how they mix the layers, and the head itself): `TASK_HEAD_FIELDS`."""
+    return validated_field(check, default=default, metadata={"task_head": True})
 
 
 @_one_line_errors
@@ -267,19 +253,19 @@ class ElmoConfig(PreTrainedConfig):
     dropout: float | int = validated_field(_DROPOUT, default=0.1)
     training_options: dict | None = validated_field(_DICT, default=None)
     initializer_range: float | int = validated_field(_NON_NEGATIVE, default=0.02)
-    mix_mode: str = validated_field(_choice_check(MIX_MODES), default="scalar_mix")
-    mix_layers: Sequence[int] | None = validated_field(_LAYER_LIST, default=None)
-    mix_layer_norm: bool = validated_field(_BOOL, default=False)
-    mix_l2_coefficient: float | int = validated_field(_NON_NEGATIVE, default=0.0)
-    mix_dropout: float | int = validated_field(_DROPOUT, default=0.5)
-    mix_initial_weights: Sequence[float | int] | None = validated_field(_NUMBER_LIST, default=None)
-    mix_trainable: bool = validated_field(_BOOL, default=True)
-    num_output_representations: int = validated_field(_POSITIVE_INT, default=1)
-    freeze_bilm: bool = validated_field(_BOOL, default=True)
-    task_encoder: str = validated_field(_choice_check(TASK_ENCODERS), default="bilstm")
-    task_hidden_size: int = validated_field(_POSITIVE_INT, default=200)
-    task_num_layers: int = validated_field(_POSITIVE_INT, default=1)
-    classifier_dropout: float | int = validated_field(_DROPOUT, default=0.1)
+    mix_mode: str = _task_head_field(_choice_check(MIX_MODES), default="scalar_mix")
+    mix_layers: Sequence[int] | None = _task_head_field(_LAYER_LIST, default=None)
+    mix_layer_norm: bool = _task_head_field(_BOOL, default=False)
+    mix_l2_coefficient: float | int = _task_head_field(_NON_NEGATIVE, default=0.0)
+    mix_dropout: float | int = _task_head_field(_DROPOUT, default=0.5)
+    mix_initial_weights: Sequence[float | int] | None = _task_head_field(_NUMBER_LIST, default=None)
+    mix_trainable: bool = _task_head_field(_BOOL, default=True)
+    num_output_representations: int = _task_head_field(_POSITIVE_INT, default=1)
+    freeze_bilm: bool = _task_head_field(_BOOL, default=True)
+    task_encoder: str = _task_head_field(_choice_check(TASK_ENCODERS), default="bilstm")
+    task_hidden_size: int = _task_head_field(_POSITIVE_INT, default=200)
+    task_num_layers: int = _task_head_field(_POSITIVE_INT, default=1)
+    classifier_dropout: float | int = _task_head_field(_DROPOUT, default=0.1)
 
     def __post_init__(self, **kwargs) -> None:
         # Each field has passed its check as given; now the forms it is kept in (clips as floats, lists for tuples).
@@ -315,25 +301,19 @@ class ElmoConfig(PreTrainedConfig):
 
     def validate_special_char_ids(self) -> None:
         if not all(0 < char_id < self.char_vocab_size for char_id in self.special_char_ids.values()):
-            raise ValueError(
-                f"special character ids {self.special_char_ids} must lie in 1..{self.char_vocab_size - 1}"
-            )
+            raise ValueError(f"special character ids {self.special_char_ids} must lie in 1..{self.char_vocab_size - 1}")
 
     def validate_mixing(self) -> None:
         layers = self.mixed_layers
         if not layers or len(set(layers)) != len(layers) or not all(0 <= x <= self.num_hidden_layers for x in layers):
             raise ValueError(
-                f"mix_layers must name distinct layers in 0..{self.num_hidden_layers}, "
-                f"got {self.mix_layers}"
+                f"mix_layers must name distinct layers in 0..{self.num_hidden_layers}, got {self.mix_layers}"
             )
         if self.mix_mode == "layer" and len(layers) != 1:
-            raise ValueError(
-                f"mix_mode='layer' takes exactly one layer in mix_layers, got {self.mix_layers}"
-            )
+            raise ValueError(f"mix_mode='layer' takes exactly one layer in mix_layers, got {self.mix_layers}")
         if self.mix_initial_weights is not None and len(self.mix_initial_weights) != len(layers):
             raise ValueError(
-                f"mix_initial_weights has {len(self.mix_initial_weights)} values for {len(layers)} "
-                "mixed layers"
+                f"mix_initial_weights has {len(self.mix_initial_weights)} values for {len(layers)} mixed layers"
             )
 
     def to_dict(self) -> dict[str, Any]:
@@ -386,6 +366,9 @@ class ElmoConfig(PreTrainedConfig):
 _DECLARED_FIELDS = {field.name: field for field in fields(ElmoConfig)}
 # The fields ElmoConfig adds to PreTrainedConfig's, in the order declared.
 ELMO_CONFIG_FIELDS = tuple(name for name in _DECLARED_FIELDS if name not in {f.name for f in fields(PreTrainedConfig)})
+# The fields that only the task heads read; every other field shapes the biLM, so changing one of these leaves the
+# biLM's layers as they were.
+TASK_HEAD_FIELDS = tuple(name for name, field in _DECLARED_FIELDS.items() if field.metadata.get("task_head"))
 
 
 def check_field(name: str, value: Any) -> None:

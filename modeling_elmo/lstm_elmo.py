@@ -67,21 +67,9 @@ class LstmStackWeights(Protocol):
     stacked_weights: ElmoDerivedWeights  # the weights of the stacks run together with this one first (wavefront)
 
 
-class LstmImplementation(Protocol):
-    """The signature of every kernel of `LSTM_IMPLEMENTATIONS` (see [`run_lstm_stacks`])."""
-
-    def __call__(
-        self,
-        stacks: Sequence[LstmStackWeights],
-        inputs: torch.Tensor,
-        batch_sizes: list[int],
-        state: LstmState,
-        num_layers: int,
-        *,
-        dropout: float,
-        onednn: bool,
-        cell: LstmCell,
-    ) -> tuple[list[torch.Tensor], LstmState]: ...
+# A kernel of `LSTM_IMPLEMENTATIONS`: called with the arguments of [`run_lstm_stacks`] but `implementation`,
+# `dropout`, `onednn` and `cell` by keyword; returns what it returns.
+LstmImplementation = Callable[..., tuple[list[torch.Tensor], LstmState]]
 
 
 def lstm_cell_step(gates: torch.Tensor, c: torch.Tensor, cell_clip: float | None) -> LstmState:
@@ -130,20 +118,10 @@ def run_lstm_stacks(
     return kernel(stacks, inputs, batch_sizes, state, num_layers, dropout=dropout, onednn=onednn, cell=cell)
 
 
-def _run_auto(
-    stacks: Sequence[LstmStackWeights],
-    inputs: torch.Tensor,
-    batch_sizes: list[int],
-    state: LstmState,
-    num_layers: int,
-    *,
-    dropout: float,
-    onednn: bool,
-    cell: LstmCell,
-) -> tuple[list[torch.Tensor], LstmState]:
-    """`"auto"`: the kernel for the device of `inputs` (see the module's docstring)."""
+def _run_auto(stacks: Sequence[LstmStackWeights], inputs: torch.Tensor, *arguments, **options):
+    """`"auto"`: the kernel for the device of `inputs` (see the module's docstring), given the same arguments."""
     kernel = LSTM_IMPLEMENTATIONS["layer_by_layer" if inputs.device.type == "cpu" else "wavefront"]
-    return kernel(stacks, inputs, batch_sizes, state, num_layers, dropout=dropout, onednn=onednn, cell=cell)
+    return kernel(stacks, inputs, *arguments, **options)
 
 
 def _run_layer_by_layer(
@@ -207,8 +185,8 @@ def _run_wavefront(
     if not layers or not steps or not batch:
         projection = h0.shape[-1]
         return [inputs.new_zeros(directions, batch, steps, projection) for _ in range(num_layers)], state
-    first, groups, device = layers[0], len(layers), inputs.device
-    lag = _wavefront_lag(batch, steps, first.positions_per_chunk)
+    first_layer, groups, device = layers[0], len(layers), inputs.device  # (all of one shape and clips)
+    lag = _wavefront_lag(batch, steps, first_layer.positions_per_chunk)
     iterations = steps + (num_layers - 1) * lag
     chunks = -(-iterations // lag)
     products = _StackedLstmProducts(layers, stacks[0].stacked_weights)
@@ -222,7 +200,7 @@ def _run_wavefront(
     skip = inputs.new_tensor([0.0] + [float(stacks[0].use_skip_connections)] * (num_layers - 1))
     skip = skip.view(num_layers, 1, 1, 1, 1)
     # The clip as tensors: clamp() given numbers makes one operator call more each time.
-    clip = first.proj_clip
+    clip = first_layer.proj_clip
     proj_clip = None if clip is None else (inputs.new_tensor(-clip), inputs.new_tensor(clip))
 
     h = h0[:, :num_layers].transpose(0, 1).reshape(groups, batch, -1)
@@ -239,7 +217,7 @@ def _run_wavefront(
         step_outputs = []
         for offset in range(chunk_steps):
             gates = products.state(h, input_gates[:, offset])
-            hidden, new_c = cell(gates, c, first.cell_clip)
+            hidden, new_c = cell(gates, c, first_layer.cell_clip)
             new_h = products.output(hidden)
             new_h = new_h if proj_clip is None else new_h.clamp(*proj_clip)
             if everyone_runs[start + offset]:
