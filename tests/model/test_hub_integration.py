@@ -125,8 +125,8 @@ _REMOTE_WAVEFRONT_SCRIPT = """
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
     lstm = importlib.import_module(type(model).__module__.rsplit(".", 1)[0] + ".lstm_elmo")
     assert lstm.__name__.startswith("transformers_modules"), lstm.__name__
-    calls, run = [], lstm._run_wavefront
-    lstm._run_wavefront = lambda *args, **kwargs: calls.append(1) or run(*args, **kwargs)
+    calls, run = [], lstm.LSTM_IMPLEMENTATIONS["wavefront"]
+    lstm.LSTM_IMPLEMENTATIONS["wavefront"] = lambda *args, **kwargs: calls.append(1) or run(*args, **kwargs)
     inputs = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
     with torch.no_grad():
         output = model(**inputs).last_hidden_state.numpy()
