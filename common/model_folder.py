@@ -14,6 +14,8 @@ from pathlib import Path
 
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from safetensors import SafetensorError, safe_open
+from transformers.tokenization_utils_base import TOKENIZER_CONFIG_FILE
+from transformers.utils import CONFIG_NAME
 
 from elmo_transformers.common.disk_space import format_bytes
 from elmo_transformers.common.errors import first_line
@@ -71,9 +73,9 @@ def model_folder_problem(model: str | Path, *, hub: bool = False) -> str | None:
     folder = Path(model)
     if not folder.exists():
         return None if hub and is_repo_id(str(model)) else f"{model}: no such model folder"
-    config_file = folder / "config.json"
+    config_file = folder / CONFIG_NAME
     if not config_file.is_file():
-        return f"{model}: not a model folder (no config.json)"
+        return f"{model}: not a model folder (no {CONFIG_NAME})"
     try:
         config = json.loads(config_file.read_text(encoding="utf-8"))
         model_type = config.get("model_type")
@@ -100,7 +102,7 @@ def _config_problem(config_file: Path, config: dict) -> str | None:
 def _tokenizer_problem(config_file: Path, config: ElmoConfig) -> str | None:
     """The character framing that tokenizer_config.json and config.json must agree on: the model's convolutions
     read words of `max_characters_per_token` characters and its embedding has rows for the special characters."""
-    tokenizer_file = config_file.with_name("tokenizer_config.json")
+    tokenizer_file = config_file.with_name(TOKENIZER_CONFIG_FILE)
     try:
         tokenizer = json.loads(tokenizer_file.read_text(encoding="utf-8"))
     except (OSError, ValueError):

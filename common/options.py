@@ -10,7 +10,7 @@ from typing import Any
 
 from elmo_transformers.common.errors import ConversionError
 from modeling_elmo import ElmoConfig
-from modeling_elmo.configuration_elmo import BILM_TF_CHAR_VOCAB_SIZE, FIELD_CHECKS, shown_as_json
+from modeling_elmo.configuration_elmo import BILM_TF_CHAR_VOCAB_SIZE, check_field, shown_as_json
 
 __all__ = ["OPTION_FIELDS", "OptionField", "config_from_options", "options_from_config", "read_options"]
 
@@ -30,7 +30,7 @@ def _char_vocab_size(n_characters: Any) -> int:
 @dataclass(frozen=True)
 class OptionField:
     """One options.json entry and the `ElmoConfig` field it is; what it may hold is the field's check
-    (`configuration_elmo.FIELD_CHECKS`), run when the entry is read."""
+    (`configuration_elmo.check_field`), run when the entry is read."""
 
     path: tuple[str, ...]  # where in options.json, e.g. ("char_cnn", "embedding", "dim")
     field: str  # the ElmoConfig attribute
@@ -46,7 +46,7 @@ class OptionField:
         """The field's value from `options`; ValueError("must be EXPECTED, got VALUE") when the entry cannot be it."""
         value = _entry(options, self.path, self.default)
         value = self.to_config(value) if self.to_config else value
-        FIELD_CHECKS[self.field](value)
+        check_field(self.field, value)
         return value
 
 

@@ -1,19 +1,15 @@
 """bilm-tf's vocabulary file: one word per line, its id the line's index, starting with the special words
-`<S>`, `</S>`, `<UNK>`. Read here, one way, for every use: the converters (the softmax of a checkpoint, the token
-layer of a vocabulary) and pretraining (`LmVocabulary`), each of which checks what else it needs of the words."""
+`<S>`, `</S>`, `<UNK>` (`modeling_elmo.vocabulary_elmo.BILM_TF_SPECIAL_WORDS`). Read here, one way, for every use:
+the converters (the softmax of a checkpoint, the token layer of a vocabulary) and pretraining (`LmVocabulary`),
+each of which checks what else it needs of the words."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from elmo_transformers.common.errors import ConversionError, ElmoError
-from modeling_elmo.tokenization_elmo import BOS_WORD, EOS_WORD
 
-__all__ = ["SPECIAL_WORDS", "UNK_WORD", "read_vocabulary"]
-
-UNK_WORD = "<UNK>"
-# bilm-tf's vocabularies start with these three words (ids 0, 1, 2); build_vocab writes them first.
-SPECIAL_WORDS = (BOS_WORD, EOS_WORD, UNK_WORD)
+__all__ = ["read_vocabulary"]
 
 
 def read_vocabulary(path: str | Path, *, error: type[ElmoError] = ConversionError) -> list[str]:

@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from elmo_transformers.common.errors import ConversionError
 from modeling_elmo import ElmoConfig
 
-from .weight_mapping import WeightMapping, character_embedding, check_finite, same, transposed
+from .weight_mapping import WeightMapping, character_embedding, check_finite, transposed, unchanged
 
 __all__ = ["read_allennlp_weights", "weight_mappings", "write_allennlp_weights"]
 
@@ -38,14 +38,14 @@ def weight_mappings(config: ElmoConfig) -> list[WeightMapping]:
                 lambda weight: weight.transpose(2, 1, 0)[None],
             )
         )
-        mappings.append(same(f"CNN/b_cnn_{index}", (count,), f"{target}.bias"))
+        mappings.append(unchanged(f"CNN/b_cnn_{index}", (count,), f"{target}.bias"))
     for index in range(config.num_highway_layers):
         target = f"char_encoder.highways.{index}"
         for gate in ("carry", "transform"):
             mappings.append(transposed(f"CNN_high_{index}/W_{gate}", (filters, filters), f"{target}.{gate}.weight"))
-            mappings.append(same(f"CNN_high_{index}/b_{gate}", (filters,), f"{target}.{gate}.bias"))
+            mappings.append(unchanged(f"CNN_high_{index}/b_{gate}", (filters,), f"{target}.{gate}.bias"))
     mappings.append(transposed("CNN_proj/W_proj", (filters, projection), "char_encoder.projection.weight"))
-    mappings.append(same("CNN_proj/b_proj", (projection,), "char_encoder.projection.bias"))
+    mappings.append(unchanged("CNN_proj/b_proj", (projection,), "char_encoder.projection.bias"))
     for direction, stack in enumerate(("forward_lstm", "backward_lstm")):
         for layer in range(config.num_hidden_layers):
             source = f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
@@ -60,7 +60,7 @@ def weight_mappings(config: ElmoConfig) -> list[WeightMapping]:
                     lambda input_weight, state_weight: np.concatenate([input_weight.T, state_weight.T]),
                 )
             )
-            mappings.append(same(f"{source}/B", (4 * cells,), f"{target}.input_projection.bias"))
+            mappings.append(unchanged(f"{source}/B", (4 * cells,), f"{target}.input_projection.bias"))
             mappings.append(transposed(f"{source}/W_P_0", (cells, projection), f"{target}.output_projection.weight"))
     return mappings
 

@@ -22,8 +22,9 @@ import torch
 
 from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.options import config_from_options, read_options
-from elmo_transformers.common.vocabulary import SPECIAL_WORDS, read_vocabulary
+from elmo_transformers.common.vocabulary import read_vocabulary
 from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM
+from modeling_elmo.vocabulary_elmo import BILM_TF_SPECIAL_WORDS
 
 from .allennlp_hdf5 import weight_mappings
 from .model_card import SourceDescription, model_page_source
@@ -74,7 +75,7 @@ def _expected_shapes(config: ElmoConfig) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def _more(names: list[str]) -> str:
+def _and_n_more(names: list[str]) -> str:
     return f" (and {len(names) - 1} more)" if len(names) > 1 else ""
 
 
@@ -89,14 +90,14 @@ def _check_variables(checkpoint: TfCheckpoint, expected: dict[str, tuple[int, ..
     missing = [name for name in expected if name not in entries]
     if missing:
         raise ConversionError(
-            f"{where}: tensor {missing[0]} is missing{_more(missing)}; do the options match this checkpoint?"
+            f"{where}: tensor {missing[0]} is missing{_and_n_more(missing)}; do the options match this checkpoint?"
         )
     unexplained = [name for name in entries if name.startswith("lm/") and name not in expected]
     # Slots (`<variable>/Adagrad`, or another optimizer's) of any variable are not counted as variables.
     unexplained = [name for name in unexplained if not any(name.startswith(f"{other}/") for other in entries)]
     if unexplained:
         raise ConversionError(
-            f"{where}: tensor {unexplained[0]} is not described by the options{_more(unexplained)}; the options"
+            f"{where}: tensor {unexplained[0]} is not described by the options{_and_n_more(unexplained)}; the options"
             f" give {config.num_hidden_layers} LSTM layers, {config.num_highway_layers} highway layers and"
             f" {len(config.char_cnn_filters)} CNN filters"
         )
@@ -123,10 +124,10 @@ def read_bilm_tf_vocabulary(path: str | Path, vocab_size: int) -> list[str]:
     """The words of a bilm-tf vocabulary file, one per softmax row: `vocab_size` lines, the first three
     `<S>`, `</S>`, `<UNK>`."""
     words = read_vocabulary(path)
-    if tuple(words[: len(SPECIAL_WORDS)]) != SPECIAL_WORDS:
+    if tuple(words[: len(BILM_TF_SPECIAL_WORDS)]) != BILM_TF_SPECIAL_WORDS:
         raise ConversionError(
-            f"{path}: a bilm-tf vocabulary starts with the lines {', '.join(SPECIAL_WORDS)} (ids 0, 1, 2);"
-            f" this one starts with {', '.join(words[: len(SPECIAL_WORDS)])}"
+            f"{path}: a bilm-tf vocabulary starts with the lines {', '.join(BILM_TF_SPECIAL_WORDS)} (ids 0, 1, 2);"
+            f" this one starts with {', '.join(words[: len(BILM_TF_SPECIAL_WORDS)])}"
         )
     if len(words) != vocab_size:
         raise ConversionError(

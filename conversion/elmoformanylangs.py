@@ -22,7 +22,7 @@ from modeling_elmo import ORIGINAL_CHAR_CNN_FILTERS, ElmoConfig, ElmoModel, Elmo
 
 from .model_card import SourceDescription, model_page_source
 from .saving import conversion_summary, output_options, save_converted_folder
-from .weight_mapping import WeightMapping, character_embedding, check_finite, same
+from .weight_mapping import WeightMapping, character_embedding, check_finite, unchanged
 
 __all__ = [
     "RELEASED_NETWORK_CONFIG",
@@ -104,7 +104,7 @@ def _load_state_dict(path: Path) -> dict[str, np.ndarray]:
     return {name: tensor.numpy() for name, tensor in state_dict.items()}
 
 
-def _config(network: dict[str, Any], chars: dict[str, int], words: dict[str, int] | None) -> ElmoConfig:
+def _elmo_config(network: dict[str, Any], chars: dict[str, int], words: dict[str, int] | None) -> ElmoConfig:
     encoder, embedder = network["encoder"], network["token_embedder"]
     if encoder.get("name") != "elmo" or embedder.get("name") != "cnn":
         raise ConversionError(
@@ -152,7 +152,7 @@ def weight_mappings(config: ElmoConfig) -> list[WeightMapping]:
     mappings = [character_embedding("char_emb_layer.embedding.weight", (chars - 1, char_dim))]
     if config.word_embedding_dim:
         mappings.append(
-            same(
+            unchanged(
                 "word_emb_layer.embedding.weight",
                 (config.word_vocab_size, config.word_embedding_dim),
                 "char_encoder.word_embedding.weight",
@@ -160,8 +160,8 @@ def weight_mappings(config: ElmoConfig) -> list[WeightMapping]:
         )
     for index, (width, count) in enumerate(config.char_cnn_filters):
         target = f"char_encoder.convolutions.{index}"
-        mappings.append(same(f"convolutions.{index}.weight", (count, char_dim, width), f"{target}.weight"))
-        mappings.append(same(f"convolutions.{index}.bias", (count,), f"{target}.bias"))
+        mappings.append(unchanged(f"convolutions.{index}.weight", (count, char_dim, width), f"{target}.weight"))
+        mappings.append(unchanged(f"convolutions.{index}.bias", (count,), f"{target}.bias"))
     for index in range(config.num_highway_layers):
         target = f"char_encoder.highways.{index}"
         # Their rows [:F] are the transform; rows [F:] gate the input, ours gate the transform: negate them.
@@ -176,9 +176,11 @@ def weight_mappings(config: ElmoConfig) -> list[WeightMapping]:
                 )
             )
     mappings.append(
-        same("projection.weight", (projection, config.word_embedding_dim + filters), "char_encoder.projection.weight")
+        unchanged(
+            "projection.weight", (projection, config.word_embedding_dim + filters), "char_encoder.projection.weight"
+        )
     )
-    mappings.append(same("projection.bias", (projection,), "char_encoder.projection.bias"))
+    mappings.append(unchanged("projection.bias", (projection,), "char_encoder.projection.bias"))
     for stack in ("forward", "backward"):
         for layer in range(config.num_hidden_layers):
             source, target = f"{stack}_layer_{layer}", f"{stack}_lstm.layers.{layer}"
@@ -197,7 +199,9 @@ def weight_mappings(config: ElmoConfig) -> list[WeightMapping]:
                     )
                 )
             mappings.append(
-                same(f"{source}.state_projection.weight", (projection, cells), f"{target}.output_projection.weight")
+                unchanged(
+                    f"{source}.state_projection.weight", (projection, cells), f"{target}.output_projection.weight"
+                )
             )
     return mappings
 
@@ -224,7 +228,7 @@ def load_elmoformanylangs_model(model_dir: str | Path) -> tuple[ElmoModel, dict[
     model_dir = Path(model_dir)
     network = _network_config(model_dir)
     chars, words = _read_dictionaries(model_dir)
-    config = _config(network, chars, words)
+    config = _elmo_config(network, chars, words)
     tensors = _load_state_dict(model_dir / "token_embedder.pkl")
     tensors.update(_load_state_dict(model_dir / "encoder.pkl"))
     mappings = weight_mappings(config)

@@ -5,12 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from huggingface_hub import HfApi, ModelCard
+from transformers.tokenization_utils_base import TOKENIZER_CONFIG_FILE
+from transformers.utils import CONFIG_NAME, SAFE_WEIGHTS_NAME
 
 from elmo_transformers.common.errors import ConversionError
 
 __all__ = ["check_model_folder", "push_folder"]
 
-REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer_config.json", "README.md", "modeling_elmo.py")
+REQUIRED_FILES = (CONFIG_NAME, SAFE_WEIGHTS_NAME, TOKENIZER_CONFIG_FILE, "README.md", "modeling_elmo.py")
 REQUIRED_METADATA = ("library_name", "pipeline_tag", "license", "language", "tags")
 
 

@@ -483,7 +483,7 @@ def _model_folder(model: _Model, *, space_check: bool) -> Iterator[Path]:
             raise ConversionError(message) from None
 
 
-def _source(
+def _source_description(
     model: _Model, folder: Path, metadata: _Metadata, license: str, language: str | list[str]
 ) -> SourceDescription:
     """What the model page says of the archive: its entry and corpus, the checksums of the archive (of a folder:
@@ -522,5 +522,5 @@ def convert_archive(args: argparse.Namespace) -> str:
         metadata = _metadata(model)
         language = args.language or metadata.languages() or "en"  # checked before anything is extracted
         with _model_folder(model, space_check=not args.no_space_check) as folder:
-            source = _source(model, folder, metadata, args.license, language)
+            source = _source_description(model, folder, metadata, args.license, language)
             return _convert(model, folder, source, args)

@@ -31,6 +31,7 @@ from elmo_transformers.common.disk_space import is_disk_full
 from elmo_transformers.common.errors import ConversionError, first_line
 from elmo_transformers.common.extras import require_extra
 from elmo_transformers.common.model_folder import record_checksums, require_model_folder
+from elmo_transformers.common.run_folder import TRAINING_RECORDS
 from elmo_transformers.inference.onnx_embedder import (
     ARCHITECTURE_KEY,
     FLOAT_GRAPH,
@@ -66,9 +67,6 @@ __all__ = [
 ]
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".onnx", ".h5", ".pt")
-# The records of the pretraining run that made the source (`training.pretraining.pretrain`'s final model): its
-# language model's perplexity and the run's arguments, which say nothing of a graph without the softmax.
-_TRAINING_RECORDS = ("eval_results.json", "perplexity.png", "training_args.json")
 # What the export requires of a graph before it keeps it (`parity_problem`): the float32 graph within this of
 # PyTorch float32 on `PARITY_SENTENCES` (every biLM layer, or a head's logits), and the int8 graph's mean per-word
 # cosine to the float32 graph at least this (`graph_cosine`).
@@ -196,11 +194,13 @@ def _load(model_dir: Path) -> torch.nn.Module:
 
 def _model_files(model_dir: Path) -> list[Path]:
     """The source's files that the ONNX folder copies: its config, tokenizer files and code, and its SOURCES.md
-    (the biLM's training corpus, when it has one); not its weights, its model page nor `_TRAINING_RECORDS`."""
+    (the biLM's training corpus, when it has one); not its weights, its model page nor the records of the
+    pretraining run that made it (`TRAINING_RECORDS`: its language model's perplexity and the run's arguments, which
+    say nothing of a graph without the softmax)."""
     return [
         path
         for path in sorted(model_dir.iterdir())
-        if path.is_file() and path.suffix not in _WEIGHT_SUFFIXES and path.name not in ("README.md", *_TRAINING_RECORDS)
+        if path.is_file() and path.suffix not in _WEIGHT_SUFFIXES and path.name not in ("README.md", *TRAINING_RECORDS)
     ]
 
 

@@ -25,8 +25,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from elmo_transformers.inference.onnx_embedder import GraphTensor, graph_signature
 from modeling_elmo import ElmoLayerMix, ElmoModel
-from modeling_elmo.configuration_elmo import framed_char_ids
 from modeling_elmo.modeling_elmo import ElmoForTokenClassification, ElmoLstmLayer, ElmoTaskModel
+from modeling_elmo.vocabulary_elmo import framed_char_ids
 
 __all__ = ["OPSET", "QUANTIZABLE_PREFIX", "build_graph", "sort_nodes"]
 
@@ -261,7 +261,7 @@ def _lstm_layer(graph: _Builder, layer: ElmoLstmLayer, inputs: str, running: str
     width = 4 * layer.cell_size
     by_position = graph.op("Reshape", inputs, graph.ints(-1, layer.input_projection.in_features))
     picked = graph.op("GatherND", by_position, running)
-    input_gates = graph.linear(picked, layer.input_projection.weight, layer._gate_bias(), name=QUANTIZABLE_PREFIX)
+    input_gates = graph.linear(picked, layer.input_projection.weight, layer.gate_bias(), name=QUANTIZABLE_PREFIX)
     input_gates = graph.op("Concat", input_gates, graph.constant(np.zeros((1, width), np.float32)), axis=0)
     body = _Builder(graph.names)
     h, c, step_rows = (body.fresh(name) for name in ("h", "c", "rows"))

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from huggingface_hub import ModelCard, ModelCardData
+from transformers.utils import CONFIG_NAME, SAFE_WEIGHTS_NAME
 
 from elmo_transformers.common.atomic_output import atomic_output_folder
 from elmo_transformers.common.errors import ConversionError
@@ -101,7 +102,7 @@ def convert_to_sentence_transformers(
     with atomic_output_folder(output, overwrite=overwrite, inputs=(model_dir,)) as staging:
         require_room(output, weight_bytes(model), "the weights", space_check=space_check)
         model.save(str(staging), create_model_card=False)
-        record_checksums(staging, ["model.safetensors"])  # the biLM's, which elmo-embed reads too
+        record_checksums(staging, [SAFE_WEIGHTS_NAME])  # the biLM's, which elmo-embed reads too
         _name_modules_by_their_file(staging / "modules.json")
         _write_model_card(staging, encoder, model_dir, license, language, repo_id or output.name)
     return model
@@ -113,7 +114,7 @@ def _elmo_config(model_dir: Path) -> ElmoConfig:
     try:
         return ElmoConfig.from_pretrained(model_dir)
     except ValueError as error:
-        raise ConversionError(f"{model_dir / 'config.json'}: {error}") from error
+        raise ConversionError(f"{model_dir / CONFIG_NAME}: {error}") from error
 
 
 def _name_modules_by_their_file(modules_file: Path) -> None:
@@ -135,7 +136,7 @@ def _write_model_card(
         shutil.copyfile(model_dir / "README.md", folder / SOURCE_CARD)
     source_data = source.data if source is not None else ModelCardData()
     description, expression = describe_layers(encoder.layers, encoder.model.config.num_hidden_layers)
-    source_title = _title(source) if source is not None else None
+    source_title = _page_title(source) if source is not None else None
     source_description = f"{source_title} (`{model_dir.name}`)" if source_title else f"`{model_dir.name}`"
     card_data = ModelCardData(
         library_name="sentence-transformers",
@@ -161,7 +162,7 @@ def _write_model_card(
     )
 
 
-def _title(card: ModelCard) -> str | None:
+def _page_title(card: ModelCard) -> str | None:
     """The page's first top-level heading."""
     return next((line[2:].strip() for line in card.text.splitlines() if line.startswith("# ")), None)
 

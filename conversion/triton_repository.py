@@ -54,7 +54,8 @@ def triton_dims(tensor: GraphTensor) -> list[int]:
     return [size if isinstance(size, int) else -1 for size in tensor.shape[1:]]
 
 
-def _tensors(kind: str, tensors: tuple[GraphTensor, ...]) -> str:
+def _tensor_list(kind: str, tensors: tuple[GraphTensor, ...]) -> str:
+    """The `input [...]` or `output [...]` list of a model's config.pbtxt."""
     entries = ",\n".join(
         f'  {{\n    name: "{tensor.name}"\n    data_type: {_DATA_TYPES[tensor.element]}\n'
         f"    dims: [ {', '.join(map(str, triton_dims(tensor)))} ]\n  }}"
@@ -74,8 +75,8 @@ def model_config(name: str, signature: GraphSignature) -> str:
         'backend: "onnxruntime"\n'
         'platform: "onnxruntime_onnx"\n'
         f"max_batch_size: {MAX_BATCH_SIZE}\n"
-        + _tensors("input", signature.inputs)
-        + _tensors("output", signature.outputs)
+        + _tensor_list("input", signature.inputs)
+        + _tensor_list("output", signature.outputs)
         + f"dynamic_batching {{\n  max_queue_delay_microseconds: {MAX_QUEUE_DELAY_MICROSECONDS}\n}}\n"
     )
 

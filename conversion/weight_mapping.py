@@ -9,7 +9,7 @@ import numpy as np
 
 from elmo_transformers.common.errors import ConversionError
 
-__all__ = ["WeightMapping", "character_embedding", "check_finite", "same", "transposed"]
+__all__ = ["WeightMapping", "character_embedding", "check_finite", "transposed", "unchanged"]
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,8 @@ class WeightMapping:
     to_original: Callable[..., np.ndarray]
 
 
-def same(dataset: str, shape: tuple[int, ...], parameter: str) -> WeightMapping:
+def unchanged(dataset: str, shape: tuple[int, ...], parameter: str) -> WeightMapping:
+    """The source tensor is the parameter as it is."""
     return WeightMapping(dataset, shape, (parameter,), lambda array: (array,), lambda array: array)
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from safetensors import SafetensorError
 from transformers import PreTrainedConfig
+from transformers.utils import SAFE_WEIGHTS_NAME
 from transformers.utils import logging as transformers_logging
 
 import modeling_elmo
@@ -19,6 +20,8 @@ from elmo_transformers.common.errors import EmbedError, first_line
 from elmo_transformers.common.model_folder import damaged_weights_problem, model_type_problem, require_model_folder
 from elmo_transformers.common.safe_load import holds_code
 from modeling_elmo import ElmoConfig, ElmoLayerMix, ElmoModel, ElmoTokenizer
+from modeling_elmo.mixing_elmo import MIX_MODES_WITH_WEIGHTS
+from modeling_elmo.modeling_elmo import FIRST_MIX_WEIGHTS_PREFIX
 
 from .options import COMPUTE_DTYPES, LAYER_CHOICES
 
@@ -116,7 +119,7 @@ class Embedder(BatchEmbedder):
             raise EmbedError(f"--device {device}: {first_line(error)}") from None
         self.width = self.model.config.mix_output_size if self.mix is not None else 2 * self.model.config.projection_dim
         self.num_layers = self.model.config.num_hidden_layers + 1
-        local_weights = Path(model) / "model.safetensors"
+        local_weights = Path(model) / SAFE_WEIGHTS_NAME
         self.weights_file = local_weights if local_weights.is_file() else None  # (None: a Hub model)
 
     def prepare(self, sentences: Sequence[Sequence[str]]) -> PreparedBatch:
@@ -225,12 +228,14 @@ def _quiet_transformers() -> Iterator[None]:
 
 def _load_mix(model: str, unused_weights: list[str], dtype: torch.dtype) -> ElmoLayerMix:
     """The first mix (`mixes.0`) of a task head fine-tuned with this package; a one-line error without one."""
-    if not any(name.startswith("mixes.0.") for name in unused_weights) and not _is_parameter_free_mix(model):
+    has_first_mix = any(name.startswith(FIRST_MIX_WEIGHTS_PREFIX) for name in unused_weights)
+    if not has_first_mix and not _is_parameter_free_mix(model):
         foreign = [name for name in unused_weights if "mix" in name.lower()]
         if foreign:
             raise EmbedError(
                 f"--layers mix is not available: {model} has mixing weights ({', '.join(foreign)})"
-                " but not those of a head fine-tuned with this package (mixes.0.*); use --layers all, top or average"
+                f" but not those of a head fine-tuned with this package ({FIRST_MIX_WEIGHTS_PREFIX}*);"
+                " use --layers all, top or average"
             )
         raise EmbedError(
             f"--layers mix is not available: the model {model} has no mixing weights (a task head fine-tuned with"
@@ -242,10 +247,10 @@ def _load_mix(model: str, unused_weights: list[str], dtype: torch.dtype) -> Elmo
 
 
 def _is_parameter_free_mix(model: str) -> bool:
-    """Heads mixing by `average`, `layer` or `concat` have no mixing weights but still define a mix."""
+    """Heads whose mix mode has no weights (not in `MIX_MODES_WITH_WEIGHTS`) still define a mix."""
     config = ElmoConfig.from_pretrained(model)
     return (
         bool(config.architectures)
         and config.architectures[0] in _HEADS
-        and config.mix_mode in ("average", "layer", "concat")
+        and config.mix_mode not in MIX_MODES_WITH_WEIGHTS
     )

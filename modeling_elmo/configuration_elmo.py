@@ -1,9 +1,8 @@
 """Configuration of an ELMo bidirectional language model (Peters et al., 2018)."""
 
-import inspect
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import fields
 from functools import wraps
 from typing import Any
@@ -15,12 +14,13 @@ from transformers import PreTrainedConfig
 __all__ = [
     "BILM_TF_CHAR_IDS",
     "BILM_TF_CHAR_VOCAB_SIZE",
-    "FIELD_CHECKS",
-    "LSTM_IMPLEMENTATIONS",
+    "ELMO_AUTO_MAP",
+    "ELMO_CONFIG_FIELDS",
+    "LSTM_IMPLEMENTATION_NAMES",
     "ORIGINAL_CHAR_CNN_FILTERS",
     "TASK_HEAD_FIELDS",
     "ElmoConfig",
-    "framed_char_ids",
+    "check_field",
     "shown_as_json",
 ]
 
@@ -46,29 +46,20 @@ BILM_TF_CHAR_IDS = {"bos": 257, "eos": 258, "bow": 259, "eow": 260, "pad": 261}
 BILM_TF_CHAR_VOCAB_SIZE = max(BILM_TF_CHAR_IDS.values()) + 1
 
 
-def framed_char_ids(
-    body: Sequence[int], special_char_ids: Mapping[str, int], max_characters_per_token: int
-) -> list[int]:
-    """The `max_characters_per_token` character ids of one word: `[bow, *body, eow, pad, ...]` with the ids of
-    `special_char_ids` (`bow`, `eow`, `pad`); `body` (at most `max_characters_per_token - 2` ids) is the word's
-    characters, or the `bos`/`eos` character alone for a sentence marker."""
-    ids = [special_char_ids["bow"], *body, special_char_ids["eow"]]
-    return ids + [special_char_ids["pad"]] * (max_characters_per_token - len(ids))
-
-
 CHAR_CNN_ACTIVATIONS = ("relu", "tanh")
 MIX_MODES = ("scalar_mix", "average", "layer", "concat", "per_token")
 TASK_ENCODERS = ("bilstm", "none")
-# How the LSTM stacks run (see lstm_elmo.py): a choice of the loaded model, like transformers' attn_implementation.
-LSTM_IMPLEMENTATIONS = ("auto", "layer_by_layer", "wavefront")
+# The keys of `lstm_elmo.LSTM_IMPLEMENTATIONS`, the kernels `lstm_implementation` chooses from. Stated here because
+# this file imports no other: transformers copies a local folder's remote code by direct imports only, so
+# configuration_elmo.py (which the tokenizer's file imports too) must load on its own.
+LSTM_IMPLEMENTATION_NAMES = ("auto", "layer_by_layer", "wavefront")
 
 
 # Field checks: each takes one field's value and raises ValueError("must be EXPECTED, got VALUE") when it does not
-# fit; `FIELD_CHECKS` names each field's. They are the one statement of what a field may hold: `@strict` ElmoConfig's
-# field validators (`_checked`), run whenever a field is set, and the checks of an options.json's entries (which
-# `common/options.py` maps onto these fields); `check_fields` runs them on a mapping of values. Values are shown as
-# JSON, the form config.json and options.json give them in. (transformers declares its configs as strict dataclasses
-# from 5.4 on: `pyproject.toml`'s lower bound.)
+# fit. Each field of ElmoConfig is declared with its check (`validated_field`), which `@strict` runs whenever the
+# field is set; `check_field` runs it on a value alone (`common/options.py`: an options.json entry). Values are
+# shown as JSON, the form config.json and options.json give them in. (transformers declares its configs as strict
+# dataclasses from 5.4 on: `pyproject.toml`'s lower bound.)
 def _value_check(expected: str, fits: Callable[[Any], bool], *, optional: bool = False) -> Callable[[Any], None]:
     expected += " or null" if optional else ""
 
@@ -101,7 +92,7 @@ def _int_check(minimum: int, *, optional: bool = False) -> Callable[[Any], None]
     return _value_check(expected, lambda value: _is_int(value) and value >= minimum, optional=optional)
 
 
-def _choice_check(choices: tuple[str, ...]) -> Callable[[Any], None]:
+def _choice_check(choices: Sequence[str]) -> Callable[[Any], None]:
     return _value_check("one of " + ", ".join(map(json.dumps, choices)), lambda value: value in choices)
 
 
@@ -111,133 +102,58 @@ def _list_check(expected: str, fits_item: Callable[[Any], bool]) -> Callable[[An
     )
 
 
+def _is_filter_list(value: Any) -> bool:
+    pairs = isinstance(value, list | tuple) and all(isinstance(pair, list | tuple) and len(pair) == 2 for pair in value)
+    return pairs and len(value) > 0 and all(_is_int(n) and n > 0 for pair in value for n in pair)
+
+
 _POSITIVE_INT = _int_check(1)
 _COUNT = _int_check(0)
+_OPTIONAL_ID = _int_check(0, optional=True)
 _BOOL = _value_check("true or false", lambda value: isinstance(value, bool))
 _NUMBER = _value_check("a number", _is_number)
 _NON_NEGATIVE = _value_check("a number >= 0", lambda value: _is_number(value) and value >= 0)
 # A dropout of 1 drops everything: torch gives zeros, and bilm-tf's keep probability of 0 is refused by TensorFlow.
 _DROPOUT = _value_check("a number in [0, 1)", lambda value: _is_number(value) and 0 <= value < 1)
 _CLIP = _value_check("a positive number", lambda value: _is_number(value) and value > 0, optional=True)
-
-
-def _is_filter_list(value: Any) -> bool:
-    pairs = isinstance(value, list | tuple) and all(isinstance(pair, list | tuple) and len(pair) == 2 for pair in value)
-    return pairs and len(value) > 0 and all(_is_int(n) and n > 0 for pair in value for n in pair)
-
-
 # (a filter's width is checked against max_characters_per_token once every field fits)
 _FILTERS = _value_check("a non-empty list of [width, count] pairs of positive integers", _is_filter_list)
-FIELD_CHECKS: dict[str, Callable[[Any], None]] = {
-    "char_vocab_size": _POSITIVE_INT,
-    # bow, eow and a character: the shortest word, and each sentence marker
-    "max_characters_per_token": _int_check(3),
-    "char_embedding_dim": _POSITIVE_INT,
-    "char_cnn_filters": _FILTERS,
-    "char_cnn_activation": _choice_check(CHAR_CNN_ACTIVATIONS),
-    "num_highway_layers": _COUNT,
-    "projection_dim": _POSITIVE_INT,
-    "cell_size": _POSITIVE_INT,
-    "num_hidden_layers": _POSITIVE_INT,
-    "cell_clip": _CLIP,
-    "proj_clip": _CLIP,
-    "use_skip_connections": _BOOL,
-    "lstm_forget_bias": _NUMBER,
-    "lstm_implementation": _choice_check(LSTM_IMPLEMENTATIONS),
-    # (the character and word ids' upper bounds depend on the vocabulary sizes: checked once every field fits)
-    **dict.fromkeys(("bow_char_id", "eow_char_id", "bos_char_id", "eos_char_id", "char_pad_id"), _POSITIVE_INT),
-    "word_vocab_size": _COUNT,
-    "word_embedding_dim": _COUNT,
-    "bos_word_id": _int_check(0, optional=True),
-    "eos_word_id": _int_check(0, optional=True),
-    "vocab_size": _int_check(1, optional=True),
-    "dropout": _DROPOUT,
-    "training_options": _value_check("a dict (JSON object)", lambda value: isinstance(value, dict), optional=True),
-    "initializer_range": _NON_NEGATIVE,
-    "mix_mode": _choice_check(MIX_MODES),
-    "mix_layers": _list_check("a list of layer indices", _is_int),
-    "mix_layer_norm": _BOOL,
-    "mix_l2_coefficient": _NON_NEGATIVE,
-    "mix_dropout": _DROPOUT,
-    "mix_initial_weights": _list_check("a list of numbers", _is_number),
-    "mix_trainable": _BOOL,
-    "num_output_representations": _POSITIVE_INT,
-    "freeze_bilm": _BOOL,
-    "task_encoder": _choice_check(TASK_ENCODERS),
-    "task_hidden_size": _POSITIVE_INT,
-    "task_num_layers": _POSITIVE_INT,
-    "classifier_dropout": _DROPOUT,
-}
-
-
-def check_fields(values: Mapping[str, Any]) -> None:
-    """Raise one ValueError, "ElmoConfig: FIELD must be EXPECTED, got VALUE", for the first of `values` (field
-    name to value; other names are passed over) that does not fit its entry of `FIELD_CHECKS`."""
-    for name, check in FIELD_CHECKS.items():
-        if name in values:
-            try:
-                check(values[name])
-            except ValueError as error:
-                raise ValueError(f"ElmoConfig: {name} {error}") from None
-
-
-def _checked(name: str, default: Any) -> Any:
-    """A field of `default` checked by `FIELD_CHECKS[name]` whenever it is set."""
-    return validated_field(FIELD_CHECKS[name], default=default)
+_DICT = _value_check("a dict (JSON object)", lambda value: isinstance(value, dict), optional=True)
+_LAYER_LIST = _list_check("a list of layer indices", _is_int)
+_NUMBER_LIST = _list_check("a list of numbers", _is_number)
 
 
 def _one_line_errors(cls: type) -> type:
-    """`@strict`'s refusals as one ValueError line, "ElmoConfig: FIELD must be EXPECTED, got VALUE" (strict's own
-    say "Validation error for field ..." and the cause on a second line, and are no ValueError), and the class's
-    signature as its own fields then `**kwargs` (`PreTrainedConfig`'s fields), as `__init__` took them."""
+    """`@strict`'s refusals as one ValueError line, "ElmoConfig: FIELD must be EXPECTED, got VALUE": strict's own say
+    "Validation error for field ..." with the cause on a second line, are no ValueError, and test a value's type
+    before the field's check, whose message says what the field may hold."""
     strict_setattr, strict_validate = cls.__setattr__, cls.validate
 
     def __setattr__(self, name: str, value: Any) -> None:
         try:
             strict_setattr(self, name, value)
         except StrictDataclassFieldValidationError as error:
-            check_fields({name: value})  # a value that fits its type but not its check, or fits neither
+            try:
+                check_field(name, value)
+            except ValueError as refusal:
+                raise ValueError(f"ElmoConfig: {name} {refusal}") from None
             raise ValueError(f"ElmoConfig: {name} {error.__cause__}") from None  # a type wrong for a base field
 
-    @wraps(strict_validate)
+    @wraps(strict_validate)  # (keeps strict's mark on `validate`)
     def validate(self) -> None:
         try:
             strict_validate(self)
         except StrictDataclassClassValidationError as error:
-            message = str(error.__cause__)
-            raise ValueError(message if message.startswith("ElmoConfig: ") else f"ElmoConfig: {message}") from None
+            raise ValueError(f"ElmoConfig: {error.__cause__}") from None
 
     cls.__setattr__ = __setattr__
     cls.validate = validate
-    base_fields = {f.name for f in fields(PreTrainedConfig)}
-    own = [f for f in fields(cls) if f.name not in base_fields]
-    parameters = [
-        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.type) for f in own
-    ]
-    kwargs = inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)
-    cls.__signature__ = inspect.Signature([*parameters, kwargs])
-    self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    cls.__init__.__signature__ = inspect.Signature([self_parameter, *parameters, kwargs])
     return cls
 
 
-# The fields that only the task heads read (how they mix the layers, and the head itself); every other field
-# shapes the biLM, so changing one of these leaves the biLM's layers as they were.
-TASK_HEAD_FIELDS = (
-    "mix_mode",
-    "mix_layers",
-    "mix_layer_norm",
-    "mix_l2_coefficient",
-    "mix_dropout",
-    "mix_initial_weights",
-    "mix_trainable",
-    "num_output_representations",
-    "freeze_bilm",
-    "task_encoder",
-    "task_hidden_size",
-    "task_num_layers",
-    "classifier_dropout",
-)
+def _task_head_field(check: Callable[[Any], None], default: Any) -> Any:
+    """A field that only the task heads read (how they mix the layers, and the head itself): `TASK_HEAD_FIELDS`."""
+    return validated_field(check, default=default, metadata={"task_head": True})
 
 
 @_one_line_errors
@@ -266,9 +182,10 @@ class ElmoConfig(PreTrainedConfig):
     `lstm_forget_bias` is added to the forget gate at run time, as TensorFlow's `LSTMCell` does (bilm-tf
     weights store the bias without it; ELMoForManyLangs weights include it, so theirs is 0). Every output
     layer is `2 * projection_dim` wide (`hidden_size`). Training-only options of `options.json` (batch size,
-    epochs, ...) are kept verbatim in `training_options`. `lstm_implementation` (`auto`, `layer_by_layer` or
-    `wavefront`) chooses how the LSTM stacks run, not what they compute; like transformers' `attn_implementation`
-    it is set per model (`from_pretrained(..., lstm_implementation=...)`) and not saved.
+    epochs, ...) are kept verbatim in `training_options`. `lstm_implementation`, a key of
+    `lstm_elmo.LSTM_IMPLEMENTATIONS`, chooses the kernel that runs the LSTM stacks, not what they compute; like
+    transformers' `attn_implementation` it is set per model (`from_pretrained(..., lstm_implementation=...)`) and
+    not saved.
 
     The token layer can also be ELMoForManyLangs': a character vocabulary of code points (in the tokenizer,
     any `char_vocab_size`), other ids for the characters that build the `<S>`/`</S>` words (`bow_char_id`,
@@ -296,46 +213,48 @@ class ElmoConfig(PreTrainedConfig):
 
     model_type = "elmo"
 
-    char_vocab_size: int = _checked("char_vocab_size", BILM_TF_CHAR_VOCAB_SIZE)
-    max_characters_per_token: int = _checked("max_characters_per_token", 50)
-    char_embedding_dim: int = _checked("char_embedding_dim", 16)
-    char_cnn_filters: Sequence[Sequence[int]] = _checked("char_cnn_filters", ORIGINAL_CHAR_CNN_FILTERS)
-    char_cnn_activation: str = _checked("char_cnn_activation", "relu")
-    num_highway_layers: int = _checked("num_highway_layers", 2)
-    projection_dim: int = _checked("projection_dim", 512)
-    cell_size: int = _checked("cell_size", 4096)
-    num_hidden_layers: int = _checked("num_hidden_layers", 2)
-    cell_clip: float | int | None = _checked("cell_clip", 3.0)
-    proj_clip: float | int | None = _checked("proj_clip", 3.0)
-    use_skip_connections: bool = _checked("use_skip_connections", True)
-    lstm_forget_bias: float | int = _checked("lstm_forget_bias", 1.0)
-    lstm_implementation: str = _checked("lstm_implementation", "auto")
-    bow_char_id: int = _checked("bow_char_id", BILM_TF_CHAR_IDS["bow"])
-    eow_char_id: int = _checked("eow_char_id", BILM_TF_CHAR_IDS["eow"])
-    bos_char_id: int = _checked("bos_char_id", BILM_TF_CHAR_IDS["bos"])
-    eos_char_id: int = _checked("eos_char_id", BILM_TF_CHAR_IDS["eos"])
-    char_pad_id: int = _checked("char_pad_id", BILM_TF_CHAR_IDS["pad"])
-    word_vocab_size: int = _checked("word_vocab_size", 0)
-    word_embedding_dim: int = _checked("word_embedding_dim", 0)
-    bos_word_id: int | None = _checked("bos_word_id", None)
-    eos_word_id: int | None = _checked("eos_word_id", None)
-    vocab_size: int | None = _checked("vocab_size", None)
-    dropout: float | int = _checked("dropout", 0.1)
-    training_options: dict | None = _checked("training_options", None)
-    initializer_range: float | int = _checked("initializer_range", 0.02)
-    mix_mode: str = _checked("mix_mode", "scalar_mix")
-    mix_layers: Sequence[int] | None = _checked("mix_layers", None)
-    mix_layer_norm: bool = _checked("mix_layer_norm", False)
-    mix_l2_coefficient: float | int = _checked("mix_l2_coefficient", 0.0)
-    mix_dropout: float | int = _checked("mix_dropout", 0.5)
-    mix_initial_weights: Sequence[float | int] | None = _checked("mix_initial_weights", None)
-    mix_trainable: bool = _checked("mix_trainable", True)
-    num_output_representations: int = _checked("num_output_representations", 1)
-    freeze_bilm: bool = _checked("freeze_bilm", True)
-    task_encoder: str = _checked("task_encoder", "bilstm")
-    task_hidden_size: int = _checked("task_hidden_size", 200)
-    task_num_layers: int = _checked("task_num_layers", 1)
-    classifier_dropout: float | int = _checked("classifier_dropout", 0.1)
+    char_vocab_size: int = validated_field(_POSITIVE_INT, default=BILM_TF_CHAR_VOCAB_SIZE)
+    # bow, eow and a character: the shortest word, and each sentence marker
+    max_characters_per_token: int = validated_field(_int_check(3), default=50)
+    char_embedding_dim: int = validated_field(_POSITIVE_INT, default=16)
+    char_cnn_filters: Sequence[Sequence[int]] = validated_field(_FILTERS, default=ORIGINAL_CHAR_CNN_FILTERS)
+    char_cnn_activation: str = validated_field(_choice_check(CHAR_CNN_ACTIVATIONS), default="relu")
+    num_highway_layers: int = validated_field(_COUNT, default=2)
+    projection_dim: int = validated_field(_POSITIVE_INT, default=512)
+    cell_size: int = validated_field(_POSITIVE_INT, default=4096)
+    num_hidden_layers: int = validated_field(_POSITIVE_INT, default=2)
+    cell_clip: float | int | None = validated_field(_CLIP, default=3.0)
+    proj_clip: float | int | None = validated_field(_CLIP, default=3.0)
+    use_skip_connections: bool = validated_field(_BOOL, default=True)
+    lstm_forget_bias: float | int = validated_field(_NUMBER, default=1.0)
+    lstm_implementation: str = validated_field(_choice_check(LSTM_IMPLEMENTATION_NAMES), default="auto")
+    # (the character and word ids' upper bounds depend on the vocabulary sizes: checked once every field fits)
+    bow_char_id: int = validated_field(_POSITIVE_INT, default=BILM_TF_CHAR_IDS["bow"])
+    eow_char_id: int = validated_field(_POSITIVE_INT, default=BILM_TF_CHAR_IDS["eow"])
+    bos_char_id: int = validated_field(_POSITIVE_INT, default=BILM_TF_CHAR_IDS["bos"])
+    eos_char_id: int = validated_field(_POSITIVE_INT, default=BILM_TF_CHAR_IDS["eos"])
+    char_pad_id: int = validated_field(_POSITIVE_INT, default=BILM_TF_CHAR_IDS["pad"])
+    word_vocab_size: int = validated_field(_COUNT, default=0)
+    word_embedding_dim: int = validated_field(_COUNT, default=0)
+    bos_word_id: int | None = validated_field(_OPTIONAL_ID, default=None)
+    eos_word_id: int | None = validated_field(_OPTIONAL_ID, default=None)
+    vocab_size: int | None = validated_field(_int_check(1, optional=True), default=None)
+    dropout: float | int = validated_field(_DROPOUT, default=0.1)
+    training_options: dict | None = validated_field(_DICT, default=None)
+    initializer_range: float | int = validated_field(_NON_NEGATIVE, default=0.02)
+    mix_mode: str = _task_head_field(_choice_check(MIX_MODES), default="scalar_mix")
+    mix_layers: Sequence[int] | None = _task_head_field(_LAYER_LIST, default=None)
+    mix_layer_norm: bool = _task_head_field(_BOOL, default=False)
+    mix_l2_coefficient: float | int = _task_head_field(_NON_NEGATIVE, default=0.0)
+    mix_dropout: float | int = _task_head_field(_DROPOUT, default=0.5)
+    mix_initial_weights: Sequence[float | int] | None = _task_head_field(_NUMBER_LIST, default=None)
+    mix_trainable: bool = _task_head_field(_BOOL, default=True)
+    num_output_representations: int = _task_head_field(_POSITIVE_INT, default=1)
+    freeze_bilm: bool = _task_head_field(_BOOL, default=True)
+    task_encoder: str = _task_head_field(_choice_check(TASK_ENCODERS), default="bilstm")
+    task_hidden_size: int = _task_head_field(_POSITIVE_INT, default=200)
+    task_num_layers: int = _task_head_field(_POSITIVE_INT, default=1)
+    classifier_dropout: float | int = _task_head_field(_DROPOUT, default=0.1)
 
     def __post_init__(self, **kwargs) -> None:
         # Each field has passed its check as given; now the forms it is kept in (clips as floats, lists for tuples).
@@ -354,7 +273,7 @@ class ElmoConfig(PreTrainedConfig):
         widest = max(width for width, _ in self.char_cnn_filters)
         if widest > self.max_characters_per_token:
             raise ValueError(
-                f"ElmoConfig: char_cnn_filters must be no wider than max_characters_per_token "
+                f"char_cnn_filters must be no wider than max_characters_per_token "
                 f"({self.max_characters_per_token}), got a filter of width {widest}"
             )
 
@@ -362,34 +281,28 @@ class ElmoConfig(PreTrainedConfig):
         if not self.word_embedding_dim:
             return
         if not self.word_vocab_size or self.bos_word_id is None or self.eos_word_id is None:
-            raise ValueError("ElmoConfig: a word embedding needs word_vocab_size, bos_word_id and eos_word_id")
+            raise ValueError("a word embedding needs word_vocab_size, bos_word_id and eos_word_id")
         if max(self.bos_word_id, self.eos_word_id) >= self.word_vocab_size:
             raise ValueError(
-                f"ElmoConfig: bos_word_id and eos_word_id must lie in 0..{self.word_vocab_size - 1} (word_vocab_size "
+                f"bos_word_id and eos_word_id must lie in 0..{self.word_vocab_size - 1} (word_vocab_size "
                 f"{self.word_vocab_size}), got {self.bos_word_id} and {self.eos_word_id}"
             )
 
     def validate_special_char_ids(self) -> None:
         if not all(0 < char_id < self.char_vocab_size for char_id in self.special_char_ids.values()):
-            raise ValueError(
-                f"ElmoConfig: special character ids {self.special_char_ids} must lie in 1..{self.char_vocab_size - 1}"
-            )
+            raise ValueError(f"special character ids {self.special_char_ids} must lie in 1..{self.char_vocab_size - 1}")
 
     def validate_mixing(self) -> None:
         layers = self.mixed_layers
         if not layers or len(set(layers)) != len(layers) or not all(0 <= x <= self.num_hidden_layers for x in layers):
             raise ValueError(
-                f"ElmoConfig: mix_layers must name distinct layers in 0..{self.num_hidden_layers}, "
-                f"got {self.mix_layers}"
+                f"mix_layers must name distinct layers in 0..{self.num_hidden_layers}, got {self.mix_layers}"
             )
         if self.mix_mode == "layer" and len(layers) != 1:
-            raise ValueError(
-                f"ElmoConfig: mix_mode='layer' takes exactly one layer in mix_layers, got {self.mix_layers}"
-            )
+            raise ValueError(f"mix_mode='layer' takes exactly one layer in mix_layers, got {self.mix_layers}")
         if self.mix_initial_weights is not None and len(self.mix_initial_weights) != len(layers):
             raise ValueError(
-                f"ElmoConfig: mix_initial_weights has {len(self.mix_initial_weights)} values for {len(layers)} "
-                "mixed layers"
+                f"mix_initial_weights has {len(self.mix_initial_weights)} values for {len(layers)} mixed layers"
             )
 
     def to_dict(self) -> dict[str, Any]:
@@ -419,7 +332,7 @@ class ElmoConfig(PreTrainedConfig):
     @property
     def special_char_ids(self) -> dict[str, int]:
         """The ids of the characters that frame words and build the sentence markers (`bow`, `eow`, `bos`, `eos`,
-        `pad`), as [`framed_char_ids`] and the tokenizer's `special_char_ids` take them."""
+        `pad`), as `vocabulary_elmo.framed_char_ids` and the tokenizer's `special_char_ids` take them."""
         return {
             "bow": self.bow_char_id,
             "eow": self.eow_char_id,
@@ -437,3 +350,18 @@ class ElmoConfig(PreTrainedConfig):
     def num_filters(self) -> int:
         """Width F of the character CNN output, the sum of all filter counts."""
         return sum(count for _, count in self.char_cnn_filters)
+
+
+_DECLARED_FIELDS = {field.name: field for field in fields(ElmoConfig)}
+# The fields ElmoConfig adds to PreTrainedConfig's, in the order declared.
+ELMO_CONFIG_FIELDS = tuple(name for name in _DECLARED_FIELDS if name not in {f.name for f in fields(PreTrainedConfig)})
+# The fields that only the task heads read; every other field shapes the biLM, so changing one of these leaves the
+# biLM's layers as they were.
+TASK_HEAD_FIELDS = tuple(name for name, field in _DECLARED_FIELDS.items() if field.metadata.get("task_head"))
+
+
+def check_field(name: str, value: Any) -> None:
+    """Raise ValueError("must be EXPECTED, got VALUE") where `value` does not fit the check declared with
+    ElmoConfig's field `name` (nothing to check for PreTrainedConfig's fields)."""
+    for check in _DECLARED_FIELDS[name].metadata.get("validator", []):
+        check(value)

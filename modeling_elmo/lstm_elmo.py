@@ -1,36 +1,75 @@
-"""How the LSTM stacks run: the two schedules, their matrix-product back-ends and the weights they keep.
+"""The LSTM kernels: how ELMo's two LSTM stacks run, chosen per model from `LSTM_IMPLEMENTATIONS` by
+`config.lstm_implementation`, as transformers chooses attention kernels from `ALL_ATTENTION_FUNCTIONS` by
+`config._attn_implementation`.
 
-The stacks themselves (their weights) are `ElmoLstmLayer` and `ElmoLstmStack` in `modeling_elmo.py`; this module
-only executes them, the way transformers keeps its attention kernels beside the model. `config.lstm_implementation`
-chooses per model (see [`run_lstm_stacks`]), as `attn_implementation` does for attention:
+Every kernel takes the arguments of [`run_lstm_stacks`] and reads the stacks only through `LstmStackWeights` and
+`LstmLayerWeights` (the weights of `modeling_elmo.py`'s `ElmoLstmStack` and `ElmoLstmLayer`): this module imports
+no model class. The kernels compute the same numbers; they differ in how:
 
-- `"layer_by_layer"`: one layer of one direction after another over the rows still running (CPUs). Its products
-  run on oneDNN for CPU inference (option `onednn=True`, see `onednn_elmo.py`) or on torch (`_LayerProducts`).
-- `"wavefront"`: every layer of both directions together, as batched products (GPUs; `_StackedLstmProducts`).
-- `"auto"`: the wavefront on every device but CPUs.
+- `"layer_by_layer"`: one layer of one direction after another, over the rows still running, so that a layer's
+  weights stay in the CPU's caches from step to step (training at the original size took 1.4x the CPU time as a
+  wavefront). Its products run on oneDNN for CPU inference (option `onednn`, see `onednn_elmo.py`) or on torch.
+- `"wavefront"`: every layer of both directions advancing together, as batched products: 35-45 operator calls per
+  step for all of them, where the calls, not the arithmetic, bound the speed (GPUs).
+- `"auto"` (the default): layer by layer on CPUs, the wavefront on every other device.
 
-Both take the element-wise step as the option `cell` ([`lstm_cell_step`], or a compiled version of it).
+Each takes the element-wise step as the option `cell` ([`lstm_cell_step`], or a compiled version of it).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 from torch import nn
 
-from .configuration_elmo import LSTM_IMPLEMENTATIONS
-from .onednn_elmo import onednn_applies, onednn_linear
+from .onednn_elmo import ElmoDerivedWeights, ElmoOneDnnWeights, onednn_applies, onednn_linear
 
-if TYPE_CHECKING:
-    from .modeling_elmo import ElmoLstmLayer, ElmoLstmStack
-
-__all__ = ["LstmState", "lstm_cell_step", "lstm_schedule", "run_lstm_layer", "run_lstm_stacks"]
+__all__ = [
+    "LSTM_IMPLEMENTATIONS",
+    "LstmImplementation",
+    "LstmLayerWeights",
+    "LstmStackWeights",
+    "LstmState",
+    "lstm_cell_step",
+    "run_lstm_layer",
+    "run_lstm_stacks",
+]
 
 LstmState = tuple[torch.Tensor, torch.Tensor]
 LstmCell = Callable[[torch.Tensor, torch.Tensor, "float | None"], LstmState]
+
+
+class LstmLayerWeights(Protocol):
+    """What a kernel reads of one direction of one layer (`ElmoLstmLayer`): TensorFlow's LSTM cell with a
+    projection, its gate blocks in the order `i, j, f, o`."""
+
+    input_projection: nn.Linear  # (input, 4C) with the bias
+    state_projection: nn.Linear  # (P, 4C), no bias
+    output_projection: nn.Linear  # (C, P), no bias
+    cell_size: int
+    cell_clip: float | None
+    proj_clip: float | None
+    positions_per_chunk: int  # positions whose input projections are computed together
+    onednn_weights: ElmoOneDnnWeights  # the layer's weights packed for oneDNN
+
+    def gate_bias(self) -> torch.Tensor:
+        """The input projection's bias (4C,) with the forget bias added."""
+
+
+class LstmStackWeights(Protocol):
+    """What a kernel reads of the layers of one direction (`ElmoLstmStack`)."""
+
+    layers: Sequence[LstmLayerWeights]
+    use_skip_connections: bool
+    stacked_weights: ElmoDerivedWeights  # the weights of the stacks run together with this one first (wavefront)
+
+
+# A kernel of `LSTM_IMPLEMENTATIONS`: called with the arguments of [`run_lstm_stacks`] but `implementation`,
+# `dropout`, `onednn` and `cell` by keyword; returns what it returns.
+LstmImplementation = Callable[..., tuple[list[torch.Tensor], LstmState]]
 
 
 def lstm_cell_step(gates: torch.Tensor, c: torch.Tensor, cell_clip: float | None) -> LstmState:
@@ -51,19 +90,20 @@ def lstm_cell_step(gates: torch.Tensor, c: torch.Tensor, cell_clip: float | None
 
 
 def run_lstm_stacks(
-    stacks: Sequence[ElmoLstmStack],
+    stacks: Sequence[LstmStackWeights],
     inputs: torch.Tensor,
     batch_sizes: list[int],
     state: LstmState,
     num_layers: int,
     *,
-    dropout: float = 0.0,
     implementation: str = "auto",
+    dropout: float = 0.0,
     onednn: bool = True,
     cell: LstmCell = lstm_cell_step,
 ) -> tuple[list[torch.Tensor], LstmState]:
     """Run D stacks of one shape (ELMo's forward and backward directions), each over its own inputs, all with
-    the same `batch_sizes` (each row has the same length read either way).
+    the same `batch_sizes` (each row has the same length read either way), by the kernel
+    `LSTM_IMPLEMENTATIONS[implementation]` (a model passes its `config.lstm_implementation`).
 
     `inputs` (D, batch, time, P) with rows sorted by length, longest first; `batch_sizes[t]` rows still run at
     step t. `state` is `(h, c)` of shapes (D, layers, batch, P) and (D, layers, batch, C). Returns one output
@@ -71,44 +111,31 @@ def run_lstm_stacks(
     state after each row's last step laid out as `state` (the layers above are not run and keep theirs).
 
     `dropout` (LM training) drops the input of every layer, as bilm-tf's `DropoutWrapper` around the
-    residual cell did: the skip connection adds the dropped input.
-
-    On GPUs every layer of every direction advances together, as a wavefront (see [`_run_wavefront`]): 35-45
-    operator calls per step for all of them, and the calls, not the arithmetic, bound the speed there. On CPUs
-    the arithmetic does: each layer of each direction runs alone over the rows still running (oneDNN serving
-    the products for inference, see [`ElmoLstmLayer.forward`]), so that its weights stay in the CPU's caches
-    from step to step (training at the original size took 1.4x the CPU time as a wavefront).
-
-    `implementation` (one of `LSTM_IMPLEMENTATIONS`; a model passes its `config.lstm_implementation`) chooses:
-    `"auto"` as above, `"layer_by_layer"` or `"wavefront"` on any device. `onednn` (layer by layer only) lets CPU
+    residual cell did: the skip connection adds the dropped input. `onednn` (layer by layer only) lets CPU
     inference run the products on oneDNN; `cell` is the element-wise step (see [`lstm_cell_step`]).
     """
-    if lstm_schedule(implementation, inputs.device) == "wavefront":
-        return _run_wavefront(stacks, inputs, batch_sizes, state, num_layers, dropout, cell=cell)
-    return _run_layer_by_layer(stacks, inputs, batch_sizes, state, num_layers, dropout, onednn=onednn, cell=cell)
+    kernel = LSTM_IMPLEMENTATIONS[implementation]
+    return kernel(stacks, inputs, batch_sizes, state, num_layers, dropout=dropout, onednn=onednn, cell=cell)
 
 
-def lstm_schedule(implementation: str, device: torch.device) -> str:
-    """The schedule that `implementation` runs on `device`: `"layer_by_layer"` or `"wavefront"`."""
-    if implementation not in LSTM_IMPLEMENTATIONS:
-        raise ValueError(f"lstm_implementation must be one of {LSTM_IMPLEMENTATIONS}, got {implementation!r}")
-    if implementation == "auto":
-        return "layer_by_layer" if device.type == "cpu" else "wavefront"
-    return implementation
+def _run_auto(stacks: Sequence[LstmStackWeights], inputs: torch.Tensor, *arguments, **options):
+    """`"auto"`: the kernel for the device of `inputs` (see the module's docstring), given the same arguments."""
+    kernel = LSTM_IMPLEMENTATIONS["layer_by_layer" if inputs.device.type == "cpu" else "wavefront"]
+    return kernel(stacks, inputs, *arguments, **options)
 
 
 def _run_layer_by_layer(
-    stacks: Sequence[ElmoLstmStack],
+    stacks: Sequence[LstmStackWeights],
     inputs: torch.Tensor,
     batch_sizes: list[int],
     state: LstmState,
     num_layers: int,
-    dropout: float,
     *,
-    onednn: bool = True,
-    cell: LstmCell = lstm_cell_step,
+    dropout: float,
+    onednn: bool,
+    cell: LstmCell,
 ) -> tuple[list[torch.Tensor], LstmState]:
-    """[`run_lstm_stacks`] one layer of one direction after another (see [`run_lstm_layer`])."""
+    """`"layer_by_layer"`: one layer of one direction after another (see [`run_lstm_layer`])."""
     outputs = [[] for _ in range(num_layers)]  # [layer][direction]
     h, c = ([list(layers.unbind(0)) for layers in part] for part in state)  # [direction][layer]
     for direction, stack in enumerate(stacks):
@@ -117,8 +144,8 @@ def _run_layer_by_layer(
             if dropout:
                 layer_input = nn.functional.dropout(layer_input, p=dropout, training=True)
             layer_state = (h[direction][index], c[direction][index])
-            output, (h[direction][index], c[direction][index]) = layer(
-                layer_input, batch_sizes, layer_state, onednn=onednn, cell=cell
+            output, (h[direction][index], c[direction][index]) = run_lstm_layer(
+                layer, layer_input, batch_sizes, layer_state, onednn=onednn, cell=cell
             )
             if index > 0 and stack.use_skip_connections:
                 output = output + layer_input
@@ -129,16 +156,17 @@ def _run_layer_by_layer(
 
 
 def _run_wavefront(
-    stacks: Sequence[ElmoLstmStack],
+    stacks: Sequence[LstmStackWeights],
     inputs: torch.Tensor,
     batch_sizes: list[int],
     state: LstmState,
     num_layers: int,
-    dropout: float,
     *,
-    cell: LstmCell = lstm_cell_step,
+    dropout: float,
+    onednn: bool,
+    cell: LstmCell,
 ) -> tuple[list[torch.Tensor], LstmState]:
-    """[`run_lstm_stacks`] with every layer of every direction advancing together, as a wavefront.
+    """`"wavefront"`: every layer of every direction advancing together (`onednn` plays no part).
 
     Layer l runs its step t at iteration `t + l * lag`, so each iteration makes one batched product for the
     state, one element-wise cell and one batched product for the output of all L * D layers (group `l * D + d`).
@@ -148,7 +176,8 @@ def _run_wavefront(
 
     Every row of every layer is computed at every iteration, and a mask keeps the state of a layer before its
     first step and after a row's last: padding costs arithmetic but no operator calls, and the shapes stay the
-    same from step to step. Without gradients the stacked weights are kept (see [`_StackedLstmProducts`]).
+    same from step to step. Without gradients the stacked weights are kept by the first stack (see
+    [`_StackedLstmProducts`]).
     """
     h0, c0 = state
     directions, batch, steps, width = inputs.shape
@@ -156,11 +185,11 @@ def _run_wavefront(
     if not layers or not steps or not batch:
         projection = h0.shape[-1]
         return [inputs.new_zeros(directions, batch, steps, projection) for _ in range(num_layers)], state
-    first, groups, device = layers[0], len(layers), inputs.device
-    lag = _wavefront_lag(batch, steps, first.positions_per_chunk)
+    first_layer, groups, device = layers[0], len(layers), inputs.device  # (all of one shape and clips)
+    lag = _wavefront_lag(batch, steps, first_layer.positions_per_chunk)
     iterations = steps + (num_layers - 1) * lag
     chunks = -(-iterations // lag)
-    products = _StackedLstmProducts(layers)
+    products = _StackedLstmProducts(layers, stacks[0].stacked_weights)
 
     lengths = (torch.tensor(batch_sizes, device=device)[:, None] > torch.arange(batch, device=device)).sum(dim=0)
     running, everyone_runs = _wavefront_masks(batch_sizes, lengths, num_layers, directions, lag)
@@ -171,7 +200,7 @@ def _run_wavefront(
     skip = inputs.new_tensor([0.0] + [float(stacks[0].use_skip_connections)] * (num_layers - 1))
     skip = skip.view(num_layers, 1, 1, 1, 1)
     # The clip as tensors: clamp() given numbers makes one operator call more each time.
-    clip = first.proj_clip
+    clip = first_layer.proj_clip
     proj_clip = None if clip is None else (inputs.new_tensor(-clip), inputs.new_tensor(clip))
 
     h = h0[:, :num_layers].transpose(0, 1).reshape(groups, batch, -1)
@@ -179,16 +208,16 @@ def _run_wavefront(
     chunk_outputs, below = [], inputs.new_zeros(num_layers - 1, directions, lag, batch, width)
     for chunk in range(chunks):
         start = chunk * lag
-        count = min(lag, iterations - start)
+        chunk_steps = min(lag, iterations - start)
         layer_inputs = torch.cat([tokens[chunk], below])  # (L, D, lag, B, P)
         if dropout:
             layer_inputs = nn.functional.dropout(layer_inputs, p=dropout, training=True)
         input_gates = products.input(layer_inputs.view(groups, lag * batch, width))
         input_gates = input_gates.view(groups, lag, batch, input_gates.shape[-1])
         step_outputs = []
-        for offset in range(count):
+        for offset in range(chunk_steps):
             gates = products.state(h, input_gates[:, offset])
-            hidden, new_c = cell(gates, c, first.cell_clip)
+            hidden, new_c = cell(gates, c, first_layer.cell_clip)
             new_h = products.output(hidden)
             new_h = new_h if proj_clip is None else new_h.clamp(*proj_clip)
             if everyone_runs[start + offset]:
@@ -197,10 +226,11 @@ def _run_wavefront(
                 keep = running[start + offset]
                 h, c = torch.where(keep, new_h, h), torch.where(keep, new_c, c)
             step_outputs.append(new_h)
-        # (L, D, count, B, P): the layers' outputs, plus their (dropped) input where a skip connection adds it
+        # (L, D, chunk_steps, B, P): the layers' outputs, plus their (dropped) input where a skip connection adds it
         # (layer 0 adds 0 * its input: exact, the inputs being finite).
-        outputs = torch.stack(step_outputs, dim=1).view(num_layers, directions, count, batch, width)
-        outputs = torch.addcmul(outputs, layer_inputs if count == lag else layer_inputs[:, :, :count], skip)
+        outputs = torch.stack(step_outputs, dim=1).view(num_layers, directions, chunk_steps, batch, width)
+        chunk_inputs = layer_inputs if chunk_steps == lag else layer_inputs[:, :, :chunk_steps]
+        outputs = torch.addcmul(outputs, chunk_inputs, skip)
         chunk_outputs.append(outputs)
         below = outputs[:-1]
     # Layer l's step t is at iteration t + l * lag; positions past a row's length (computed, masked) are zeroed.
@@ -239,14 +269,14 @@ def _wavefront_lag(batch: int, steps: int, positions_per_chunk: int) -> int:
 
 class _StackedLstmProducts:
     """The matrix products of G layers of one shape as batched products, one call for all of them (any device;
-    gradients flow). Where no gradient is wanted the stacked weights are kept (on the first layer) until a
-    weight changes: they take as much memory again as the layers' weights."""
+    gradients flow). Where no gradient is wanted the stacked weights are kept in `kept` until a weight changes:
+    they take as much memory again as the layers' weights."""
 
-    def __init__(self, layers: Sequence[ElmoLstmLayer]) -> None:
+    def __init__(self, layers: Sequence[LstmLayerWeights], kept: ElmoDerivedWeights) -> None:
         def stacked(name: str, sources: tuple[torch.Tensor, ...], derive) -> torch.Tensor:
             if torch.is_grad_enabled() and any(source.requires_grad for source in sources):
                 return derive()
-            return layers[0].stacked_weights.get(f"{name} of {len(layers)}", sources, derive)
+            return kept.get(f"{name} of {len(layers)}", sources, derive)
 
         def weights(name: str, sources: tuple[torch.Tensor, ...]) -> torch.Tensor:
             """The weights (G, out, in) as bmm's right-hand side (G, in, out)."""
@@ -256,7 +286,7 @@ class _StackedLstmProducts:
         self.state_weight = weights("state", tuple(layer.state_projection.weight for layer in layers))
         self.output_weight = weights("output", tuple(layer.output_projection.weight for layer in layers))
         biases = tuple(layer.input_projection.bias for layer in layers)
-        self.bias = stacked("bias", biases, lambda: torch.stack([layer._gate_bias() for layer in layers]))[:, None]
+        self.bias = stacked("bias", biases, lambda: torch.stack([layer.gate_bias() for layer in layers]))[:, None]
 
     def input(self, x: torch.Tensor) -> torch.Tensor:
         """(G, positions, in) -> the input gates with bias (G, positions, 4C)."""
@@ -272,7 +302,7 @@ class _StackedLstmProducts:
 
 
 def run_lstm_layer(
-    layer: ElmoLstmLayer,
+    layer: LstmLayerWeights,
     inputs: torch.Tensor,
     batch_sizes: list[int],
     state: LstmState,
@@ -280,7 +310,7 @@ def run_lstm_layer(
     onednn: bool = True,
     cell: LstmCell = lstm_cell_step,
 ) -> tuple[torch.Tensor, LstmState]:
-    """One layer of one direction, as `ElmoLstmLayer.forward` runs it: over `inputs` (batch, time, input_size)
+    """One layer of one direction (the `"layer_by_layer"` kernel's step) over `inputs` (batch, time, input_size)
     whose rows are sorted by length, longest first.
 
     `batch_sizes[t]` is the number of rows still running at step t; only those are computed. `state` is
@@ -299,9 +329,10 @@ def run_lstm_layer(
     running = row * steps + step
     step_outputs, finished, first_position = [], [], 0
     for chunk in _chunks(batch_sizes, layer.positions_per_chunk):
-        count = sum(batch_sizes[step] for step in chunk)
-        input_gates = products.input(by_position.index_select(0, running[first_position : first_position + count]))
-        first_position, offset = first_position + count, 0
+        positions = sum(batch_sizes[step] for step in chunk)
+        chunk_positions = running[first_position : first_position + positions]
+        input_gates = products.input(by_position.index_select(0, chunk_positions))
+        first_position, offset = first_position + positions, 0
         for step in chunk:
             rows = batch_sizes[step]
             if rows < h.shape[0]:  # the last rows ended at the previous step: their state is final
@@ -338,9 +369,9 @@ def _clip(x: torch.Tensor, clip: float | None) -> torch.Tensor:
 class _LayerProducts:
     """The matrix products of one layer's steps (any device; gradients flow)."""
 
-    def __init__(self, layer: ElmoLstmLayer) -> None:
+    def __init__(self, layer: LstmLayerWeights) -> None:
         self.layer = layer
-        self.bias = layer._gate_bias()
+        self.bias = layer.gate_bias()
 
     def input(self, x: torch.Tensor) -> torch.Tensor:
         """(positions, in) -> the input gates with bias (positions, 4C)."""
@@ -367,3 +398,11 @@ class _OneDnnLayerProducts(_LayerProducts):
 
     def output(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.layer.onednn_weights.linear("output", hidden, self.layer.output_projection.weight)
+
+
+# The kernels by the names `config.lstm_implementation` accepts (`configuration_elmo.LSTM_IMPLEMENTATION_NAMES`).
+LSTM_IMPLEMENTATIONS: dict[str, LstmImplementation] = {
+    "auto": _run_auto,
+    "layer_by_layer": _run_layer_by_layer,
+    "wavefront": _run_wavefront,
+}

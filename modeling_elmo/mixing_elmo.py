@@ -11,7 +11,10 @@ from transformers import initialization as init
 
 from .configuration_elmo import ElmoConfig
 
-__all__ = ["ElmoLayerMix", "masked_layer_norm"]
+__all__ = ["MIX_MODES_WITH_WEIGHTS", "ElmoLayerMix", "masked_layer_norm"]
+
+# The modes whose mix has weights to learn and to save; the others mix by a fixed rule.
+MIX_MODES_WITH_WEIGHTS = ("scalar_mix", "per_token")
 
 
 def masked_layer_norm(layer: torch.Tensor, mask: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
@@ -45,7 +48,7 @@ class ElmoLayerMix(nn.Module):
         self.l2_coefficient = config.mix_l2_coefficient
         self.initial_weights = config.mix_initial_weights or [0.0] * len(config.mixed_layers)
         self.trainable = config.mix_trainable
-        if self.mode in ("scalar_mix", "per_token"):
+        if self.mode in MIX_MODES_WITH_WEIGHTS:
             self.mix_gamma = nn.Parameter(torch.empty(()))
         if self.mode == "scalar_mix":
             self.mix_weights = nn.Parameter(torch.empty(len(self.initial_weights)))

@@ -19,19 +19,16 @@ from transformers.modeling_outputs import SequenceClassifierOutput, TokenClassif
 from transformers.utils import ModelOutput, logging
 from transformers.utils.generic import can_return_tuple
 
-from .configuration_elmo import ElmoConfig, framed_char_ids
-from .lstm_elmo import LstmCell, LstmState, lstm_cell_step, run_lstm_layer, run_lstm_stacks
+from .configuration_elmo import ElmoConfig
+from .lstm_elmo import LstmState, lstm_cell_step, run_lstm_stacks
 from .mixing_elmo import ElmoLayerMix
 from .onednn_elmo import ElmoDerivedWeights, ElmoOneDnnWeights
 from .softmax_elmo import ElmoSoftmax
-from .substitutes_elmo import (
-    BILM_TF_SPECIAL_WORD_IDS,
-    DEFAULT_SUBSTITUTE_COMBINATION,
-    ElmoSubstitutesOutput,
-    combine_lm_log_probabilities,
-)
+from .substitutes_elmo import DEFAULT_SUBSTITUTE_COMBINATION, ElmoSubstitutesOutput, combine_lm_log_probabilities
+from .vocabulary_elmo import BILM_TF_SPECIAL_WORD_IDS, framed_char_ids
 
 __all__ = [
+    "FIRST_MIX_WEIGHTS_PREFIX",
     "ElmoBidirectionalLMOutput",
     "ElmoCharacterEncoder",
     "ElmoForBidirectionalLM",
@@ -127,12 +124,13 @@ def _exact_float32_convolutions(device: torch.device, dtype: torch.dtype) -> con
         return contextlib.nullcontext()
     per_operator = getattr(torch.backends.cudnn, "conv", None)
     if per_operator is not None and hasattr(per_operator, "fp32_precision"):
-        return _set_for_the_block(per_operator, "fp32_precision", "ieee")
-    return _set_for_the_block(torch.backends.cudnn, "allow_tf32", False)
+        return _attribute_set_within(per_operator, "fp32_precision", "ieee")
+    return _attribute_set_within(torch.backends.cudnn, "allow_tf32", False)
 
 
 @contextlib.contextmanager
-def _set_for_the_block(owner: object, name: str, value: object) -> Iterator[None]:
+def _attribute_set_within(owner: object, name: str, value: object) -> Iterator[None]:
+    """`owner.name` set to `value` within the block, and back to what it was after it."""
     previous = getattr(owner, name)
     setattr(owner, name, value)
     try:
@@ -231,9 +229,8 @@ class ElmoLstmLayer(nn.Module):
 
     Gate blocks are in TensorFlow's order `i, j, f, o`. bilm-tf's `W_0` of shape `(input + P, 4C)` is split
     into `input_projection` (one matrix multiply for a chunk of time steps) and `state_projection`
-    (per step). How the layers run (layer by layer, on oneDNN or not, or all together as a wavefront) is
-    `lstm_elmo.py`'s part, chosen per model by `config.lstm_implementation` (see [`run_lstm_stacks`]); the layer
-    keeps the weights that those runs derive from its own (`onednn_weights`, `stacked_weights`).
+    (per step). The layer holds weights; the kernels of `lstm_elmo.py` run it (see [`run_lstm_stacks`]), and it
+    keeps the copies of its weights that they pack for oneDNN (`onednn_weights`).
     """
 
     # Positions (a row at a step) whose input projections are computed together, as one matrix multiply. Bounds
@@ -260,22 +257,8 @@ class ElmoLstmLayer(nn.Module):
         self.proj_clip = proj_clip
         self.forget_bias = forget_bias
         self.onednn_weights = ElmoOneDnnWeights()
-        self.stacked_weights = ElmoDerivedWeights()  # the weights of all layers run together, when this one is first
 
-    def forward(
-        self,
-        inputs: torch.Tensor,
-        batch_sizes: list[int],
-        state: LstmState,
-        *,
-        onednn: bool = True,
-        cell: LstmCell = lstm_cell_step,
-    ) -> tuple[torch.Tensor, LstmState]:
-        """Run over `inputs` (batch, time, input_size) whose rows are sorted by length, longest first (see
-        [`run_lstm_layer`]; `onednn` and `cell` as in [`run_lstm_stacks`])."""
-        return run_lstm_layer(self, inputs, batch_sizes, state, onednn=onednn, cell=cell)
-
-    def _gate_bias(self) -> torch.Tensor:
+    def gate_bias(self) -> torch.Tensor:
         """The input projection's bias (4C,) with the forget bias added (once, instead of once per step)."""
         bias = self.input_projection.bias.clone()
         bias[2 * self.cell_size : 3 * self.cell_size] += self.forget_bias
@@ -284,7 +267,8 @@ class ElmoLstmLayer(nn.Module):
 
 class ElmoLstmStack(nn.Module):
     """The LSTM layers of one direction; layers after the first add their input to their output when
-    `use_skip_connections` (the recurrent state keeps the output without it).
+    `use_skip_connections` (the recurrent state keeps the output without it). The wavefront kernel keeps its
+    stacked copies of the weights of the stacks it runs together, this one first, in `stacked_weights`.
     """
 
     def __init__(self, config: ElmoConfig) -> None:
@@ -301,6 +285,7 @@ class ElmoLstmStack(nn.Module):
             for _ in range(config.num_hidden_layers)
         )
         self.use_skip_connections = config.use_skip_connections
+        self.stacked_weights = ElmoDerivedWeights()
 
     def forward(
         self,
@@ -312,10 +297,10 @@ class ElmoLstmStack(nn.Module):
         dropout: float = 0.0,
         **options,
     ) -> tuple[list[torch.Tensor], list[LstmState]]:
-        """`inputs` (batch, time, P), rows sorted by length -> one output (batch, time, P) and one final
-        state per layer (see [`ElmoLstmLayer.forward`]), for the first `num_layers` layers only: the layers
-        above are not run and keep their given state. `dropout` and the `options` (`implementation`, `onednn`,
-        `cell`) as in [`run_lstm_stacks`]."""
+        """This direction alone: `inputs` (batch, time, P), rows sorted by length -> one output (batch, time, P)
+        and one final state per layer, for the first `num_layers` layers only: the layers above are not run and
+        keep their given state. `dropout` and the `options` (`implementation`, `onednn`, `cell`) as in
+        [`run_lstm_stacks`]."""
         state = tuple(torch.stack([state[part] for state in states])[None] for part in (0, 1))
         outputs, (h, c) = run_lstm_stacks(
             [self], inputs[None], batch_sizes, state, num_layers, dropout=dropout, **options
@@ -384,13 +369,12 @@ class ElmoPreTrainedModel(PreTrainedModel):
         """Choose how this model's LSTM stacks run, as transformers' `set_attn_implementation` chooses attention
         kernels; no other model changes, even of the same class.
 
-        `implementation`, one of `configuration_elmo.LSTM_IMPLEMENTATIONS`, becomes `config.lstm_implementation` (which
-        `from_pretrained(..., lstm_implementation=...)` also sets; it is not saved): `"auto"` (the default) runs
-        layer by layer on CPUs and as a wavefront elsewhere, `"layer_by_layer"` and `"wavefront"` so on any device
-        (see [`run_lstm_stacks`]). `onednn` is an option of the layer-by-layer implementation: False runs CPU
-        inference's products on torch instead of oneDNN (default True). None leaves either as it is.
+        `implementation`, a key of `lstm_elmo.LSTM_IMPLEMENTATIONS` (`"auto"`, `"layer_by_layer"` or `"wavefront"`,
+        explained in `lstm_elmo.py`), becomes `config.lstm_implementation` (which `from_pretrained(...,
+        lstm_implementation=...)` also sets; it is not saved). `onednn` is an option of the layer-by-layer kernel:
+        False runs CPU inference's products on torch instead of oneDNN (default True). None leaves either as it is.
         """
-        for module in self.modules():  # a value not in LSTM_IMPLEMENTATIONS: the config's check refuses it
+        for module in self.modules():  # a name not in LSTM_IMPLEMENTATIONS: the config's check refuses it
             if isinstance(module, ElmoModel):
                 if implementation is not None:
                     module.config.lstm_implementation = implementation
@@ -515,16 +499,10 @@ class ElmoModel(ElmoPreTrainedModel):
         )
         use_cache = use_cache if use_cache is not None else state is not None
         word_mask = self._word_mask(input_ids, attention_mask)
-        token = self.embed(input_ids, word_mask, input_word_ids)
-        # Each direction reads the marked sentence its own way: the backward stack reads it reversed.
-        marked_lengths = word_mask.sum(dim=1) + 2
-        reversing = _reversing_index(marked_lengths, token.shape[1])
-        lstm_inputs = torch.stack([token, _reverse_each_row(token, reversing)])
-        lstm_outputs, final_state = self.contextualize(lstm_inputs, marked_lengths, state, num_layers=num_layers)
+        token, directions, final_state = self._read_both_ways(input_ids, word_mask, input_word_ids, state, num_layers)
 
         layers = [torch.cat([token, token], dim=-1)]
-        for output in lstm_outputs:
-            layers.append(torch.cat([output[0], _reverse_each_row(output[1], reversing)], dim=-1))
+        layers += [torch.cat([forward, backward], dim=-1) for forward, backward in directions]
         # Drop the marker positions: word i sits at position i + 1; positions past a row's words are zeroed.
         layers = tuple(layer[:, 1:-1] * word_mask[..., None] for layer in layers)
 
@@ -571,6 +549,25 @@ class ElmoModel(ElmoPreTrainedModel):
         token = torch.zeros(batch, words + 2, self.config.projection_dim, dtype=self.dtype, device=input_ids.device)
         token[marked_mask] = self.char_encoder(marked_ids[marked_mask], marked_word_ids)
         return token
+
+    def _read_both_ways(
+        self,
+        input_ids: torch.Tensor,
+        word_mask: torch.Tensor,
+        input_word_ids: torch.Tensor | None = None,
+        state: tuple[torch.Tensor, torch.Tensor] | None = None,
+        num_layers: int | None = None,
+    ) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]], LstmState]:
+        """The sentences marked ([`embed`]), read forwards by the forward stack and reversed by the backward stack
+        ([`contextualize`]): the token vectors (batch, words + 2, P), each layer run's outputs as (forward,
+        backward), both (batch, words + 2, P) and in the sentences' order, and the final state."""
+        token = self.embed(input_ids, word_mask, input_word_ids)
+        marked_lengths = word_mask.sum(dim=1) + 2
+        reversing = _reversing_index(marked_lengths, token.shape[1])
+        lstm_inputs = torch.stack([token, _reverse_each_row(token, reversing)])
+        outputs, final_state = self.contextualize(lstm_inputs, marked_lengths, state, num_layers=num_layers)
+        directions = [(output[0], _reverse_each_row(output[1], reversing)) for output in outputs]
+        return token, directions, final_state
 
     def contextualize(
         self,
@@ -841,14 +838,9 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
             `torch.FloatTensor` of shape `(2, batch, words, vocab_size)`: the full softmax's log-probability of every
             word at every position, forward LM first, then backward; 0 at padding.
         """
-        elmo = self.elmo
-        word_mask = elmo._word_mask(input_ids, attention_mask)
-        token = elmo.embed(input_ids, word_mask)
-        marked_lengths = word_mask.sum(dim=1) + 2
-        reversing = _reversing_index(marked_lengths, token.shape[1])
-        lstm_inputs = torch.stack([token, _reverse_each_row(token, reversing)])
-        outputs, _ = elmo.contextualize(lstm_inputs, marked_lengths, state)
-        forward_top, backward_top = outputs[-1][0], _reverse_each_row(outputs[-1][1], reversing)
+        word_mask = self.elmo._word_mask(input_ids, attention_mask)
+        _, directions, _ = self.elmo._read_both_ways(input_ids, word_mask, state=state)
+        forward_top, backward_top = directions[-1]
         # Word i sits at marked position i + 1: the forward LM predicts it from position i (having read <S> and
         # the words before it), the backward LM from position i + 2 (having read </S> and the words after it).
         hidden = torch.stack([forward_top[:, :-2], backward_top[:, 2:]])
@@ -894,6 +886,10 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
         return vectors.reshape(*char_ids.shape[:-1], vectors.shape[-1])
 
 
+# Where a task head's state dict keeps the weights of its first mix (`ElmoTaskModel.mixes[0]`).
+FIRST_MIX_WEIGHTS_PREFIX = "mixes.0."
+
+
 class ElmoTaskModel(ElmoPreTrainedModel):
     """What the task heads share: the biLM (frozen by default), `num_output_representations` mixes of its
     layers, a task encoder (a BiLSTM by default) over the first mix, and a linear classifier.
@@ -918,7 +914,7 @@ class ElmoTaskModel(ElmoPreTrainedModel):
         self.num_labels = config.num_labels
         self.classifier = nn.Linear(self.features_size, config.num_labels)
         self.post_init()
-        self._fix_what_the_config_fixes()
+        self._set_requires_grad_as_configured()
 
     def freeze_bilm(self) -> None:
         """Keep the biLM's weights as they are (the paper's setting; `config.freeze_bilm`)."""
@@ -932,10 +928,10 @@ class ElmoTaskModel(ElmoPreTrainedModel):
         # finite check is `ElmoPreTrainedModel.from_pretrained`'s).
         loaded = super().from_pretrained(*args, **kwargs)
         model = loaded[0] if isinstance(loaded, tuple) else loaded  # output_loading_info=True gives a tuple
-        model._fix_what_the_config_fixes()  # loading replaces the parameters, and with them their requires_grad
+        model._set_requires_grad_as_configured()  # loading replaces the parameters, and with them their requires_grad
         return loaded
 
-    def _fix_what_the_config_fixes(self) -> None:
+    def _set_requires_grad_as_configured(self) -> None:
         """No gradient for the biLM (`freeze_bilm`) nor for mixes whose weights stay fixed (`mix_trainable=False`)."""
         if self.config.freeze_bilm:
             self.freeze_bilm()

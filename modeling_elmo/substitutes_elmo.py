@@ -28,9 +28,9 @@ import torch
 from transformers.utils import ModelOutput
 
 from .softmax_elmo import log_uniform_probability
+from .vocabulary_elmo import BILM_TF_SPECIAL_WORD_IDS
 
 __all__ = [
-    "BILM_TF_SPECIAL_WORD_IDS",
     "DEFAULT_SUBSTITUTE_COMBINATION",
     "SUBSTITUTE_COMBINATIONS",
     "ElmoSubstitutesOutput",
@@ -38,8 +38,6 @@ __all__ = [
     "zipf_log_prior",
 ]
 
-# bilm-tf's vocabularies start with <S>, </S>, <UNK>: sentence markers and "unknown" are no substitutes.
-BILM_TF_SPECIAL_WORD_IDS = (0, 1, 2)
 SUBSTITUTE_COMBINATIONS = ("product", "product_over_prior", "mean", "forward", "backward")
 DEFAULT_SUBSTITUTE_COMBINATION = "product"
 

@@ -1,22 +1,22 @@
-"""ELMo's tokenizer: text -> words -> one row of 50 character ids per word.
+"""ELMo's tokenizer for transformers: text -> words -> one row of 50 character ids per word.
 
 ELMo has no word vocabulary: each word is its UTF-8 bytes between begin-of-word and end-of-word marks,
 as the original bilm-tf/AllenNLP character mapping defines it. The "vocabulary" of this tokenizer is
 therefore the 262 character symbols, so `pad_token_id` is 0, the id of "no character / no word".
 ELMoForManyLangs models instead read code points through a character vocabulary, plus word ids for their
 word embedding: the same tokenizer with `char_vocab.json` (and `word_vocab.json`) does that.
+
+This module adapts them to transformers' `PreTrainedTokenizer` (its ids are 2-D per sentence: `_encode_plus`,
+`pad` and `decode` are its own); the words come from `splitting_elmo.split_words`, their ids from the rule in
+`vocabulary_elmo`, kept for words met again in a `word_cache_elmo.WordCache`.
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import os
-import re
-import threading
-import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,169 +24,19 @@ import torch
 from transformers import BatchEncoding, PreTrainedTokenizer
 from transformers.tokenization_utils_base import PaddingStrategy, TruncationStrategy
 
-from .configuration_elmo import BILM_TF_CHAR_IDS, framed_char_ids
+from .configuration_elmo import BILM_TF_CHAR_IDS
+from .splitting_elmo import split_words
+from .vocabulary_elmo import (
+    BOS_WORD,
+    EOS_WORD,
+    word_to_char_ids,
+    word_to_code_point_ids,
+    words_to_char_ids,
+    words_to_code_point_ids,
+)
+from .word_cache_elmo import DEFAULT_WORD_CACHE_SIZE, WordCache
 
-__all__ = ["ElmoTokenizer", "pad_sentences", "split_words", "word_to_char_ids"]
-
-BOS_WORD, EOS_WORD = "<S>", "</S>"
-
-
-# Where Unicode has put marks and format characters (their categories are read once, when the module is imported).
-_PLANES = (range(0x30000), range(0xE0000, 0xE1000))
-
-
-def _code_points(categories: Iterable[str]) -> dict[str, list[int]]:
-    """The code points of each of Unicode's general `categories` ("Mn", "Cf", ...), ascending, found in one pass."""
-    found: dict[str, list[int]] = {category: [] for category in categories}
-    for code in itertools.chain(*_PLANES):
-        codes = found.get(unicodedata.category(chr(code)))
-        if codes is not None:
-            codes.append(code)
-    return found
-
-
-_CODE_POINTS = _code_points(("Mn", "Mc", "Me", "Cf"))  # the marks, the format characters
-
-
-def _character_class(codes: Iterable[int]) -> str:
-    """A regular expression's character class of the code points `codes` (ascending), as ranges."""
-    spans: list[list[int]] = []
-    for code in codes:
-        if spans and code == spans[-1][1] + 1:
-            spans[-1][1] = code
-        else:
-            spans.append([code, code])
-    return "[" + "".join(f"{re.escape(chr(first))}-{re.escape(chr(last))}" for first, last in spans) + "]"
-
-
-# The zero-width non-joiner and joiner: kept where they join two characters of a word.
-_JOINERS = "\u200c\u200d"
-
-
-def _grapheme_extenders() -> str:
-    """A character class of what extends the character before it into one grapheme cluster (Unicode's
-    Grapheme_Cluster_Break Extend, SpacingMark and ZWJ, near enough): the combining marks (Mn, Mc, Me: accents,
-    the vowel signs of Indic scripts, variation selectors, the keycap), the zero-width joiner and non-joiner, the
-    emoji skin-tone modifiers and the tag characters of flag sequences. Python's `re` has no `\\X` and its `\\w`
-    matches none of them, so that the pattern below attaches them to their base itself."""
-    joiners, skin_tones, tags = map(ord, _JOINERS), range(0x1F3FB, 0x1F400), range(0xE0020, 0xE0080)
-    marks = (*_CODE_POINTS["Mn"], *_CODE_POINTS["Mc"], *_CODE_POINTS["Me"])
-    return _character_class(sorted({*marks, *joiners, *skin_tones, *tags}))
-
-
-# Control and format characters (Unicode's Cc and Cf) are invisible: --tokenize made words of them ("wo\x00rd" was
-# three words, a right-to-left mark one of them). None is a word or part of one, but for the characters that join
-# a grapheme cluster. Each goes where a reader of the text expects it:
-# - a control character other than whitespace (NUL, ESC, DEL, the C1 controls) separates words, as whitespace
-#   does: it stands in no written word (a field separator, a byte of damage), and the letters on either side are
-#   the words they were before it came in; joined, they would make a word that nobody wrote;
-# - the zero-width space separates words: marking a word boundary without a visible space is its job (Thai, Khmer,
-#   Burmese and web text);
-# - every other format character is dropped: the bidirectional marks, embeddings, overrides and isolates, the
-#   soft hyphen, the word joiner, a byte order mark inside the text, the Arabic number signs, tag characters
-#   outside a flag: they change how text is shown or broken across lines, not what it says ("wo\u200erd" reads
-#   "word");
-# - kept: a zero-width joiner or non-joiner between two characters of a word (an emoji sequence, the Persian
-#   "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"), and the tag characters of an emoji tag sequence: the
-#   black flag, a region's tag letters and the cancel tag (England's, Scotland's and Wales's flags, the tag
-#   sequences Unicode recommends, UTS #51).
-# How: the word pattern starts no word at a control or zero-width space (`_NO_WORD`: findall skips them), text
-# beyond ASCII loses what is dropped (`_INVISIBLE`) before NFC, and `split_words` strips a joiner that ends a word.
-_NO_WORD = r"\s\x00-\x1f\x7f-\x9f\u200b"  # where no word is: whitespace, controls, the zero-width space
-_TAG_SEQUENCE = "\U0001f3f4[\U000e0020-\U000e007e]+\U000e007f"
-_DROPPED = _character_class(code for code in _CODE_POINTS["Cf"] if code not in (0x200B, *map(ord, _JOINERS)))
-_INVISIBLE = re.compile(f"({_TAG_SEQUENCE})|{_DROPPED}")  # replaced by group 1: a tag sequence is kept
-
-
-def _word_pattern(extend: str) -> re.Pattern:
-    """PTB-like word splitting of raw text, tried left to right at each position, where each letter, word
-    character, digit or other symbol is followed by `extend` (the marks that extend it, or "" for text without
-    them); a symbol also takes the symbols that zero-width joiners attach to it (an emoji sequence: a family).
-    A position where no word starts is skipped: a control character or a zero-width space separates words."""
-    letter, word, digits = rf"(?:[^\W\d_]{extend})", rf"(?:\w{extend})+", rf"(?:\d{extend})+"
-    base = f"[^{_NO_WORD}{_JOINERS}]"  # a joiner joins, it does not start a word
-    symbol = rf"(?:{base}{extend}(?:(?<=\u200d){base}{extend})*)"
-    return re.compile(
-        rf"""
-        (?:{letter}\.){{2,}}            # abbreviations with inner periods: U.S., e.g.
-      | {digits}(?:[.,:/]{digits})*     # numbers: 3.14, 1,000, 10:30, 1/2
-      | {word}(?=n't\b)                # "do" of "don't" (the clitic follows as its own word)
-      | n't\b                          # negation clitic
-      | '(?:s|re|ve|ll|d|m)\b          # clitics: 's 're 've 'll 'd 'm
-      | {word}(?:-{word})*(?:'(?!(?:s|re|ve|ll|d|m)\b){word}(?:-{word})*)*  # words; inner hyphens, apostrophes
-      | \.\.\.|--                      # ellipsis, dash
-      | [\U0001F1E6-\U0001F1FF]{{2}}     # a flag: two regional indicators
-      | {symbol}                       # any other symbol is a word of its own
-        """,
-        re.VERBOSE | re.IGNORECASE,
-    )
-
-
-_EXTEND = _grapheme_extenders()
-_CLUSTER_WORD_PATTERN = _word_pattern(f"{_EXTEND}*")
-# Most text holds no mark, joiner or flag: the pattern without them splits it alike, 5-10 times faster.
-_PLAIN_WORD_PATTERN = _word_pattern("")
-_CLUSTERED = re.compile(f"{_EXTEND}|[\U0001f1e6-\U0001f1ff]")
-
-
-def split_words(text: str) -> list[str]:
-    """Split raw text into words, PTB-like (punctuation split off), never inside a character as the reader sees it.
-
-    The text is first normalised to Unicode's NFC, so that a decomposed "e\\u0301cole" (as macOS file names and some
-    web text hold it) is the same word, with the same character ids, as the precomposed "école". Whitespace
-    separates words; inside a chunk, punctuation and symbols become words of their own, except inner hyphens and
-    apostrophes ("bio-identical", "o'clock"), numbers ("3.14", "1,000"), abbreviations with inner periods ("U.S.")
-    and the "..." and "--" marks. A grapheme cluster is never cut: combining marks stay with their letter, an emoji
-    with its variation selector, skin tone or zero-width-joined sequence ("❤️", a family), a flag's two regional
-    indicators together, England's flag (a tag sequence) whole. Clitics split as in the Penn Treebank: "don't" ->
-    "do n't", "John's" -> "John 's". A literal "<S>"/"</S>" stays one word.
-
-    No word holds, or is, an invisible character: a control character (NUL, ESC, ...) or a zero-width space
-    separates words ("wo\\x00rd" is "wo", "rd"), and every other format character (Unicode's Cf: the
-    bidirectional marks and controls, the soft hyphen, the word joiner, a byte order mark) is dropped
-    ("wo\\u200erd" is "word"), but for a zero-width joiner or non-joiner inside a word and a flag's tag characters.
-
-    >>> split_words("Don't panic: it's 3.14, not U.S. law...")
-    ['Do', "n't", 'panic', ':', 'it', "'s", '3.14', ',', 'not', 'U.S.', 'law', '...']
-    """
-    pattern = _PLAIN_WORD_PATTERN
-    if not text.isascii():  # (ASCII is NFC, without marks or format characters: the common case costs nothing)
-        if not text.isprintable():  # (one pass in C: False wherever a control or format character is)
-            text = _INVISIBLE.sub(r"\1", text)  # before NFC composes: "e\u200e\u0301" is "é"
-        text = unicodedata.normalize("NFC", text)
-        pattern = _CLUSTER_WORD_PATTERN if _CLUSTERED.search(text) else _PLAIN_WORD_PATTERN
-    words = []
-    for chunk in text.split():
-        if chunk in (BOS_WORD, EOS_WORD):
-            words.append(chunk)
-        else:
-            words.extend(pattern.findall(chunk))
-    if pattern is _CLUSTER_WORD_PATTERN:  # a joiner that ends a word joins nothing (the pattern took it as a mark)
-        words = [word.rstrip(_JOINERS) for word in words]
-    return words
-
-
-def word_to_char_ids(word: str, max_characters_per_token: int = 50) -> list[int]:
-    """Character ids of one word, exactly as bilm-tf and AllenNLP compute them.
-
-    UTF-8 bytes truncated to `max_characters_per_token - 2` (a multi-byte character may be cut), between
-    begin- and end-of-word marks, padded, every id shifted by +1 so that 0 means "no word here".
-    "<S>" and "</S>" are the sentence-marker words; "" is a valid word of no bytes.
-    """
-    marker = _marker_char_id(word, BILM_TF_CHAR_IDS)
-    if marker is not None:
-        body = [marker]
-    else:
-        body = [byte + 1 for byte in word.encode("utf-8", "ignore")[: max_characters_per_token - 2]]
-    return framed_char_ids(body, BILM_TF_CHAR_IDS, max_characters_per_token)
-
-
-def _marker_char_id(word: str, special_char_ids: Mapping[str, int]) -> int | None:
-    """The character that stands for a sentence marker word (`<S>`, `</S>`) between its frame; None for other words."""
-    if word in (BOS_WORD, EOS_WORD):
-        return special_char_ids["bos" if word == BOS_WORD else "eos"]
-    return None
-
+__all__ = ["ElmoTokenizer", "pad_sentences"]
 
 _SPECIAL_SYMBOLS = {
     "bos": BOS_WORD,
@@ -196,149 +46,6 @@ _SPECIAL_SYMBOLS = {
     "pad": "<char_pad>",
     "oov": "<oov>",
 }
-
-
-# How many distinct words a tokenizer keeps the ids of (6.5 MB at 50 characters a word): real text repeats words.
-DEFAULT_WORD_CACHE_SIZE = 16_384
-
-
-@functools.lru_cache(maxsize=8)
-def _frames(width: int, bow: int, eow: int, pad: int) -> tuple[np.ndarray, np.ndarray]:
-    """For each word length 0..width: the row `[bow, (length slots), eow, pad...]` (width + 1, width + 2) int64,
-    and where the word's ids go in it, (width + 1, width) bool (read-only: shared by every call)."""
-    lengths = np.arange(width + 1)
-    frames = np.full((width + 1, width + 2), pad, dtype=np.int64)
-    frames[:, 0] = bow
-    frames[lengths, lengths + 1] = eow
-    slots = np.arange(width) < lengths[:, None]
-    frames.flags.writeable = slots.flags.writeable = False
-    return frames, slots
-
-
-def _framed_char_ids(body: np.ndarray, lengths: np.ndarray, bow: int, eow: int, pad: int) -> np.ndarray:
-    """Rows of `[bow, *body[:length], eow, pad...]`: (words, width + 2) int64 from body ids (words, width)."""
-    frames, slots = _frames(body.shape[1], bow, eow, pad)
-    ids = frames[lengths]  # one row gather per table instead of building each row
-    np.copyto(ids[:, 1:-1], body, where=slots[lengths])
-    return ids
-
-
-def _leading_units(units: np.ndarray, sizes: np.ndarray, width: int) -> np.ndarray:
-    """The first `width` units (bytes or code points) of each word: (words, width).
-
-    `units` holds the units of all the words end to end, `sizes` how many each word has (words,). Past a word's
-    end a row holds what follows it (the next words, then zeros), for `_framed_char_ids` to mask.
-    """
-    padded = np.concatenate((units, np.zeros(width, units.dtype)))
-    # A read-only view of the window of `width` units at every position; indexing it copies one row per word.
-    step = padded.strides[0]
-    windows = np.lib.stride_tricks.as_strided(padded, (len(units) + 1, width), (step, step), writeable=False)
-    return windows[np.cumsum(sizes) - sizes]
-
-
-def _utf8_char_ids(words: Sequence[str], max_characters_per_token: int) -> np.ndarray:
-    """`word_to_char_ids` of many words at once: (words, max_characters_per_token) int64 (no sentence markers)."""
-    width = max_characters_per_token - 2
-    encoded = [word.encode("utf-8", "ignore") for word in words]
-    sizes = np.fromiter(map(len, encoded), dtype=np.intp, count=len(encoded))
-    data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
-    body = _leading_units(data, sizes, width) + np.uint16(1)  # small integers: less memory to write than int64
-    special = BILM_TF_CHAR_IDS
-    return _framed_char_ids(body, np.minimum(sizes, width), special["bow"], special["eow"], special["pad"])
-
-
-def _code_point_units(words: Sequence[str], width: int) -> tuple[np.ndarray, np.ndarray]:
-    """The first `width` code points of each word, (words, width) uint32 (see `_leading_units`), and how many
-    of them are the word's (words,)."""
-    sizes = np.fromiter(map(len, words), dtype=np.intp, count=len(words))
-    # surrogatepass: a lone surrogate is a code point of its own, as when the str is indexed
-    points = np.frombuffer("".join(words).encode("utf-32-le", "surrogatepass"), dtype="<u4")
-    return _leading_units(points, sizes, width), np.minimum(sizes, width)
-
-
-class _WordCache:
-    """The ids of the words a tokenizer met last: one row of a table per word, row 0 for padding.
-
-    Bounded: it holds at most `capacity` words between calls. When a call's new words would take it past that, it
-    starts over with that call's words; one call with more distinct words than that has it to itself. A lock
-    makes each look-up one step, so that threads sharing a tokenizer never read a row being rewritten. It pickles
-    and copies as an empty cache: copies of a tokenizer, worker processes and `datasets` fingerprints do not
-    carry, or depend on, the words it has seen.
-    """
-
-    def __init__(self, capacity: int, max_characters_per_token: int, with_word_ids: bool) -> None:
-        if capacity < 1:
-            raise ValueError(f"the word cache needs room for at least one word, got word_cache_size={capacity}")
-        self.capacity = capacity
-        self._arguments = (capacity, max_characters_per_token, with_word_ids)
-        self._rows: dict[str, int] = {}
-        self._char_ids = np.zeros((1, max_characters_per_token), dtype=np.int64)
-        self._word_ids = np.zeros(1, dtype=np.int64) if with_word_ids else None
-        self._lock = threading.Lock()
-
-    def __reduce__(self) -> tuple[type, tuple[int, int, bool]]:
-        return type(self), self._arguments
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def gather(
-        self,
-        words: Sequence[str],
-        layout: np.ndarray,
-        encode: Callable[[list[str]], tuple[np.ndarray, np.ndarray | None]],
-    ) -> tuple[np.ndarray, np.ndarray | None]:
-        """The ids of `words` laid out at the True cells of `layout` (row-major), zeros elsewhere.
-
-        `encode(new_words)` gives the character ids (new words, chars) and word ids (new words,) or None of the
-        words not in the cache. Returns character ids of shape (*layout.shape, chars) and word ids of
-        `layout`'s shape (None without a word vocabulary).
-        """
-        with self._lock:
-            index = np.zeros(layout.shape, dtype=np.intp)
-            index[layout] = self._rows_of(words, encode)
-            ids = self._char_ids[index], None if self._word_ids is None else self._word_ids[index]
-            if len(self._rows) > self.capacity:  # this call's words alone were more than the cache keeps
-                self._forget_words()
-            return ids
-
-    def _rows_of(self, words: Sequence[str], encode: Callable) -> np.ndarray:
-        rows = self._rows
-        try:
-            return np.fromiter(map(rows.__getitem__, words), dtype=np.intp, count=len(words))  # all cached
-        except KeyError:
-            pass
-        new_words = list(set(words).difference(rows))  # C-level passes over the call's words, whatever the order
-        if len(rows) + len(new_words) > self.capacity:  # full: start over with this call's words
-            self._forget_words()
-            new_words = list(set(words))
-        first = len(rows) + 1
-        self._store(first, *encode(new_words))
-        # Registered only once their ids are stored: an interruption (Ctrl-C) leaves no word without its ids.
-        rows.update(zip(new_words, range(first, first + len(new_words)), strict=True))
-        return np.fromiter(map(rows.__getitem__, words), dtype=np.intp, count=len(words))
-
-    def _forget_words(self) -> None:
-        self._rows.clear()
-        if len(self._char_ids) > self.capacity + 1:  # grown for one call beyond the bound: give the memory back
-            self._char_ids = self._char_ids[: self.capacity + 1].copy()
-            self._word_ids = None if self._word_ids is None else self._word_ids[: self.capacity + 1].copy()
-
-    def _store(self, first: int, char_ids: np.ndarray, word_ids: np.ndarray | None) -> None:
-        end = first + len(char_ids)
-        if end > len(self._char_ids):  # grow by doubling, up to the capacity unless one call needs more
-            size = max(end, min(2 * len(self._char_ids), self.capacity + 1))
-            self._char_ids = _resized(self._char_ids, size)
-            self._word_ids = None if self._word_ids is None else _resized(self._word_ids, size)
-        self._char_ids[first:end] = char_ids
-        if self._word_ids is not None:
-            self._word_ids[first:end] = word_ids
-
-
-def _resized(table: np.ndarray, rows: int) -> np.ndarray:
-    grown = np.empty((rows, *table.shape[1:]), dtype=table.dtype)  # rows past the old ones: written before read
-    grown[: len(table)] = table
-    return grown
 
 
 def _read_json_vocabulary(path: str | None) -> dict[str, int] | None:
@@ -403,7 +110,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
         specials = {_SPECIAL_SYMBOLS[name]: char_id for name, char_id in self.special_char_ids.items()}
         self._vocab = {"<pad>": 0, **symbols, **specials}
         self._ids_to_symbols = {index: symbol for symbol, index in self._vocab.items()}
-        self._word_cache = _WordCache(word_cache_size, max_characters_per_token, self.word_vocab is not None)
+        self._word_cache = WordCache(word_cache_size, max_characters_per_token, self.word_vocab is not None)
         kwargs.setdefault("model_max_length", 1_000_000)
         super().__init__(
             max_characters_per_token=max_characters_per_token,
@@ -444,33 +151,18 @@ class ElmoTokenizer(PreTrainedTokenizer):
         """The `max_characters_per_token` character ids of one word."""
         if self.char_vocab is None:
             return word_to_char_ids(word, self.max_characters_per_token)
-        special = self.special_char_ids
-        marker = _marker_char_id(word, special)
-        if marker is not None:
-            body = [marker]
-        else:
-            body = [self.char_vocab.get(char, special["oov"]) for char in word[: self.max_characters_per_token - 2]]
-        return framed_char_ids(body, special, self.max_characters_per_token)
+        return word_to_code_point_ids(word, self.char_vocab, self.special_char_ids, self.max_characters_per_token)
 
     def _new_word_ids(self, words: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
         """`word_char_ids` (words, chars) and `word_id` (words,) of many distinct words at once, for the cache."""
         if self.char_vocab is None:
-            char_ids = _utf8_char_ids(words, self.max_characters_per_token)
+            char_ids = words_to_char_ids(words, self.max_characters_per_token)
         else:
-            char_ids = self._code_point_char_ids(words)
-        for marker in (BOS_WORD, EOS_WORD):
-            if marker in words:  # once at most: the words are distinct
-                char_ids[words.index(marker)] = self.word_char_ids(marker)
+            char_ids = words_to_code_point_ids(
+                words, self.char_vocab, self.special_char_ids, self.max_characters_per_token
+            )
         word_ids = None if self.word_vocab is None else np.array([self.word_id(word) for word in words], np.int64)
         return char_ids, word_ids
-
-    def _code_point_char_ids(self, words: list[str]) -> np.ndarray:
-        special = self.special_char_ids
-        code_points, lengths = _code_point_units(words, self.max_characters_per_token - 2)
-        distinct, positions = np.unique(code_points, return_inverse=True)
-        ids = np.array([self.char_vocab.get(chr(point), special["oov"]) for point in distinct.tolist()], np.int64)
-        body = ids[positions].reshape(code_points.shape)
-        return _framed_char_ids(body, lengths, special["bow"], special["eow"], special["pad"])
 
     def word_id(self, word: str) -> int:
         """The word-embedding id of one word (looked up as cut to the characters the model sees)."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from elmo_transformers.common.pip_download import PipDownloadError, pip_download
 from modeling_elmo.native_elmo import NATIVE_LIBRARY_SETTINGS
 
 ALLENNLP_WHEEL = "allennlp==0.9.0"
@@ -32,18 +32,10 @@ def _cache_root() -> Path:
 
 def _cached_wheel() -> Path:
     """The allennlp 0.9.0 wheel, fetched once with `pip download` into the cache."""
-    root = _cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    cached = sorted(root.glob("allennlp-0.9.0-*.whl"))
-    if cached:
-        return cached[0]
-    with tempfile.TemporaryDirectory(dir=root) as download:
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", ALLENNLP_WHEEL, "-d", download]
-        completed = subprocess.run(command, capture_output=True, text=True)
-        if completed.returncode != 0:
-            pytest.fail(f"could not fetch the bilm-tf fixtures with `{' '.join(command)}`:\n{completed.stderr[-2000:]}")
-        (wheel,) = Path(download).glob("allennlp-*.whl")
-        return wheel.replace(root / wheel.name)
+    try:
+        return pip_download(ALLENNLP_WHEEL, _cache_root(), ("--only-binary=:all:",))
+    except PipDownloadError as error:
+        pytest.fail(f"could not fetch the bilm-tf fixtures: {error}")
 
 
 def _extract_fixtures(wheel: Path, target: Path) -> None:

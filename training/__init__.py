@@ -26,6 +26,9 @@ the package installed (`pip install -e .` in the repository):
   `elmo-evaluate-perplexity`, `elmo-model-card`, `elmo-run-token-classification`, `elmo-run-classification`.
 
 `recipes/prepare_default_corpus.py`, which is not installed, runs the first two ways. The scripts import the package
-by its name (`from elmo_transformers.training.pretraining.pretrain import main`), never relatively: a file run as a
-script has no package.
+through `launch.py` (`start_command`, `from_package`), which they load by its path beside them, never relatively (a
+file run as a script has no package): it is the one place that says the package, or the `train` extra, is missing.
+
+Their options follow Hugging Face's example scripts, with underscores (`--output_dir`); the `elmo-*` tools of the
+core install use dashes (`--batch-size`). See docs/README.md, "Command-line names".
 """

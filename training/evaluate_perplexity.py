@@ -4,17 +4,14 @@ The command is `elmo_transformers.training.pretraining.evaluate_perplexity` (als
 elmo_transformers.training.evaluate_perplexity`; installed: `elmo-evaluate-perplexity`).
 """
 
-try:
-    from elmo_transformers.common.extras import import_from_extra
-except ModuleNotFoundError as error:  # run as a file from a checkout where the package is not installed
-    if error.name != "elmo_transformers":
-        raise
-    raise SystemExit(
-        "error: the elmo-transformers package is not installed: run `pip install -e .` in the repository"
-    ) from None
+import runpy
+from pathlib import Path
+
+# launch.py, beside this file, imports the package or says in one line that it is not installed
+start_command = runpy.run_path(str(Path(__file__).with_name("launch.py")))["start_command"]
 
 module = "elmo_transformers.training.pretraining.evaluate_perplexity"
-main = import_from_extra(module, "main", extra="train", what="elmo-evaluate-perplexity")
+main = start_command(module, "main", what="elmo-evaluate-perplexity")
 
 if __name__ == "__main__":
     main()

@@ -4,17 +4,14 @@ The command is `elmo_transformers.training.finetuning.run_classification` (also 
 elmo_transformers.training.run_classification`; installed: `elmo-run-classification`).
 """
 
-try:
-    from elmo_transformers.common.extras import import_from_extra
-except ModuleNotFoundError as error:  # run as a file from a checkout where the package is not installed
-    if error.name != "elmo_transformers":
-        raise
-    raise SystemExit(
-        "error: the elmo-transformers package is not installed: run `pip install -e .` in the repository"
-    ) from None
+import runpy
+from pathlib import Path
+
+# launch.py, beside this file, imports the package or says in one line that it is not installed
+start_command = runpy.run_path(str(Path(__file__).with_name("launch.py")))["start_command"]
 
 module = "elmo_transformers.training.finetuning.run_classification"
-cli = import_from_extra(module, "cli", extra="train", what="elmo-run-classification")
+cli = start_command(module, "cli", what="elmo-run-classification")
 
 if __name__ == "__main__":
     cli()

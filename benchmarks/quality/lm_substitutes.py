@@ -27,11 +27,8 @@ from pos_warm_state import warm_state
 from tqdm.auto import tqdm
 
 from modeling_elmo import DEFAULT_MODEL, ElmoForBidirectionalLM, ElmoTokenizer
-from modeling_elmo.substitutes_elmo import (
-    BILM_TF_SPECIAL_WORD_IDS,
-    SUBSTITUTE_COMBINATIONS,
-    combine_lm_log_probabilities,
-)
+from modeling_elmo.substitutes_elmo import SUBSTITUTE_COMBINATIONS, combine_lm_log_probabilities
+from modeling_elmo.vocabulary_elmo import BILM_TF_SPECIAL_WORD_IDS
 
 CUTOFFS = (1, 10, 100)
 

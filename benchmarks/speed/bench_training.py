@@ -22,6 +22,7 @@ from bench_common import REPOSITORY, flops_per_position, measure_matmul_peak
 
 from elmo_transformers.conversion.variants import VARIANTS
 from elmo_transformers.training.pretraining.pretrain import LmTrainer, parse_args
+from modeling_elmo.vocabulary_elmo import BILM_TF_SPECIAL_WORDS
 
 SHAPES = {
     "default": (json.loads((REPOSITORY / "training/recipes/default_model_options.json").read_text()), 16_000),
@@ -42,10 +43,10 @@ def training_flops_per_word(trainer: LmTrainer) -> float:
 
 def write_random_corpus(folder: Path, vocab_size: int, sentences: int = 4000) -> None:
     rng = random.Random(0)
-    words = [f"w{index}" for index in range(vocab_size - 3)]
+    words = [f"w{index}" for index in range(vocab_size - len(BILM_TF_SPECIAL_WORDS))]
     lines = [" ".join(rng.choice(words) for _ in range(rng.randint(10, 30))) for _ in range(sentences)]
     (folder / "train.txt").write_text("\n".join(lines) + "\n")
-    (folder / "vocab.txt").write_text("\n".join(["<S>", "</S>", "<UNK>", *words]) + "\n")
+    (folder / "vocab.txt").write_text("\n".join([*BILM_TF_SPECIAL_WORDS, *words]) + "\n")
 
 
 def bench_shape(name: str, args: argparse.Namespace, peak: float) -> dict[str, float]:

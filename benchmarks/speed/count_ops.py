@@ -26,8 +26,9 @@ import torch
 from torch.autograd.profiler import record_function
 
 from modeling_elmo import DEFAULT_MODEL, ElmoModel, ElmoTokenizer
+from modeling_elmo.vocabulary_elmo import BILM_TF_SPECIAL_WORDS
 
-MARKERS = {"<S>", "</S>", "<UNK>", ""}
+MARKERS = {*BILM_TF_SPECIAL_WORDS, ""}
 CHAR_ENCODER = "char_encoder"
 
 

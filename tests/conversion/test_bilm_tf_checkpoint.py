@@ -24,16 +24,13 @@ from transformers import AutoModel, AutoModelForPreTraining, AutoTokenizer
 from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.model_card import file_sha256
 from elmo_transformers.common.options import config_from_options
-from elmo_transformers.conversion import tf_checkpoint
+from elmo_transformers.conversion import tf_crc32c
 from elmo_transformers.conversion.allennlp_hdf5 import weight_mappings
 from elmo_transformers.conversion.bilm_tf_checkpoint import checkpoint_name
 from elmo_transformers.conversion.cli import main
-from elmo_transformers.conversion.tf_checkpoint import (
-    crc32c,
-    list_tf_checkpoint,
-    read_tf_checkpoint,
-    resolve_checkpoint_prefix,
-)
+from elmo_transformers.conversion.tf_checkpoint import list_tf_checkpoint, read_tf_checkpoint, resolve_checkpoint_prefix
+from elmo_transformers.conversion.tf_crc32c import crc32c
+from elmo_transformers.conversion.tf_sstable import block_entries, decode_block_handle, read_block
 from modeling_elmo import ElmoForBidirectionalLM, ElmoModel
 
 DATA = Path(__file__).parent / "data" / "bilm_tf_checkpoint"
@@ -198,14 +195,14 @@ def test_compressed_index_blocks_are_refused(copy: Path) -> None:
     index = copy / "model.ckpt-1.index"
     table = bytearray(index.read_bytes())
     footer = bytes(table[-48:])  # the footer's second block handle locates the index block
-    _, position = tf_checkpoint._block_handle(footer, 0, 40)
-    index_handle, _ = tf_checkpoint._block_handle(footer, position, 40)
-    index_block = tf_checkpoint._block(bytes(table), index_handle, "index block")
-    ((_, handle),) = tf_checkpoint._block_entries(index_block, "index block")  # one data block
-    (offset, size), _ = tf_checkpoint._block_handle(handle, 0, len(handle))
+    _, position = decode_block_handle(footer, 0, 40)
+    index_handle, _ = decode_block_handle(footer, position, 40)
+    index_block = read_block(bytes(table), index_handle, "index block")
+    ((_, handle),) = block_entries(index_block, "index block")  # one data block
+    (offset, size), _ = decode_block_handle(handle, 0, len(handle))
     assert offset == 0
     table[size] = 1  # the block trailer's compression type: Snappy, with a checksum that matches it
-    crc = tf_checkpoint.crc32c(bytes(table[: size + 1]))
+    crc = crc32c(bytes(table[: size + 1]))
     masked = (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
     table[size + 1 : size + 5] = masked.to_bytes(4, "little")
     index.write_bytes(bytes(table))
@@ -241,9 +238,9 @@ def test_crc32c(monkeypatch: pytest.MonkeyPatch) -> None:
     samples = [bytes(rng.getrandbits(8) for _ in range(size)) for size in (1, 63, 64, 65, 1000, 3001)]
     # Small lanes and pieces make the short samples go through the lane joining and the piece chaining.
     for lanes, piece in ((1 << 16, 1 << 26), (4, 100), (8, 7)):
-        monkeypatch.setattr(tf_checkpoint, "_MAX_LANES", lanes)
-        monkeypatch.setattr(tf_checkpoint, "_MIN_LANE_BYTES", 2)
-        monkeypatch.setattr(tf_checkpoint, "_PIECE_BYTES", piece)
+        monkeypatch.setattr(tf_crc32c, "_MAX_LANES", lanes)
+        monkeypatch.setattr(tf_crc32c, "_MIN_LANE_BYTES", 2)
+        monkeypatch.setattr(tf_crc32c, "_PIECE_BYTES", piece)
         for sample in samples:
             assert crc32c(sample) == _bitwise_crc32c(sample), (len(sample), lanes, piece)
 

@@ -179,7 +179,7 @@ def test_converted_folder_is_readable_by_all(fixture_model_folder: Path) -> None
         ({"char_embedding_dim": None}, "char_cnn.embedding.dim must be a positive integer, got null"),
         ({"dropout": 1.5}, "dropout must be a number in [0, 1), got 1.5"),
         ({"n_tokens_vocab": "many"}, 'n_tokens_vocab must be a positive integer or null, got "many"'),
-        # the same checks as config.json's fields (ElmoConfig's FIELD_CHECKS), to their edges
+        # the same checks as config.json's fields (the checks declared with ElmoConfig's fields), to their edges
         ({"dropout": 1}, "dropout must be a number in [0, 1), got 1"),
         ({"cell_clip": 0}, "lstm.cell_clip must be a positive number or null, got 0"),
         ({"proj_clip": float("nan")}, "lstm.proj_clip must be a positive number or null, got NaN"),

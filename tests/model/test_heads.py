@@ -21,7 +21,7 @@ from transformers import (
     pipeline,
 )
 
-import modeling_elmo  # noqa: F401  (registers the Auto classes)
+import modeling_elmo.lstm_elmo  # (also registers the Auto classes)
 from modeling_elmo import (
     DEFAULT_MODEL,
     ElmoForSequenceClassification,
@@ -72,13 +72,13 @@ def _lstm_steps(model, inputs: dict[str, torch.Tensor], **kwargs) -> dict[int, i
     when they run together (one cell call steps `gates.shape[0]` layers of both directions at once, the lowest
     first)."""
     elmo = model.elmo if hasattr(model, "elmo") else model
-    layers = [
-        (index, layer)
+    index_of = {
+        id(layer): index
         for stack in (elmo.forward_lstm, elmo.backward_lstm)
         for index, layer in enumerate(stack.layers, start=1)
-    ]
+    }
     steps: dict[int, int] = {}
-    running, step = [1], elmo.lstm_cell
+    running, step, run_layer = [1], elmo.lstm_cell, modeling_elmo.lstm_elmo.run_lstm_layer
 
     def counting(gates, c, clip):
         lowest, groups = (1, gates.shape[0] // 2) if gates.dim() == 3 else (running[0], 1)
@@ -86,18 +86,16 @@ def _lstm_steps(model, inputs: dict[str, torch.Tensor], **kwargs) -> dict[int, i
             steps[stepped] = steps.get(stepped, 0) + 1
         return step(gates, c, clip)
 
-    hooks = [
-        layer.register_forward_pre_hook(lambda *_, index=index: running.__setitem__(0, index))
-        for index, layer in layers
-    ]
-    elmo.lstm_cell = counting
+    def running_layer(layer, *args, **options):
+        running[0] = index_of[id(layer)]
+        return run_layer(layer, *args, **options)
+
+    elmo.lstm_cell, modeling_elmo.lstm_elmo.run_lstm_layer = counting, running_layer
     try:
         with torch.no_grad():
             model(**inputs, **kwargs)
     finally:
-        elmo.lstm_cell = step
-        for hook in hooks:
-            hook.remove()
+        elmo.lstm_cell, modeling_elmo.lstm_elmo.run_lstm_layer = step, run_layer
     return steps
 
 

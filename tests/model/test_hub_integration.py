@@ -27,6 +27,8 @@ def test_saved_folder_has_code_and_full_auto_map(fixture_model_folder: Path) -> 
     names = {path.name for path in fixture_model_folder.iterdir()}
     assert {"config.json", "model.safetensors", "tokenizer_config.json"} <= names
     assert {"configuration_elmo.py", "modeling_elmo.py", "lstm_elmo.py", "tokenization_elmo.py"} <= names
+    # what the tokenizer imports: its word splitter, its character-id rule and its word cache
+    assert {"splitting_elmo.py", "vocabulary_elmo.py", "word_cache_elmo.py"} <= names
     assert not any(name.endswith((".bin", ".pt", ".pkl")) for name in names)
     auto_map = json.loads((fixture_model_folder / "config.json").read_text())["auto_map"]
     assert auto_map["AutoConfig"] == "configuration_elmo.ElmoConfig"
@@ -123,8 +125,8 @@ _REMOTE_WAVEFRONT_SCRIPT = """
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
     lstm = importlib.import_module(type(model).__module__.rsplit(".", 1)[0] + ".lstm_elmo")
     assert lstm.__name__.startswith("transformers_modules"), lstm.__name__
-    calls, run = [], lstm._run_wavefront
-    lstm._run_wavefront = lambda *args, **kwargs: calls.append(1) or run(*args, **kwargs)
+    calls, run = [], lstm.LSTM_IMPLEMENTATIONS["wavefront"]
+    lstm.LSTM_IMPLEMENTATIONS["wavefront"] = lambda *args, **kwargs: calls.append(1) or run(*args, **kwargs)
     inputs = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
     with torch.no_grad():
         output = model(**inputs).last_hidden_state.numpy()

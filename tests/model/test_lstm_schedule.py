@@ -18,7 +18,8 @@ import modeling_elmo.lstm_elmo
 import modeling_elmo.modeling_elmo
 import modeling_elmo.onednn_elmo
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
-from modeling_elmo.lstm_elmo import _run_layer_by_layer, _run_wavefront, run_lstm_stacks
+from modeling_elmo.configuration_elmo import LSTM_IMPLEMENTATION_NAMES
+from modeling_elmo.lstm_elmo import LSTM_IMPLEMENTATIONS, run_lstm_layer, run_lstm_stacks
 from modeling_elmo.modeling_elmo import (
     ElmoLstmLayer,
     ElmoLstmStack,
@@ -63,6 +64,14 @@ def make_inputs(stacks, dtype: torch.dtype = torch.float64):
     return inputs, batch_sizes, state
 
 
+def layer_by_layer(*args, dropout: float = 0.0):
+    return run_lstm_stacks(*args, implementation="layer_by_layer", dropout=dropout)
+
+
+def wavefront(*args, dropout: float = 0.0):
+    return run_lstm_stacks(*args, implementation="wavefront", dropout=dropout)
+
+
 def assert_same(actual, expected, atol: float = 1e-12) -> None:
     (actual_outputs, actual_state), (expected_outputs, expected_state) = actual, expected
     assert len(actual_outputs) == len(expected_outputs)
@@ -78,8 +87,8 @@ def test_the_wavefront_equals_layer_by_layer(shape: str, positions_per_chunk: in
     inputs, batch_sizes, state = make_inputs(stacks)
     layers = len(stacks[0].layers)
     for num_layers in sorted({1, layers}):  # with the layers above not run (mix_layers): they keep their state
-        expected = _run_layer_by_layer(stacks, inputs, batch_sizes, state, num_layers, 0.0)
-        actual = _run_wavefront(stacks, inputs, batch_sizes, state, num_layers, 0.0)
+        expected = layer_by_layer(stacks, inputs, batch_sizes, state, num_layers)
+        actual = wavefront(stacks, inputs, batch_sizes, state, num_layers)
         assert_same(actual, expected)
         outputs, (h, c) = actual
         padding = torch.arange(inputs.shape[2])[None, :] >= torch.tensor(LENGTHS)[:, None]
@@ -96,7 +105,7 @@ def test_one_stack_alone_runs_the_same() -> None:
     outputs, finals = stack(inputs[1], batch_sizes, states, 3)
     layer_input = inputs[1]
     for index, layer in enumerate(stack.layers):
-        expected, expected_state = layer(layer_input, batch_sizes, states[index])
+        expected, expected_state = run_lstm_layer(layer, layer_input, batch_sizes, states[index])
         expected = expected + layer_input if index else expected
         torch.testing.assert_close(outputs[index], expected, rtol=0, atol=1e-12)
         for actual_part, expected_part in zip(finals[index], expected_state, strict=True):
@@ -110,9 +119,9 @@ def test_the_wavefront_gives_the_same_gradients() -> None:
     inputs, batch_sizes, state = make_inputs(stacks)
     weights = torch.randn(len(LENGTHS), max(LENGTHS), 6, generator=torch.Generator().manual_seed(2), dtype=inputs.dtype)
     gradients = []
-    for run in (_run_layer_by_layer, _run_wavefront):
+    for run in (layer_by_layer, wavefront):
         leaves = [tensor.clone().requires_grad_() for tensor in (inputs, *state)]
-        outputs, (h, c) = run(stacks, leaves[0], batch_sizes, tuple(leaves[1:]), 3, 0.0)
+        outputs, (h, c) = run(stacks, leaves[0], batch_sizes, tuple(leaves[1:]), 3)
         loss = sum((output * weights).sum() for output in outputs) + (h**2).sum() + c.sum()
         parameters = [parameter for stack in stacks for parameter in stack.parameters()]
         gradients.append(torch.autograd.grad(loss, [*leaves, *parameters]))
@@ -125,9 +134,9 @@ def test_dropout_hits_every_layer_input_and_the_skip_connection_adds_the_dropped
     monkeypatch.setattr(torch.nn.functional, "dropout", lambda x, p, training: x * (1 - p))
     stacks = make_stacks("clipped, 3 layers")
     inputs, batch_sizes, state = make_inputs(stacks)
-    expected = _run_layer_by_layer(stacks, inputs, batch_sizes, state, 3, 0.25)
-    assert_same(_run_wavefront(stacks, inputs, batch_sizes, state, 3, 0.25), expected)
-    undropped = _run_layer_by_layer(stacks, inputs, batch_sizes, state, 3, 0.0)
+    expected = layer_by_layer(stacks, inputs, batch_sizes, state, 3, dropout=0.25)
+    assert_same(wavefront(stacks, inputs, batch_sizes, state, 3, dropout=0.25), expected)
+    undropped = layer_by_layer(stacks, inputs, batch_sizes, state, 3)
     assert not torch.allclose(expected[0][-1], undropped[0][-1])
 
 
@@ -137,9 +146,11 @@ def test_cpus_run_layer_by_layer_unless_told_otherwise(dtype: torch.dtype, monke
     inference where it can); `implementation="wavefront"` runs the wavefront there too, to the same numbers."""
     stacks = make_stacks("clipped, 3 layers", dtype)
     inputs, batch_sizes, state = make_inputs(stacks, dtype)
-    calls, forward = [], ElmoLstmLayer.forward
+    calls, run_layer = [], run_lstm_layer
     monkeypatch.setattr(
-        ElmoLstmLayer, "forward", lambda self, *args, **kwargs: calls.append(self) or forward(self, *args, **kwargs)
+        modeling_elmo.lstm_elmo,
+        "run_lstm_layer",
+        lambda layer, *args, **kwargs: calls.append(layer) or run_layer(layer, *args, **kwargs),
     )
     with torch.no_grad():
         layer_by_layer = run_lstm_stacks(stacks, inputs, batch_sizes, state, 2)
@@ -154,7 +165,7 @@ def test_other_devices_run_the_wavefront(monkeypatch) -> None:
     stacks = [stack.to("meta") for stack in make_stacks("clipped, 3 layers", torch.float32)]
     inputs, batch_sizes, state = make_inputs(stacks, torch.float32)
     calls = []
-    monkeypatch.setattr(ElmoLstmLayer, "forward", lambda self, *args, **kwargs: calls.append(self))
+    monkeypatch.setattr(modeling_elmo.lstm_elmo, "run_lstm_layer", lambda layer, *args, **kwargs: calls.append(layer))
     outputs, (h, c) = run_lstm_stacks(stacks, inputs.to("meta"), batch_sizes, tuple(s.to("meta") for s in state), 3)
     assert not calls
     assert [output.shape for output in outputs] == [inputs.shape] * 3
@@ -331,7 +342,7 @@ def test_the_token_layer_on_cuda_is_float32_at_a_large_batch() -> None:
 def test_the_wavefront_on_cuda_equals_float64_on_cpu() -> None:
     stacks = make_stacks("clipped, 3 layers")
     inputs, batch_sizes, state = make_inputs(stacks)
-    expected = _run_layer_by_layer(stacks, inputs, batch_sizes, state, 3, 0.0)
+    expected = layer_by_layer(stacks, inputs, batch_sizes, state, 3)
     cuda_stacks = [stack.float().cuda() for stack in stacks]
     with torch.no_grad():
         outputs, final = run_lstm_stacks(
@@ -385,15 +396,19 @@ def schedule_calls(monkeypatch) -> list[tuple[str, int]]:
     """Which schedule ran, for the stacks of which model: ("wavefront" or "layer_by_layer", id of the first
     stack), one per `run_lstm_stacks` call (counting calls, not timing)."""
     calls = []
-    for name in ("_run_wavefront", "_run_layer_by_layer"):
-        run = getattr(modeling_elmo.lstm_elmo, name)
+    for name in ("wavefront", "layer_by_layer"):
+        run = LSTM_IMPLEMENTATIONS[name]
 
         def counting(stacks, *args, run=run, name=name, **kwargs):
-            calls.append((name.removeprefix("_run_"), id(stacks[0])))
+            calls.append((name, id(stacks[0])))
             return run(stacks, *args, **kwargs)
 
-        monkeypatch.setattr(modeling_elmo.lstm_elmo, name, counting)
+        monkeypatch.setitem(LSTM_IMPLEMENTATIONS, name, counting)
     return calls
+
+
+def test_the_kernels_are_keyed_by_the_names_the_config_accepts() -> None:
+    assert tuple(LSTM_IMPLEMENTATIONS) == LSTM_IMPLEMENTATION_NAMES
 
 
 def test_two_models_in_one_process_run_each_its_own_implementation(fixture_model_folder, schedule_calls) -> None:

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+import modeling_elmo.lstm_elmo
 from modeling_elmo import ElmoConfig, ElmoLayerMix, ElmoModel, ElmoTokenizer
 from modeling_elmo.mixing_elmo import masked_layer_norm
 
@@ -118,15 +119,20 @@ def test_bad_mixing_options_are_refused() -> None:
         _config(mix_layers=[0, 1], mix_initial_weights=[0, 0, 0])
 
 
-def test_running_only_the_lower_layers_skips_the_top_layer_exactly() -> None:
+def test_running_only_the_lower_layers_skips_the_top_layer_exactly(monkeypatch) -> None:
     """`num_layers` (what the heads pass: `config.mix_depth`) runs no layer above it; the config's mixing fields
     alone leave `ElmoModel` whole."""
     torch.manual_seed(0)
     full = ElmoModel(_config()).eval()
     mixing_two = ElmoModel(_config(mix_layers=[0, 1])).eval()
     mixing_two.load_state_dict(full.state_dict())
-    calls = []
-    full.forward_lstm.layers[1].register_forward_hook(lambda *args: calls.append(args))
+    calls, run_layer, top = [], modeling_elmo.lstm_elmo.run_lstm_layer, full.forward_lstm.layers[1]
+
+    def counting(layer, *args, **options):
+        calls.extend([layer] if layer is top else [])
+        return run_layer(layer, *args, **options)
+
+    monkeypatch.setattr(modeling_elmo.lstm_elmo, "run_lstm_layer", counting)
     inputs = ElmoTokenizer()(
         [["a", "b"], ["c", "d", "e"], []], is_split_into_words=True, padding=True, return_tensors="pt"
     )

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from awkward_words import ENGLAND
 from transformers import AutoTokenizer, DataCollatorForTokenClassification, DataCollatorWithPadding
 
 from modeling_elmo import ElmoTokenizer, split_words, word_to_char_ids
 
 BOW, EOW, PAD = 259, 260, 261
-ENGLAND = "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f"
 SCOTLAND = "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f"
 
 

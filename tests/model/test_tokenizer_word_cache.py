@@ -15,35 +15,10 @@ from pathlib import Path
 import elmoformanylangs.elmo
 import pytest
 import torch
+from awkward_words import AWKWARD_WORDS
 from datasets.fingerprint import Hasher
 
 from modeling_elmo import ElmoTokenizer, tokenization_elmo, word_to_char_ids
-
-ENGLAND = "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f"
-AWKWARD_WORDS = [
-    "",
-    "<S>",
-    "</S>",
-    "<s>",  # not a sentence marker: its bytes
-    "<S>x",
-    " ",
-    "\t",
-    "New York",
-    "naïve",
-    "日本語",
-    "\x00",  # a byte 0 inside a word is id 1, not padding
-    "\u200b",
-    "\ud800",  # a lone surrogate: no UTF-8 bytes ("ignore"), one code point
-    "a" * 47 + "é",  # 49 bytes: the cut at 48 falls inside "é"
-    "a" + "😀" * 12,  # 49 bytes: the cut keeps 3 of the last emoji's 4 bytes
-    "😀" * 12,  # exactly 48 bytes
-    "😀" * 13,
-    "x" * 100,
-    ENGLAND,  # a tag sequence: 7 code points, 28 bytes
-    "x" * 45 + ENGLAND,  # 73 bytes, 52 code points: both cuts fall inside the flag
-    "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",  # a zero-width non-joiner inside a Persian word
-    "\U0001f468\u200d\U0001f469\u200d\U0001f467",  # a family: emoji joined by zero-width joiners
-]
 
 
 def _encode(tokenizer: ElmoTokenizer, batch: list[list[str]]) -> dict[str, torch.Tensor]:
@@ -229,7 +204,7 @@ def test_an_interrupted_conversion_leaves_no_half_written_words(monkeypatch: pyt
         raise KeyboardInterrupt
 
     with monkeypatch.context() as patch:
-        patch.setattr(tokenization_elmo, "_utf8_char_ids", interrupted)
+        patch.setattr(tokenization_elmo, "words_to_char_ids", interrupted)
         with pytest.raises(KeyboardInterrupt):
             _encode(tokenizer, [["naïve", "zyzzyva"]])
     batch = [["zyzzyva", "naïve"]]

@@ -22,7 +22,6 @@ computes.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
 import re
@@ -34,8 +33,8 @@ import pyarrow.compute as pc
 import torch
 from datasets import Array3D, Dataset, Features, concatenate_datasets
 
-from modeling_elmo import ElmoConfig, ElmoModel
-from modeling_elmo.configuration_elmo import TASK_HEAD_FIELDS
+from modeling_elmo import ElmoModel
+from modeling_elmo.configuration_elmo import ELMO_CONFIG_FIELDS, TASK_HEAD_FIELDS
 from modeling_elmo.modeling_elmo import ElmoTaskModel
 from modeling_elmo.tokenization_elmo import pad_sentences
 
@@ -113,8 +112,7 @@ def bilm_features_key(dataset: Dataset, elmo: ElmoModel, storage_dtype: str) -> 
 
 def _bilm_config_fields() -> list[str]:
     """ElmoConfig's own fields that can change what the biLM computes: all but the task head's."""
-    names = inspect.signature(ElmoConfig.__init__).parameters
-    return [name for name in names if name not in ("self", "kwargs", *TASK_HEAD_FIELDS)]
+    return [name for name in ELMO_CONFIG_FIELDS if name not in TASK_HEAD_FIELDS]
 
 
 def _arrow_value_parts(array: pa.Array) -> list[bytes]:

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
+from transformers.utils import SAFE_WEIGHTS_NAME
 
 from elmo_transformers.common.atomic_output import partial_path
 from elmo_transformers.common.errors import TrainingError, first_line
@@ -35,7 +36,6 @@ from elmo_transformers.common.safe_load import holds_code
 __all__ = [
     "OPTIMIZER_FILE",
     "TRAINER_STATE_FILE",
-    "WEIGHTS_FILE",
     "checkpoint_name",
     "latest_checkpoint",
     "load_optimizer_state",
@@ -49,7 +49,6 @@ __all__ = [
     "write_json",
 ]
 
-WEIGHTS_FILE = "model.safetensors"
 OPTIMIZER_FILE = "optimizer.pt"
 TRAINER_STATE_FILE = "trainer_state.json"
 _CHECKPOINT_NAME = re.compile(r"^checkpoint-(\d+)$")
@@ -151,7 +150,7 @@ def _open_zip(path: Path) -> None:
 def _check_files(folder: Path) -> None:
     """Raise `_DamagedFile` for the first file of `folder` that is missing or shows damage without being read."""
     trainer_state = _read(folder / TRAINER_STATE_FILE, _read_json)
-    _read(folder / WEIGHTS_FILE, _open_safetensors)
+    _read(folder / SAFE_WEIGHTS_NAME, _open_safetensors)
     _read(folder / OPTIMIZER_FILE, _open_zip)
     for rank in range(trainer_state.get("world_size", 1)):
         _read(_process_file(folder, rank, ".json"), _read_json)
@@ -198,7 +197,7 @@ def _load(folder: Path, name: str, read: Callable[[Path], Read]) -> Read:
 
 
 def load_weights(folder: Path) -> dict[str, torch.Tensor]:
-    return _load(folder, WEIGHTS_FILE, lambda path: load_file(str(path)))
+    return _load(folder, SAFE_WEIGHTS_NAME, lambda path: load_file(str(path)))
 
 
 def load_optimizer_state(folder: Path) -> dict[str, Any]:

@@ -43,9 +43,9 @@ def evaluate_perplexity(
             SentenceStream(files, shuffle=False, loop=False),
             batch_size=batch_size,
             unroll_steps=unroll_steps,
-            reverse=r,
+            reverse=reverse,
         )
-        for r in (False, True)
+        for reverse in (False, True)
     ]
     totals, counts, state = [0.0, 0.0], [0, 0], None
     with tqdm(desc="perplexity", unit=" windows", disable=not progress, leave=False) as bar:

@@ -29,6 +29,13 @@ from elmo_transformers.common.atomic_output import atomic_output_folder, publish
 from elmo_transformers.common.disk_space import check_free_space, format_bytes, is_disk_full
 from elmo_transformers.common.errors import DataFileError, TrainingError, exit_on_error, first_line
 from elmo_transformers.common.processes import leave_process_group, on_main_process
+from elmo_transformers.common.run_folder import (
+    EVAL_RESULTS_FILE,
+    METRICS_FILE,
+    MODEL_FOLDER,
+    PERPLEXITY_PLOT_FILE,
+    TRAINING_ARGS_FILE,
+)
 from elmo_transformers.training.output_dir import exclusive_output_dir, refuse_existing_output_dir
 from elmo_transformers.training.pretraining.checkpoint import (
     TRAINER_STATE_FILE,
@@ -96,6 +103,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_data_and_model_options(parser)
+    _add_training_options(parser)
+    return parser.parse_args(argv)
+
+
+def _add_data_and_model_options(parser: argparse.ArgumentParser) -> None:
     data = parser.add_argument_group("data")
     data.add_argument("--train_files", required=True, nargs="+", help="Glob(s) of text shards: one sentence per line.")
     data.add_argument("--validation_files", nargs="+", help="Glob(s) of held-out text for perplexity.")
@@ -109,6 +122,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="Sampled-softmax candidates per step (bilm-tf: 8192); 0: full softmax. Default: the model's options.",
     )
     model.add_argument("--dropout", type=float, help="Dropout of the LSTM inputs and outputs. Default: the model's.")
+
+
+def _add_training_options(parser: argparse.ArgumentParser) -> None:
     training = parser.add_argument_group("training")
     training.add_argument("--output_dir", required=True)
     training.add_argument("--overwrite_output_dir", action="store_true", help="Train into an existing output_dir.")
@@ -150,7 +166,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="Start even when the disk of output_dir has less free space than the checkpoints and the model need "
         "(estimated from the parameters and the optimizer's state).",
     )
-    return parser.parse_args(argv)
 
 
 class LmTrainer:
@@ -196,7 +211,7 @@ class LmTrainer:
             copy_from_first_process(self.softmax_weight)
         self.lstm_state: tuple[torch.Tensor, torch.Tensor] | None = None
         self.step = 0
-        self.metrics = MetricsLog(self.output_dir / "metrics.jsonl", enabled=self.accelerator.is_main_process)
+        self.metrics = MetricsLog(self.output_dir / METRICS_FILE, enabled=self.accelerator.is_main_process)
         self.max_steps = args.max_steps or max(1, math.ceil(args.num_train_epochs * self._steps_per_epoch()))
 
     # --- setup ---------------------------------------------------------------------------------------------
@@ -474,17 +489,17 @@ class LmTrainer:
     def _save_final_model(self) -> dict[str, Any]:
         """output_dir/model, with the last validation perplexity and its plot (when there are --validation_files)."""
         results: dict[str, Any] = {}
-        final = self.output_dir / "model"
+        final = self.output_dir / MODEL_FOLDER
         with self._saving(final):  # atomic_output_folder removes its own staging folder
             if self.accelerator.is_main_process:
                 if self.validation_files:
                     results = self.metrics.last_evaluation() or {}
                 with atomic_output_folder(final, overwrite=True) as staging:
                     self._save_folder(staging)
-                    write_json(staging / "eval_results.json", {"step": self.step, **results})
-                    write_json(staging / "training_args.json", vars(self.args))
+                    write_json(staging / EVAL_RESULTS_FILE, {"step": self.step, **results})
+                    write_json(staging / TRAINING_ARGS_FILE, vars(self.args))
                     if self.validation_files:
-                        self.metrics.plot(staging / "perplexity.png")
+                        self.metrics.plot(staging / PERPLEXITY_PLOT_FILE)
         if self.accelerator.is_main_process:
             measured = ", ".join(f"{key} {value:.2f}" for key, value in results.items() if "perplex" in key)
             logger.info("saved %s (%s)", final, measured or "no --validation_files: no perplexity measured")

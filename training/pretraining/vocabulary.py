@@ -8,7 +8,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from elmo_transformers.common.errors import DataFileError
-from elmo_transformers.common.vocabulary import SPECIAL_WORDS, UNK_WORD, read_vocabulary
+from elmo_transformers.common.vocabulary import read_vocabulary
+from modeling_elmo.vocabulary_elmo import BILM_TF_SPECIAL_WORDS, UNK_WORD
 
 __all__ = ["LmVocabulary"]
 
@@ -25,7 +26,7 @@ class LmVocabulary:
             if word in self.ids:
                 raise DataFileError(f"{source}, line {index + 1}: {word!r} repeats line {self.ids[word] + 1}")
             self.ids[word] = index
-        missing = [word for word in SPECIAL_WORDS if word not in self.ids]
+        missing = [word for word in BILM_TF_SPECIAL_WORDS if word not in self.ids]
         if missing:
             raise DataFileError(
                 f"{source} lacks the special words {', '.join(missing)}: a bilm-tf vocabulary holds <S>, </S> and "
@@ -44,13 +45,13 @@ class LmVocabulary:
         """`<S>`, `</S>`, `<UNK>`, then the words seen at least `min_count` times, most frequent first (ties in
         alphabetical order, so the file is reproducible), at most `max_size` lines in all."""
         ranked = sorted(
-            (item for item in counts.items() if item[1] >= min_count and item[0] not in SPECIAL_WORDS),
+            (item for item in counts.items() if item[1] >= min_count and item[0] not in BILM_TF_SPECIAL_WORDS),
             key=lambda item: (-item[1], item[0]),
         )
         words = [word for word, _ in ranked]
         if max_size is not None:
-            words = words[: max(0, max_size - len(SPECIAL_WORDS))]
-        return cls([*SPECIAL_WORDS, *words])
+            words = words[: max(0, max_size - len(BILM_TF_SPECIAL_WORDS))]
+        return cls([*BILM_TF_SPECIAL_WORDS, *words])
 
     def __len__(self) -> int:
         return len(self.words)

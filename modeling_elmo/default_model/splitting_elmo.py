@@ -1,0 +1,1 @@
+../splitting_elmo.py

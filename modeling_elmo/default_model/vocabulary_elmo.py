@@ -1,0 +1,1 @@
+../vocabulary_elmo.py
