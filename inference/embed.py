@@ -1,46 +1,24 @@
 """The `elmo-embed` command: ELMo vectors of every line of a text file, in AllenNLP's `elmo` command layout.
 
-The run itself is `elmo_transformers.inference.embedding.embed_file`, imported once the arguments are parsed: `--help`
-and argument errors come without loading torch and transformers.
+The options are `elmo_transformers.inference.options.EmbedOptions`, which builds the command line; the run itself is
+`elmo_transformers.inference.embedding.embed_file`, imported once the arguments are parsed: `--help` and argument
+errors come without loading torch and transformers.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from elmo_transformers.common.atomic_output import partial_path
-from elmo_transformers.common.disk_space import NO_SPACE_CHECK
 from elmo_transformers.common.errors import ElmoError, EmbedError, report_error, report_interruption
 from elmo_transformers.common.extras import require_extra
 
-from .options import COMPRESSIONS, COMPUTE_DTYPES, FORMATS, LAYER_CHOICES, STORAGE_DTYPES
+from .options import EmbedOptions
 
-__all__ = ["main"]
-
-# Settings of the native libraries behind torch's CPU kernels, read when their first kernel runs: `main` sets them
-# (unless the user has) before that.
-# - oneDNN, behind torch's CPU convolutions and the LSTMs' products, builds a kernel for each input shape and keeps
-#   the most recently used ones in a cache. The LSTMs reuse theirs at every step: building them anew each time (a
-#   cache of 0) made the default model 1.5x slower on ordinary text and 4-4.6x with --batch-size 1 or a 3,000-word
-#   line. The character CNN pads its batches to few shapes (ElmoCharacterEncoder), so that the cache stays small:
-#   over 20,000 lines the peak memory was 1.15 GB, against 1.06 GB without a cache and 1.45 GB unpadded.
-# - MKL, behind the products that oneDNN does not serve (the highway layers' among them), picks its code path by
-#   the memory alignment of the operands: the same product of a misaligned copy differed by up to 3e-5, so two runs
-#   of one command differed whenever the allocator placed a tensor elsewhere (seen: 2.9e-5 in the biLSTM layers on
-#   a loaded machine). STRICT makes every product independent of alignment, so that repeated runs are equal bit
-#   for bit (at one thread count).
-NATIVE_LIBRARY_SETTINGS = {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "1024", "MKL_CBWR": "AUTO,STRICT"}
-
-
-def set_native_libraries() -> None:
-    """Put `NATIVE_LIBRARY_SETTINGS` into the environment, keeping any the user set."""
-    for name, value in NATIVE_LIBRARY_SETTINGS.items():
-        os.environ.setdefault(name, value)
-
+__all__ = ["build_parser", "main"]
 
 _EXAMPLES = """examples:
   elmo-embed sentences.txt sentences.hdf5 --model elmo-original
@@ -101,7 +79,8 @@ the output at its peak, the end of the merge: the segments and the merged file, 
 """
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """elmo-embed's command line: `EmbedOptions`, with this description and these examples."""
     parser = argparse.ArgumentParser(
         prog="elmo-embed",
         allow_abbrev=False,
@@ -109,87 +88,20 @@ def _build_parser() -> argparse.ArgumentParser:
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "input", metavar="IN", help="text file, one sentence per line (UTF-8, may be gzip-compressed; not a pipe)"
-    )
-    parser.add_argument("output", metavar="OUT", help="hdf5 file to create (with --format datasets: a folder)")
-    parser.add_argument("--model", metavar="DIR", help="model folder written by elmo-convert")
-    parser.add_argument(
-        "--layers",
-        choices=LAYER_CHOICES,
-        default="all",
-        help="all: every layer, (L+1, words, 2P); top: the top biLSTM layer; average: the mean of the L+1 layers;"
-        " mix: the learned mix of a task head fine-tuned with this package (default %(default)s)",
-    )
-    parser.add_argument(
-        "--batch-size", type=int, default=64, metavar="N", help="sentences per batch (default %(default)s)"
-    )
-    parser.add_argument(
-        "--max-words",
-        type=int,
-        default=1000,
-        metavar="N",
-        help="embed longer lines in pieces of at most N words (default %(default)s)",
-    )
-    parser.add_argument(
-        "--tokenize",
-        action="store_true",
-        help="split raw text into words PTB-like (punctuation split off; NFC-normalised, characters kept whole),"
-        ' stored as each dataset\'s attribute "words"',
-    )
-    parser.add_argument(
-        "--dtype",
-        choices=sorted(COMPUTE_DTYPES),
-        default="float32",
-        help="the dtype the model computes in; the file stores --storage-dtype (default %(default)s)",
-    )
-    parser.add_argument(
-        "--storage-dtype",
-        choices=STORAGE_DTYPES,
-        default=STORAGE_DTYPES[0],
-        help="dtype of the stored vectors: float16 halves the file (default %(default)s)",
-    )
-    parser.add_argument(
-        "--compression",
-        choices=COMPRESSIONS,
-        default=COMPRESSIONS[0],
-        help="HDF5 filter of each line's dataset, chunked by words; gzip is smaller, lzf faster (default %(default)s)",
-    )
-    parser.add_argument(
-        "--format",
-        choices=FORMATS,
-        default="hdf5",
-        help="hdf5: one file in AllenNLP's layout; datasets: a folder of Arrow shards that datasets.load_from_disk"
-        " opens, a row per line (line, words with --tokenize, vectors; --storage-dtype applies, --compression only to"
-        " the segments built on the way) (default %(default)s)",
-    )
-    parser.add_argument(
-        "--device",
-        help="torch device: cpu, cuda, cuda:1, ... (default cuda when available, else cpu; an ONNX folder runs on cpu)",
-    )
-    parser.add_argument("--resume", action="store_true", help="continue an interrupted run from OUT.partial")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    parser.add_argument(
-        "--forget-sentences",
-        action="store_true",
-        help='leave out the "sentence_to_index" dataset (its mapping keeps every distinct line in memory)',
-    )
-    parser.add_argument(
-        NO_SPACE_CHECK,
-        action="store_true",
-        help="start even when the disk looks too small for the segments and the merged file (about twice the vectors)",
-    )
+    EmbedOptions.add_arguments(parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = _build_parser().parse_args(argv)
-    if args.format == "datasets":
+    options = EmbedOptions.from_arguments(build_parser().parse_args(argv))
+    if options.output_format == "datasets":
         try:
             require_extra("datasets", "--format datasets", EmbedError)
         except EmbedError as error:
             return report_error("elmo-embed", error)
+    from modeling_elmo.native_elmo import set_native_libraries
+
     set_native_libraries()  # before the first kernel
     from transformers.utils.logging import disable_progress_bar
 
@@ -200,28 +112,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     disable_progress_bar()  # transformers' weight-loading bar; elmo-embed shows its own
     complete = False  # the output is published
     try:
-        summary = embedding.embed_file(
-            args.input,
-            args.output,
-            model=args.model,
-            layers=args.layers,
-            batch_size=args.batch_size,
-            max_words=args.max_words,
-            tokenize=args.tokenize,
-            compute_dtype=args.dtype,
-            storage_dtype=args.storage_dtype,
-            compression=args.compression,
-            device=args.device,
-            resume=args.resume,
-            overwrite=args.overwrite,
-            forget_sentences=args.forget_sentences,
-            space_check=not args.no_space_check,
-            output_format=args.format,
-            command=["elmo-embed", *argv],
-        )
+        summary = embedding.embed_file(options, command=["elmo-embed", *argv])
         complete = True
         if embedding.is_main_process():
-            print(summary.describe(Path(args.output), args.max_words))
+            print(summary.describe(options.output, options.max_words))
         leave_process_group()
     except ElmoError as error:
         # Under `accelerate launch` an error that every process raised alike is printed once, by the main process.
@@ -232,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not embedding.is_main_process():
             return 130
         complete = complete or isinstance(interrupt, embedding.OutputComplete)
-        return report_interruption("elmo-embed", _interrupted_state(Path(args.output), complete))
+        return report_interruption("elmo-embed", _interrupted_state(options.output, complete))
     return 0
 
 

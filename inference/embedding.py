@@ -4,6 +4,10 @@ The input is read in windows of a few thousand lines; each window is sorted by l
 and written, so memory does not grow with the corpus (except the "sentence_to_index" mapping, which holds
 every distinct line, as AllenNLP's does: `--forget-sentences` leaves it out). The command line is
 `elmo_transformers.inference.embed`, which imports this module (and torch) only once its arguments are parsed.
+
+A run reads as plan, run, finish: `_plan` checks the request, loads the model and measures the input
+(`_PreparedRun`); `_embed_lines` embeds the lines not yet stored into `OUT.partial` (`_EmbeddingPass`); `_finish`
+makes the output of the stored lines.
 """
 
 from __future__ import annotations
@@ -44,11 +48,12 @@ from .hdf5_output import (
 )
 from .lines import check_input, content_sha256, read_lines
 from .onnx_embedder import holds_onnx_graph, open_embedder
+from .options import EmbedOptions
 from .pipeline import run_stages
 from .settings import EmbedSettings
 from .storage import Storage
 
-__all__ = ["EmbedSummary", "OutputComplete", "ProcessFailure", "embed_file", "is_main_process"]
+__all__ = ["EmbedSummary", "OutputComplete", "ProcessFailure", "embed_file", "is_main_process", "process_device"]
 
 # A window ends at this many lines to embed, or at this many words, whichever comes first.
 WINDOW_LINES = 4096
@@ -71,22 +76,22 @@ class ProcessFailure(EmbedError):
 
 @dataclass
 class LineSet:
-    """How many lines have some property, and the indices of the first `LISTED_LINES` of them."""
+    """How many lines have some property (`total`), and the indices of the first `LISTED_LINES` of them."""
 
-    count: int = 0
+    total: int = 0
     first: list[int] = field(default_factory=list)
 
     def add(self, index: int) -> None:
-        self.count += 1
+        self.total += 1
         if len(self.first) < LISTED_LINES:
             self.first.append(index)
 
     def describe(self) -> str:
         """E.g. "2 (datasets 4, 17)"."""
-        if not self.count:
+        if not self.total:
             return "0"
-        more = f", and {self.count - len(self.first):,} more" if self.count > len(self.first) else ""
-        return f"{self.count:,} (datasets {', '.join(map(str, self.first))}{more})"
+        more = f", and {self.total - len(self.first):,} more" if self.total > len(self.first) else ""
+        return f"{self.total:,} (datasets {', '.join(map(str, self.first))}{more})"
 
 
 @dataclass
@@ -120,102 +125,39 @@ class EmbedSummary:
 
 
 def embed_file(
-    input_file: str | Path,
-    output: str | Path,
-    *,
-    model: str | None = None,
-    layers: str = "all",
-    batch_size: int = 64,
-    max_words: int = 1000,
-    tokenize: bool = False,
-    compute_dtype: str = "float32",
-    storage_dtype: str = "float32",
-    compression: str = "none",
-    device: str | None = None,
-    resume: bool = False,
-    overwrite: bool = False,
-    forget_sentences: bool = False,
-    space_check: bool = True,
-    overlap: bool | None = None,
-    output_format: str = "hdf5",
-    command: Sequence[str] | None = None,
+    options: EmbedOptions, *, overlap: bool | None = None, command: Sequence[str] | None = None
 ) -> EmbedSummary:
-    """Embed every line of `input_file` into the hdf5 file `output` (see the module docstring and `--help`).
+    """Embed every line of `options.input` into `options.output` (see `EmbedOptions`, the module docstring and
+    `--help`), as `elmo-embed` does.
 
-    Dataset str(i) holds line i's vectors, computed in `compute_dtype` (float32, bfloat16 or float16) and stored in
-    `storage_dtype` (float32 or float16) with HDF5's `compression` filter (none, gzip or lzf): (L+1, words, 2P) for
-    `layers="all"`, (words, 2P) for "top" and "average". Words are the line's whitespace-separated tokens, or with
-    `tokenize` the tokenizer's PTB-like split of the line, then stored with each dataset as its attribute "words" (a
-    JSON list of strings, one per vector). Empty lines get a dataset of 0 words; undecodable bytes are embedded as
-    U+FFFD; lines of more than `max_words` words are embedded in pieces of at most `max_words` words, concatenated.
-    A float16 value that would overflow to inf is refused. The input may be gzip-compressed; one that is mostly not
-    UTF-8 text is refused before anything is written. The file is built in the folder `OUT.partial` and merged into
-    `OUT` when complete (`elmo_transformers.inference.hdf5_output`); with `resume` an existing `OUT.partial` started
-    with the same `EmbedSettings` (the same input content, wherever it lies now) keeps its finished lines and only
-    the others are embedded, in the batches of an uninterrupted run, so that the file is the same. With
-    `space_check` a run is refused when the disk clearly cannot hold the output. With `overlap` (by default on a
-    GPU) a thread reads and tokenizes the next batches and another writes the finished ones while the device
+    Dataset str(i) holds line i's vectors; empty lines get a dataset of 0 words, undecodable bytes are embedded as
+    U+FFFD, lines of more than `max_words` words are embedded in pieces, concatenated, and a value that the stored
+    dtype would hold as inf is refused. The file is built in the folder `OUT.partial` and merged into `OUT` when
+    complete (`elmo_transformers.inference.hdf5_output`); with `resume` an existing `OUT.partial` started with the
+    same `EmbedSettings` (the same input content, wherever it lies now) keeps its finished lines and only the others
+    are embedded, in the batches of an uninterrupted run, so that the file is the same. With `overlap` (by default
+    on a GPU) a thread reads and tokenizes the next batches and another writes the finished ones while the device
     computes: the file is the same, written in the same order. `command` (the command line, by default this
-    process's) is recorded in the file and shown in the advice to resume. With `output_format="datasets"` the
-    finished lines become the folder `output` that `datasets.load_from_disk` opens
-    (`elmo_transformers.inference.datasets_output`) instead of one hdf5 file. Under `accelerate launch` the
-    processes share the batches out (`_Run`), and the file is that of one process.
+    process's) is recorded in the file and shown in the advice to resume. Under `accelerate launch` the processes
+    share the batches out (`_EmbeddingPass`), and the file is that of one process.
     """
-    input_file, output = Path(input_file), Path(output)
     command = [Path(sys.argv[0]).name, *sys.argv[1:]] if command is None else list(command)
     # One process, or those of `accelerate launch`: without a GPU (or with --device cpu) they join one CPU group (gloo).
-    processes = PartialState(cpu=device == "cpu" or not torch.accelerator.is_available())
-    _check_request(input_file, output, batch_size, max_words, output_format)
-    Storage(storage_dtype, compression)  # an unknown dtype or filter is refused here, before any work
-    model = resolve_model(model)
-    _check_graph_device(model, device)
-    device = _process_device(device, processes)
+    processes = PartialState(cpu=options.device == "cpu" or not torch.accelerator.is_available())
+    model = _check_request(options)
+    device = process_device(options.device, processes)
     published = False  # the output, by this process
     try:
         # The main process holds the lock from before anything is looked at or written to the end: a second writer
         # stops here, touching nothing, and the checks below see the state that no running process is changing.
         with ExitStack() as held:
-            on_main_process(lambda: _claim_output(held, output, resume=resume, overwrite=overwrite), error=EmbedError)
-            # ONNX or PyTorch
-            embedder = open_embedder(model, layers=layers, compute_dtype=compute_dtype, device=device)
-            _warn_slow_compute_dtype(embedder, compute_dtype, processes)
-            settings = EmbedSettings(
-                input_sha256=content_sha256(input_file),
-                model=str(Path(model).resolve()) if Path(model).exists() else model,
-                backend=embedder.backend,
-                model_sha256=_weights_sha256(embedder.weights_file),
-                layers=layers,
-                tokenize=tokenize,
-                normalization=EmbedSettings.normalization_of(tokenize),
-                max_words=max_words,
-                compute_dtype=compute_dtype,
-                storage_dtype=storage_dtype,
-                compression=compression,
-            )
-            # One pass before the run: the line count, for the advice a failure gives, and with the space check the
-            # words as the run splits them (with --tokenize the tokenizer's, the costly part: left out without the
-            # check).
-            split_words = _word_splitter(embedder, tokenize) if space_check and processes.is_main_process else None
-            plan = _Plan(
-                input_file,
-                output,
-                command,
-                processes,
-                settings,
-                embedder,
-                _InputSize.of(input_file, split_words, words_json=tokenize, progress=processes.is_main_process),
-                batch_size=batch_size,
-                keep_sentences=processes.is_main_process and not forget_sentences,
-                overlap=embedder.device.type == "cuda" if overlap is None else overlap,
-                output_format=output_format,
-            )
-            if space_check:
-                plan.check_free_space(resume=resume, keep_sentences=not forget_sentences)
+            on_main_process(lambda: _claim_output(held, options), error=EmbedError)
+            plan = _plan(options, model, device, processes, command, overlap)
             started = time.perf_counter()
-            file = plan.open_partial(resume=resume)
+            file = plan.open_partial()
             summary = EmbedSummary(layout=plan.layout())
             with plan.write_failures(file), file:
-                sentence_to_index = _run(plan, file, summary)
+                sentence_to_index = _embed_lines(plan, file, summary)
                 _finish(plan, file, summary, sentence_to_index)
                 published = processes.is_main_process
     except KeyboardInterrupt as interrupt:
@@ -231,12 +173,32 @@ def is_main_process() -> bool:
     return PartialState().is_main_process
 
 
-def _check_request(input_file: Path, output: Path, batch_size: int, max_words: int, output_format: str) -> None:
-    """Refuse, in one line, a run that cannot start: its input, its sizes, its output path."""
-    check_input(input_file)
-    if batch_size < 1 or max_words < 1:
-        raise EmbedError(f"--batch-size and --max-words must be at least 1, got {batch_size} and {max_words}")
-    check_output_path(output, input_file, folder=output_format == "datasets")
+def process_device(device: str | None, processes: PartialState) -> str | None:
+    """The device of this process: `device`, or with several processes (`accelerate launch`) each its own,
+    accelerate's (cuda:LOCAL_RANK where there are GPUs)."""
+    if processes.num_processes == 1 or device == "cpu":
+        return device
+    if device in (None, "cuda"):
+        return str(processes.device)
+    raise EmbedError(
+        f"--device {device}: with {processes.num_processes} processes each uses a device of its own: pass --device"
+        " cuda (or cpu), or no --device"
+    )
+
+
+def _check_request(options: EmbedOptions) -> str:
+    """Refuse, in one line, a run that cannot start: its input, its sizes, its output path, its storage, its model;
+    returns the model (a folder, or a Hub name)."""
+    check_input(options.input)
+    if options.batch_size < 1 or options.max_words < 1:
+        raise EmbedError(
+            f"--batch-size and --max-words must be at least 1, got {options.batch_size} and {options.max_words}"
+        )
+    check_output_path(options.output, options.input, folder=options.output_format == "datasets")
+    Storage(options.storage_dtype, options.compression)  # an unknown dtype or filter is refused here, before any work
+    model = resolve_model(options.model)
+    _check_graph_device(model, options.device)
+    return model
 
 
 def _check_graph_device(model: str, device: str | None) -> None:
@@ -247,6 +209,44 @@ def _check_graph_device(model: str, device: str | None) -> None:
             f"--device {device}: {model} holds an ONNX graph, which elmo-embed runs on CPU (onnxruntime's CPU"
             " provider): pass --device cpu, or no --device"
         )
+
+
+def _claim_output(held: ExitStack, options: EmbedOptions) -> None:
+    """Take the output's lock (held until `held` closes) and check that the run may write it."""
+    held.enter_context(output_lock(options.output, error=EmbedError))
+    check_output(options.output, resume=options.resume, overwrite=options.overwrite)
+
+
+def _plan(
+    options: EmbedOptions,
+    model: str,
+    device: str | None,
+    processes: PartialState,
+    command: list[str],
+    overlap: bool | None,
+) -> _PreparedRun:
+    """Load the model (ONNX or PyTorch) on `device`, take the run's settings and the input's size, and refuse a run
+    that the disk clearly cannot hold."""
+    embedder = open_embedder(model, layers=options.layers, compute_dtype=options.compute_dtype, device=device)
+    _warn_slow_compute_dtype(embedder, options.compute_dtype, processes)
+    settings = EmbedSettings(
+        input_sha256=content_sha256(options.input),
+        model=str(Path(model).resolve()) if Path(model).exists() else model,
+        backend=embedder.backend,
+        model_sha256=_weights_sha256(embedder.weights_file),
+        options=options,
+    )
+    # One pass before the run: the line count, for the advice a failure gives, and with the space check the words as
+    # the run splits them (with --tokenize the tokenizer's, the costly part: left out without the check).
+    count_words = options.space_check and processes.is_main_process
+    split_words = _word_splitter(embedder, options) if count_words else None
+    progress = processes.is_main_process
+    size = _InputSize.of(options.input, split_words, words_json=options.tokenize, progress=progress)
+    overlap = embedder.device.type == "cuda" if overlap is None else overlap
+    plan = _PreparedRun(settings, command, processes, embedder, size, overlap)
+    if options.space_check:
+        plan.check_free_space()
+    return plan
 
 
 def _weights_sha256(weights: Path | None) -> str:
@@ -276,57 +276,43 @@ def _warn_slow_compute_dtype(embedder: BatchEmbedder, compute_dtype: str, proces
         )
 
 
-def _word_splitter(embedder: BatchEmbedder, tokenize: bool) -> Callable[[str], list[str]]:
-    """How the run splits a line into words: the tokenizer's split with `tokenize`, else at whitespace."""
-    return embedder.tokenizer.tokenize if tokenize else str.split
-
-
-def _claim_output(held: ExitStack, output: Path, *, resume: bool, overwrite: bool) -> None:
-    """Take `output`'s lock (held until `held` closes) and check that the run may write it."""
-    held.enter_context(output_lock(output, error=EmbedError))
-    check_output(output, resume=resume, overwrite=overwrite)
-
-
-def _process_device(device: str | None, processes: PartialState) -> str | None:
-    """The device of this process: `device`, or with several processes (`accelerate launch`) each its own,
-    accelerate's (cuda:LOCAL_RANK where there are GPUs)."""
-    if processes.num_processes == 1 or device == "cpu":
-        return device
-    if device in (None, "cuda"):
-        return str(processes.device)
-    raise EmbedError(
-        f"--device {device}: with {processes.num_processes} processes each uses a device of its own: pass --device"
-        " cuda (or cpu), or no --device"
-    )
+def _word_splitter(embedder: BatchEmbedder, options: EmbedOptions) -> Callable[[str], list[str]]:
+    """How the run splits a line into words: the tokenizer's split with --tokenize, else at whitespace."""
+    return embedder.tokenizer.tokenize if options.tokenize else str.split
 
 
 @dataclass
-class _Plan:
-    """A run once its checks have passed: what it reads and writes, its `settings`, its processes, the loaded model
-    and the input's size (for the space check, and the advice a failure gives)."""
+class _PreparedRun:
+    """A run once its checks have passed (the plan): its `settings` (its options among them), the command line, its
+    processes, the loaded model, the input's size (for the space check, and the advice a failure gives) and whether
+    reading, the model and writing `overlap`."""
 
-    input_file: Path
-    output: Path
+    settings: EmbedSettings
     command: list[str]
     processes: PartialState
-    settings: EmbedSettings
     embedder: BatchEmbedder
     size: _InputSize
-    batch_size: int
-    keep_sentences: bool  # this process keeps "sentence_to_index"
     overlap: bool
-    output_format: str
+
+    @property
+    def options(self) -> EmbedOptions:
+        return self.settings.options
 
     @property
     def partial(self) -> Path:
-        return partial_path(self.output)
+        return partial_path(self.options.output)
+
+    @property
+    def keeps_sentences(self) -> bool:
+        """Whether this process keeps "sentence_to_index" (the main process, unless --forget-sentences)."""
+        return self.processes.is_main_process and not self.options.forget_sentences
 
     def layout(self) -> str:
         """What each line becomes, for the summary."""
         embedder = self.embedder
-        all_layers = self.settings.layers == "all"
+        all_layers = self.options.layers == "all"
         shape = f"({embedder.num_layers}, words, {embedder.width})" if all_layers else f"(words, {embedder.width})"
-        if self.output_format == "hdf5":
+        if self.options.output_format == "hdf5":
             return f"one dataset {shape} per line"
         return f"a row per line, its vectors {shape}"
 
@@ -334,31 +320,33 @@ class _Plan:
         """Wait for every process of the run; a process that stopped ends the wait in one line."""
         wait_for_everyone(error=EmbedError, advice=f": {self.partial} keeps the finished lines; rerun with --resume")
 
-    def check_free_space(self, *, resume: bool, keep_sentences: bool) -> None:
+    def check_free_space(self) -> None:
         """Refuse (on the main process) a run that the disk clearly cannot hold, counting what a resumed run stored."""
+        options = self.options
+        keep_sentences = not options.forget_sentences
         needed = self.size.output_bytes(self.embedder, self.settings.storage, keep_sentences=keep_sentences)
-        needed -= stored_bytes(self.output, resume=resume)
+        needed -= stored_bytes(options.output, resume=options.resume)
         what = f"the vectors of {self.size.words:,} words (stored in segments, then merged into one file)"
-        on_main_process(lambda: check_free_space(self.output, needed, what=what, error=EmbedError), error=EmbedError)
+        on_main_process(lambda: check_free_space(options.output, needed, what=what, error=EmbedError), error=EmbedError)
 
-    def open_partial(self, *, resume: bool) -> EmbeddingFile:
+    def open_partial(self) -> EmbeddingFile:
         """`OUT.partial`, started (or checked and continued) by the main process, then joined by every other one. No
         process writes before all have read which lines are stored: they share the batches out by that."""
         opened: list[EmbeddingFile] = []
-        on_main_process(lambda: opened.append(self._open_file(resume=resume, join=False)), error=EmbedError)
-        file = opened[0] if self.processes.is_main_process else self._open_file(resume=resume, join=True)
+        on_main_process(lambda: opened.append(self._open_file(join=False)), error=EmbedError)
+        file = opened[0] if self.processes.is_main_process else self._open_file(join=True)
         self.wait_for_everyone()
         return file
 
-    def _open_file(self, *, resume: bool, join: bool) -> EmbeddingFile:
+    def _open_file(self, *, join: bool) -> EmbeddingFile:
         attributes = self.settings.attributes(self.command)
         try:
             return EmbeddingFile(
-                self.output,
+                self.options.output,
                 settings=self.settings,
                 attributes=attributes,
                 shape=self.embedder.shape,
-                resume=resume,
+                resume=self.options.resume,
                 join=join,
             )
         except WriteError as error:
@@ -394,23 +382,21 @@ class _Plan:
         )
 
 
-def _run(plan: _Plan, file: EmbeddingFile, summary: EmbedSummary) -> dict[str, str] | None:
+def _embed_lines(plan: _PreparedRun, file: EmbeddingFile, summary: EmbedSummary) -> dict[str, str] | None:
     """Embed this process's share of the lines not yet stored into `file` and store them; returns
-    "sentence_to_index" (None unless `plan.keep_sentences`). A failure of this process's own work is a
+    "sentence_to_index" (None unless `plan.keeps_sentences`). A failure of this process's own work is a
     `ProcessFailure`, which this process reports."""
-    run = _Run(
+    embedding = _EmbeddingPass(
         file,
         plan.embedder,
         summary,
-        batch_size=plan.batch_size,
-        max_words=plan.settings.max_words,
-        tokenize=plan.settings.tokenize,
+        plan.options,
         overlap=plan.overlap,
         process=plan.processes.process_index,
         processes=plan.processes.num_processes,
     )
     try:
-        sentence_to_index = run.embed_lines(plan.input_file, keep_sentences=plan.keep_sentences)
+        sentence_to_index = embedding.embed_lines(keep_sentences=plan.keeps_sentences)
     except (RuntimeError, OSError, MemoryError) as error:  # out of memory, ...
         raise ProcessFailure(
             f"{type(error).__name__} after {summary.lines:,} lines: {first_line(error)}; {plan.partial} keeps"
@@ -424,20 +410,23 @@ def _run(plan: _Plan, file: EmbeddingFile, summary: EmbedSummary) -> dict[str, s
     return sentence_to_index
 
 
-def _finish(plan: _Plan, file: EmbeddingFile, summary: EmbedSummary, sentence_to_index: dict[str, str] | None) -> None:
+def _finish(
+    plan: _PreparedRun, file: EmbeddingFile, summary: EmbedSummary, sentence_to_index: dict[str, str] | None
+) -> None:
     """Once every process's lines are stored, make the output of them (a process that failed ended the run: the
     launcher stops the others, and the main one never merges)."""
     plan.wait_for_everyone()
-    if plan.output_format == "datasets":
+    options = plan.options
+    if options.output_format == "datasets":
         from .datasets_output import write_dataset  # (datasets and pyarrow: seconds of imports)
 
         write_dataset(
             file,
             summary.lines,
-            dtype=np.dtype(plan.settings.storage_dtype),
+            dtype=np.dtype(options.storage_dtype),
             width=plan.embedder.width,
-            layers=plan.settings.layers == "all",
-            words=plan.settings.tokenize,
+            layers=options.layers == "all",
+            words=options.tokenize,
             process=plan.processes.process_index,
             processes=plan.processes.num_processes,
             wait_for_everyone=plan.wait_for_everyone,
@@ -510,8 +499,8 @@ class _EmptyLine:
 
 
 @dataclass
-class _Elsewhere:
-    """A batch that another process embeds: the main process counts its words in the progress bar."""
+class _OtherProcessBatch:
+    """A batch that another process embeds: the main process counts its `words` in the progress bar."""
 
     words: int
 
@@ -528,10 +517,10 @@ class _Batch:
 
 
 @dataclass
-class _Run:
-    """One pass over the input: lines are read, counted, and embedded window by window into `file`. With
-    `tokenize` the tokenizer splits the lines into words, written with each line's dataset. With `overlap`
-    reading, the model and writing run at once (`run_stages`); the file is the same either way.
+class _EmbeddingPass:
+    """One pass over the input, as `options` say: lines are read, counted, and embedded window by window into
+    `file`. With --tokenize the tokenizer splits the lines into words, written with each line's dataset. With
+    `overlap` reading, the model and writing run at once (`run_stages`); the file is the same either way.
 
     Under `accelerate launch` every one of the `processes` reads the whole input and forms the same batches, and
     process `process` embeds every `processes`-th group of those that hold unfinished lines, from the `process`-th
@@ -542,9 +531,7 @@ class _Run:
     file: EmbeddingFile
     embedder: BatchEmbedder
     summary: EmbedSummary
-    batch_size: int
-    max_words: int
-    tokenize: bool
+    options: EmbedOptions
     overlap: bool = False
     process: int = 0
     processes: int = 1
@@ -553,34 +540,32 @@ class _Run:
     # The groups of batches of unfinished lines formed so far, for all processes.
     dispatched: int = 0
 
-    def embed_lines(self, input_file: Path, *, keep_sentences: bool) -> dict[str, str] | None:
+    def embed_lines(self, *, keep_sentences: bool) -> dict[str, str] | None:
         """Embed every line not yet in the file; returns "sentence_to_index" (None unless `keep_sentences`)."""
         sentence_to_index: dict[str, str] | None = {} if keep_sentences else None
         self.finished = self.file.finished_lines()
         bar = {"desc": "elmo-embed", "unit": "word", "unit_scale": True, "disable": None if self.process == 0 else True}
         with tqdm(**bar) as progress:
             run_stages(
-                self._work(input_file, sentence_to_index),
+                self._work(sentence_to_index),
                 self._run_model,
                 lambda item: self._write(item, progress),
                 overlap=self.overlap,
             )
-        if self.summary.replaced.count > MAX_WARNINGS:
-            count = self.summary.replaced.count
-            tqdm.write(f"elmo-embed: warning: {count:,} lines are not valid UTF-8", file=sys.stderr)
+        replaced = self.summary.replaced.total
+        if replaced > MAX_WARNINGS:
+            tqdm.write(f"elmo-embed: warning: {replaced:,} lines are not valid UTF-8", file=sys.stderr)
         return sentence_to_index
 
-    def _work(
-        self, input_file: Path, sentence_to_index: dict[str, str] | None
-    ) -> Iterator[_EmptyLine | _Batch | _Elsewhere]:
+    def _work(self, sentence_to_index: dict[str, str] | None) -> Iterator[_EmptyLine | _Batch | _OtherProcessBatch]:
         """Read and count the lines; give the empty lines and the batches (tokenized) of the others to write, in
         the order they are to be written, window by window. The windows and batches are those of an uninterrupted
         run, finished lines included, so that a resumed run computes each line as it would have been computed."""
-        split_words = self.embedder.tokenizer.tokenize if self.tokenize else str.split
-        summary = self.summary
+        split_words = _word_splitter(self.embedder, self.options)
+        max_words, summary = self.options.max_words, self.summary
         window: list[tuple[int, list[str]]] = []
         window_words = 0
-        for line in read_lines(input_file):
+        for line in read_lines(self.options.input):
             words = split_words(line.text)
             summary.lines += 1
             summary.words += len(words)
@@ -590,7 +575,7 @@ class _Run:
                 self._warn_replaced(line.index)
             if not words:
                 summary.empty.add(line.index)
-            if len(words) > self.max_words:
+            if len(words) > max_words:
                 summary.split.add(line.index)
             if line.index in self.finished:
                 summary.resumed_lines += 1
@@ -600,25 +585,26 @@ class _Run:
             else:
                 window.append((line.index, words))
                 window_words += len(words)
-                if len(window) >= max(WINDOW_LINES, self.batch_size) or window_words >= WINDOW_WORDS:
+                if len(window) >= max(WINDOW_LINES, self.options.batch_size) or window_words >= WINDOW_WORDS:
                     yield from self._batches(window)
                     window, window_words = [], 0
         yield from self._batches(window)
 
     def _warn_replaced(self, index: int) -> None:
         self.summary.replaced.add(index)
-        if self.summary.replaced.count <= MAX_WARNINGS:
+        if self.summary.replaced.total <= MAX_WARNINGS:
             tqdm.write(
                 f"elmo-embed: warning: line {index + 1} (dataset {index}) is not valid UTF-8:"
                 " its bad bytes are embedded as U+FFFD",
                 file=sys.stderr,
             )
 
-    def _batches(self, window: list[tuple[int, list[str]]]) -> Iterator[_Batch | _Elsewhere]:
+    def _batches(self, window: list[tuple[int, list[str]]]) -> Iterator[_Batch | _OtherProcessBatch]:
         """The (line index, words) pairs of one window in batches of similar length, tokenized; the batches of
         finished lines only are left out, and those of other processes are only counted (by the main process)."""
         line_words = dict(window)
-        batches = list(bucketed_batches(window, batch_size=self.batch_size, max_words=self.max_words))
+        options = self.options
+        batches = list(bucketed_batches(window, batch_size=options.batch_size, max_words=options.max_words))
         groups = batch_groups(batches)
         owners: dict[int, int] = {}  # group -> the process that embeds it
         for pieces, group in zip(batches, groups, strict=True):
@@ -629,21 +615,21 @@ class _Run:
                 self.dispatched += 1
             if owners[group] != self.process:
                 if self.process == 0:
-                    yield _Elsewhere(sum(len(piece.words) for piece in pieces))
+                    yield _OtherProcessBatch(sum(len(piece.words) for piece in pieces))
                 continue
             words = {piece.line: line_words[piece.line] for piece in pieces}
             yield _Batch(pieces, words, self.embedder.prepare([piece.words for piece in pieces]))
 
-    def _run_model(self, item: _EmptyLine | _Batch | _Elsewhere) -> _EmptyLine | _Batch | _Elsewhere:
+    def _run_model(self, item: _EmptyLine | _Batch | _OtherProcessBatch) -> _EmptyLine | _Batch | _OtherProcessBatch:
         if isinstance(item, _Batch) and item.prepared is not None:
             item.vectors = self.embedder.run(item.prepared)
             item.prepared = None  # its memory (pinned on a GPU) can go
         return item
 
-    def _write(self, item: _EmptyLine | _Batch | _Elsewhere, progress: tqdm) -> None:
+    def _write(self, item: _EmptyLine | _Batch | _OtherProcessBatch, progress: tqdm) -> None:
         """Write an empty line's dataset, or the vectors of a batch's pieces but those of finished lines (computed
         with them, as in the uninterrupted run); a batch is flushed and counted, another process's only counted."""
-        if isinstance(item, _Elsewhere):
+        if isinstance(item, _OtherProcessBatch):
             self.summary.embedded_words += item.words
             progress.update(item.words)
             return
@@ -664,4 +650,4 @@ class _Run:
         infinity (the weights are finite: `require_model_folder`), which the model computed by overflowing."""
         if not np.isfinite(vectors).all():
             raise EmbedError(_overflow_problem(line, vectors, self.embedder.compute_dtype))
-        self.file.write(line, start, vectors, len(words), tokens=words if self.tokenize else None)
+        self.file.write(line, start, vectors, len(words), tokens=words if self.options.tokenize else None)

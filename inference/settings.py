@@ -7,13 +7,13 @@ float16), `storage_dtype` the stored vectors' (`--storage-dtype`: float32 or flo
 
 from __future__ import annotations
 
-import dataclasses
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any
 
+from .options import EmbedOptions
 from .storage import Storage
 
 __all__ = ["EmbedSettings"]
@@ -21,36 +21,33 @@ __all__ = ["EmbedSettings"]
 
 @dataclass(frozen=True)
 class EmbedSettings:
-    """The settings of one run; `as_json()` is what `settings.json` holds and `--resume` compares."""
+    """The settings of one run: the `options` that the vectors depend on (`EmbedOptions.recorded`) and what the run
+    found out before it started; `as_json()` is what `settings.json` holds and `--resume` compares."""
 
     input_sha256: str  # of the input's content: a moved or renamed input resumes
     model: str  # the model folder's absolute path (or a Hub name)
     backend: str  # what runs the model: "pytorch", or "onnxruntime" for a folder of `elmo-convert onnx`
     model_sha256: str  # of the weights file the backend reads ("" for a Hub model): changed weights do not resume
-    layers: str
-    tokenize: bool
-    normalization: str  # of the text the words are split from: `normalization_of(tokenize)`
-    max_words: int
-    compute_dtype: str
-    storage_dtype: str
-    compression: str
+    options: EmbedOptions
 
-    @staticmethod
-    def normalization_of(tokenize: bool) -> str:
-        """The Unicode normalisation of the words. With `tokenize`, NFC without control and format characters:
+    @property
+    def normalization(self) -> str:
+        """The Unicode normalisation of the words. With --tokenize, NFC without control and format characters:
         `modeling_elmo.split_words` normalises the raw text, so that decomposed and precomposed accents are one word
         with one vector, and no word holds an invisible character (a control character or a zero-width space
         separates words, other format characters are dropped, but for the joiners inside a word and a flag's tag
         characters). Without, none: the whitespace-separated words as given, as AllenNLP's command embeds them."""
-        return "NFC, control and format characters removed" if tokenize else "none"
+        return "NFC, control and format characters removed" if self.options.tokenize else "none"
 
     @property
     def storage(self) -> Storage:
         """The stored dtype and HDF5 filter (checked: a one-line error for an unknown one)."""
-        return Storage(self.storage_dtype, self.compression)
+        return Storage(self.options.storage_dtype, self.options.compression)
 
     def as_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        found = {"input_sha256": self.input_sha256, "model": self.model, "backend": self.backend}
+        found["model_sha256"] = self.model_sha256
+        return {**found, **self.options.recorded(), "normalization": self.normalization}
 
     def differences(self, started: dict[str, Any]) -> list[str]:
         """How these settings differ from those (`as_json()`) a run was started with: "layers 'all' (now 'top')"."""
@@ -67,11 +64,11 @@ class EmbedSettings:
             "elmo_embed_model": self.model,
             "elmo_embed_backend": self.backend,
             "elmo_embed_model_sha256": self.model_sha256,
-            "elmo_embed_compute_dtype": self.compute_dtype,
-            "elmo_embed_layers": self.layers,
+            "elmo_embed_compute_dtype": self.options.compute_dtype,
+            "elmo_embed_layers": self.options.layers,
             "elmo_embed_normalization": self.normalization,
-            "elmo_embed_storage_dtype": self.storage_dtype,
-            "elmo_embed_compression": self.compression,
+            "elmo_embed_storage_dtype": self.options.storage_dtype,
+            "elmo_embed_compression": self.options.compression,
             "elmo_embed_version": version("elmo-transformers"),
             "elmo_embed_command": shlex.join(command),
         }

@@ -19,6 +19,7 @@ import pytest
 import torch
 
 from elmo_transformers.common.pip_download import PipDownloadError, pip_download
+from modeling_elmo.native_elmo import NATIVE_LIBRARY_SETTINGS
 
 ALLENNLP_WHEEL = "allennlp==0.9.0"
 _FIXTURE_PREFIX = "allennlp/tests/fixtures/"
@@ -57,6 +58,17 @@ def one_thread() -> Iterator[None]:
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def native_library_settings_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command called in-process sets the native libraries' settings (`set_native_libraries`, unless set): they are
+    as before each test after it, so that no later test, nor the processes it starts, inherits them."""
+    for name in NATIVE_LIBRARY_SETTINGS:
+        if name in os.environ:
+            monkeypatch.setenv(name, os.environ[name])
+        else:
+            monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,7 @@ the other, on the bundled default model and generated text, interleaved in one p
 
     python benchmarks/speed/bench_embed_overlap.py --lines 5000 --repeats 3 --device cpu
 
-The overlap is on by default on a GPU (`embed_file(overlap=None)`); on a CPU the model already uses every core,
+The overlap is on by default on a GPU (`embed_file(options, overlap=None)`); on a CPU the model already uses every core,
 so little is expected there.
 """
 
@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from elmo_transformers.inference.embedding import embed_file
+from elmo_transformers.inference.options import EmbedOptions
 from modeling_elmo import DEFAULT_MODEL
 
 
@@ -45,10 +46,11 @@ def main() -> None:
         for repeat in range(args.repeats):
             for overlap in (False, True) if repeat % 2 == 0 else (True, False):  # interleaved, alternating first
                 output = work / f"{overlap}.hdf5"
-                summary = embed_file(
+                options = EmbedOptions(
                     work / "input.txt", output, device=args.device, batch_size=args.batch_size,
-                    forget_sentences=True, overwrite=True, overlap=overlap,
+                    forget_sentences=True, overwrite=True,
                 )  # fmt: skip
+                summary = embed_file(options, overlap=overlap)
                 rate = summary.embedded_words / summary.seconds
                 rates[overlap].append(rate)
                 print(f"repeat {repeat} overlap={overlap}: {summary.embedded_words:,} words, {rate:,.0f} words/s")

@@ -24,7 +24,7 @@ import torch
 
 from elmo_transformers.inference.embedder import Embedder
 from elmo_transformers.inference.hdf5_output import EmbeddingFile
-from elmo_transformers.inference.options import COMPRESSIONS, STORAGE_DTYPES
+from elmo_transformers.inference.options import COMPRESSIONS, STORAGE_DTYPES, EmbedOptions
 from elmo_transformers.inference.settings import EmbedSettings
 from elmo_transformers.inference.storage import Storage
 from modeling_elmo import DEFAULT_MODEL
@@ -34,9 +34,8 @@ BATCH_LINES = 64
 
 
 def write(path: Path, vectors: list[np.ndarray], storage: Storage, shape: Callable[[int], tuple[int, ...]]) -> None:
-    settings = EmbedSettings(
-        "", "", "pytorch", "", "all", False, "none", 1000, "float32", storage.dtype, storage.compression
-    )
+    options = EmbedOptions(path, path, storage_dtype=storage.dtype, compression=storage.compression)
+    settings = EmbedSettings("", "", "pytorch", "", options)
     with EmbeddingFile(path, settings=settings, attributes={}, shape=shape, resume=False) as file:
         for line, array in enumerate(vectors):
             file.write(line, 0, array, array.shape[-2])

@@ -58,6 +58,7 @@ from bench_common import (
 from elmo_transformers.conversion.allennlp import load_allennlp_model
 from elmo_transformers.conversion.variants import VARIANTS
 from elmo_transformers.inference.embedding import embed_file
+from elmo_transformers.inference.options import EmbedOptions
 from modeling_elmo import ElmoModel, ElmoTokenizer
 
 HERE = Path(__file__).resolve().parent
@@ -200,10 +201,11 @@ def bench_elmo_embed(args, model: ElmoModel, device: torch.device, work: Path) -
     (work / "input.txt").write_text("".join(" ".join(words) + "\n" for words in sentences), encoding="utf-8")
     rows = []
     for dtype in ("float32", "bfloat16"):
-        summary = embed_file(
+        options = EmbedOptions(
             work / "input.txt", work / f"{dtype}.hdf5", model=str(folder), compute_dtype=dtype, device=str(device),
             forget_sentences=True,
         )  # fmt: skip
+        summary = embed_file(options)
         rows.append([dtype, f"{summary.embedded_words:,}", f"{summary.embedded_words / summary.seconds:,.0f}"])
     return [
         f"### `elmo-embed --device {device} --layers all`, end to end ({args.embed_lines:,} lines of 10-30 words)",

@@ -13,7 +13,7 @@ import pytest
 
 from elmo_transformers.conversion.cli import COMMANDS
 from elmo_transformers.conversion.cli import _build_parser as convert_parser
-from elmo_transformers.inference.embed import _build_parser as embed_parser
+from elmo_transformers.inference.embed import build_parser as embed_parser
 from elmo_transformers.training.finetuning.run_classification import ClassificationDataArguments
 from elmo_transformers.training.finetuning.run_token_classification import TokenClassificationDataArguments
 from elmo_transformers.training.finetuning.workflow import parse_arguments

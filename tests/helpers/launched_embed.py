@@ -3,8 +3,8 @@ environment:
 - ELMO_TEST_SEGMENT_BYTES: the segment size (1: a segment per batch, stored as soon as the batch is written);
 - ELMO_TEST_RECORD: a folder where each process appends the lines it writes to `PROCESS.txt`;
 - ELMO_TEST_FAIL_PROCESS and ELMO_TEST_FAIL_HOW: that process fails in its first batch, "raise" (a RuntimeError
-  where the model runs), "refuse" (an EmbedError there, as a refused line raises) or "kill" (SIGKILL once the batch
-  is stored, as a machine that dies would leave it).
+  where the model runs: `Embedder.run`), "refuse" (an EmbedError there, as a refused line raises) or "kill" (SIGKILL
+  once the batch is stored: after `EmbeddingFile.end_batch`, as a machine that dies would leave it).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import signal
 import sys
 from pathlib import Path
 
-import elmo_transformers.inference.embedding as embedding
 import elmo_transformers.inference.hdf5_output as hdf5_output
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.inference.embed import main
+from elmo_transformers.inference.embedder import Embedder
 
 PROCESS = int(os.environ.get("RANK", "0"))
 
@@ -39,19 +39,18 @@ if int(os.environ.get("ELMO_TEST_FAIL_PROCESS", "-1")) == PROCESS:
     if os.environ["ELMO_TEST_FAIL_HOW"] in ("raise", "refuse"):
         failure = RuntimeError if os.environ["ELMO_TEST_FAIL_HOW"] == "raise" else EmbedError
 
-        def failing_run(self, item):
+        def failing_run(self, prepared):
             raise failure("injected failure in the model")
 
-        embedding._Run._run_model = failing_run
+        Embedder.run = failing_run
     else:
-        run_write = embedding._Run._write
+        end_batch = hdf5_output.EmbeddingFile.end_batch
 
-        def killed_write(self, item, progress):
-            run_write(self, item, progress)
-            if isinstance(item, embedding._Batch):
-                os.kill(os.getpid(), signal.SIGKILL)
+        def killed_end_batch(self):
+            end_batch(self)
+            os.kill(os.getpid(), signal.SIGKILL)
 
-        embedding._Run._write = killed_write
+        hdf5_output.EmbeddingFile.end_batch = killed_end_batch
 
 sys.argv[0] = "elmo-embed"
 sys.exit(main(sys.argv[1:]))

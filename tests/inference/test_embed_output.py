@@ -23,7 +23,6 @@ import h5py
 import numpy as np
 import pytest
 
-import elmo_transformers.inference.embedding as embedding
 import elmo_transformers.inference.hdf5_output as hdf5_output
 from elmo_transformers.inference.embed import main
 
@@ -46,16 +45,16 @@ _PAUSING_RUN = textwrap.dedent(
     """
     import os, sys, time
     from pathlib import Path
-    import elmo_transformers.inference.embedding as embedding
     from elmo_transformers.inference.embed import main
-    write = embedding._Run._write
-    def pausing_write(self, item, progress):
-        write(self, item, progress)
+    from elmo_transformers.inference.hdf5_output import EmbeddingFile
+    end_batch = EmbeddingFile.end_batch
+    def pausing_end_batch(self):
+        end_batch(self)
         if not Path(os.environ["ELMO_TEST_PAUSED"]).exists():
             Path(os.environ["ELMO_TEST_PAUSED"]).touch()
             while not Path(os.environ["ELMO_TEST_GO"]).exists():
                 time.sleep(0.05)
-    embedding._Run._write = pausing_write
+    EmbeddingFile.end_batch = pausing_end_batch
     sys.argv[0] = "elmo-embed"
     sys.exit(main(sys.argv[1:]))
     """
@@ -464,18 +463,19 @@ def test_a_segment_is_closed_and_synced_before_its_final_name(
 
 
 def _interrupt_after_writes(monkeypatch: pytest.MonkeyPatch, writes: int) -> None:
-    """Ctrl-C (a KeyboardInterrupt) before the run's write number `writes` + 1, one segment per batch."""
+    """Ctrl-C (a KeyboardInterrupt) before the run's write number `writes` + 1 (of a line, or of a piece of one),
+    one segment per batch."""
     monkeypatch.setattr(hdf5_output, "SEGMENT_BYTES", 1)
-    write = embedding._Run._write
+    write = hdf5_output.EmbeddingFile.write
     done: list[int] = []
 
-    def interrupting_write(self, item, progress) -> None:
+    def interrupting_write(self, *args, **kwargs) -> None:
         if len(done) == writes:
             raise KeyboardInterrupt
         done.append(1)
-        write(self, item, progress)
+        write(self, *args, **kwargs)
 
-    monkeypatch.setattr(embedding._Run, "_write", interrupting_write)
+    monkeypatch.setattr(hdf5_output.EmbeddingFile, "write", interrupting_write)
 
 
 def _flip_vector_bytes(segment: Path) -> None:

@@ -15,7 +15,7 @@ from lock_holder import start_lock_holder
 
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.inference.batching import Piece, batch_groups
-from elmo_transformers.inference.embedding import _process_device
+from elmo_transformers.inference.embedding import process_device
 
 LINES = AWKWARD_LINES * 4  # many batches of --batch-size 3
 OPTIONS = ["--batch-size", "3", "--max-words", "8"]
@@ -156,12 +156,10 @@ class _Processes:
 
 def test_each_process_uses_a_device_of_its_own() -> None:
     assert (
-        _process_device(None, _Processes(1, "cpu")) is None
-        and _process_device("cuda:1", _Processes(1, "cpu")) == "cuda:1"
+        process_device(None, _Processes(1, "cpu")) is None
+        and process_device("cuda:1", _Processes(1, "cpu")) == "cuda:1"
     )
-    assert (
-        _process_device(None, _Processes(2, "cuda:1")) == "cuda:1" == _process_device("cuda", _Processes(2, "cuda:1"))
-    )
-    assert _process_device("cpu", _Processes(2, "cuda:1")) == "cpu"
+    assert process_device(None, _Processes(2, "cuda:1")) == "cuda:1" == process_device("cuda", _Processes(2, "cuda:1"))
+    assert process_device("cpu", _Processes(2, "cuda:1")) == "cpu"
     with pytest.raises(EmbedError, match=r"^--device cuda:0: with 2 processes each uses a device of its own"):
-        _process_device("cuda:0", _Processes(2, "cuda:1"))
+        process_device("cuda:0", _Processes(2, "cuda:1"))

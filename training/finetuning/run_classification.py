@@ -39,6 +39,7 @@ from elmo_transformers.training.finetuning.workflow import (
     parse_arguments,
     require_model,
 )
+from modeling_elmo.native_elmo import set_native_libraries
 
 TITLE = "sequence classification"
 
@@ -89,6 +90,7 @@ def encode(examples: list[Example], tokenizer: PreTrainedTokenizerBase, label2id
 
 def main(args: list[str] | None = None) -> dict[str, float]:
     """Run the script with `args` (default: the command line); returns the train and eval metrics."""
+    set_native_libraries()  # before the first kernel
     model_args, data_args, training_args = parse_arguments(ClassificationDataArguments, args)
     require_model(model_args.model_name_or_path)
     set_seed(training_args.seed)

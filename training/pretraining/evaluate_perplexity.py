@@ -20,6 +20,7 @@ from elmo_transformers.training.pretraining.perplexity import evaluate_perplexit
 from elmo_transformers.training.pretraining.starting_model import VOCABULARY_FILE, load_starting_model
 from elmo_transformers.training.pretraining.text_stream import expand_files
 from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
+from modeling_elmo.native_elmo import set_native_libraries
 
 EXAMPLES = """examples (from the repository root; installed: elmo-evaluate-perplexity --model_name_or_path ...):
   python training/evaluate_perplexity.py --model_name_or_path my-elmo/model --files corpus/heldout.txt
@@ -47,6 +48,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
+    set_native_libraries()  # before the first kernel
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     folder = Path(args.model_name_or_path)

@@ -24,6 +24,7 @@ from elmo_transformers.training.pretraining.starting_model import VOCABULARY_FIL
 from elmo_transformers.training.pretraining.text_stream import CorpusReport, expand_files, read_sentences
 from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
 from modeling_elmo import ElmoForBidirectionalLM
+from modeling_elmo.native_elmo import set_native_libraries
 
 __all__ = [
     "PageText",
@@ -187,6 +188,7 @@ def link_code_files_to_package(folder: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    set_native_libraries()  # before the first kernel
     parser = argparse.ArgumentParser(
         allow_abbrev=False,
         description=__doc__.split("\n\n")[0],

@@ -67,6 +67,7 @@ from elmo_transformers.training.pretraining.text_stream import (
 )
 from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
 from elmo_transformers.training.pretraining.window_packer import WindowEncoder, WindowPacker
+from modeling_elmo.native_elmo import set_native_libraries
 
 logger = logging.getLogger("elmo_transformers.training.pretraining.pretrain")
 # The learning rate of each --optimizer when --learning_rate is not given: 0.2 is bilm-tf's (Adagrad).
@@ -506,6 +507,7 @@ class LmTrainer:
 
 
 def main(argv: list[str] | None = None) -> None:
+    set_native_libraries()  # before the first kernel
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = parse_args(argv)
     with exit_on_error(ValueError), _interruption_in_one_line(Path(args.output_dir)):
