@@ -31,7 +31,7 @@ from elmo_transformers.common.disk_space import is_disk_full
 from elmo_transformers.common.errors import ConversionError, first_line
 from elmo_transformers.common.extras import require_extra
 from elmo_transformers.common.model_folder import record_checksums, require_model_folder
-from elmo_transformers.inference.onnx_embedder import (
+from elmo_transformers.common.onnx_layout import (
     ARCHITECTURE_KEY,
     FLOAT_GRAPH,
     LAYOUT_KEY,

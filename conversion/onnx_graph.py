@@ -23,7 +23,7 @@ import onnx
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
-from elmo_transformers.inference.onnx_embedder import GraphTensor, graph_signature
+from elmo_transformers.common.onnx_layout import GraphTensor, graph_signature
 from modeling_elmo import ElmoLayerMix, ElmoModel
 from modeling_elmo.configuration_elmo import framed_char_ids
 from modeling_elmo.modeling_elmo import ElmoForTokenClassification, ElmoLstmLayer, ElmoTaskModel

@@ -22,9 +22,9 @@ import torch
 from bench_common import cpu_model, ensure_weights, load_averages, markdown_table, sentence_batches
 
 from elmo_transformers.common.errors import ConversionError
+from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, open_graph
 from elmo_transformers.conversion.cli import main as convert
 from elmo_transformers.conversion.onnx_export import graph_cosine
-from elmo_transformers.inference.onnx_embedder import FLOAT_GRAPH, QUANTIZED_GRAPH, open_graph
 from modeling_elmo import DEFAULT_MODEL, ElmoModel, ElmoTokenizer
 
 

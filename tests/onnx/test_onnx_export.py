@@ -25,9 +25,10 @@ from onnx import numpy_helper
 from without_the_package import run_without_the_package
 
 from elmo_transformers.common.errors import EmbedError
+from elmo_transformers.common.onnx_layout import LAYOUT_KEY, open_graph
 from elmo_transformers.conversion.cli import main
 from elmo_transformers.conversion.onnx_export import per_word_cosine, product_node_names
-from elmo_transformers.inference.onnx_embedder import LAYOUT_KEY, OnnxEmbedder, open_graph
+from elmo_transformers.inference.onnx_embedder import OnnxEmbedder
 from modeling_elmo import (
     DEFAULT_MODEL,
     ElmoForSequenceClassification,
