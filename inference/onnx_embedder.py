@@ -7,11 +7,13 @@ without it, opening a graph is refused in one line.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import torch
+from accelerate import PartialState
 
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, open_graph
@@ -31,18 +33,26 @@ def holds_onnx_graph(model: str | Path) -> bool:
 def open_embedder(
     model: str, *, layers: str, compute_dtype: str = "float32", device: str | None = None
 ) -> BatchEmbedder:
-    """`elmo-embed`'s embedder of `model`: `OnnxEmbedder` where the folder holds an exported graph (float32, on CPU
-    whatever `device`), else `Embedder` (PyTorch) on `device`."""
+    """`elmo-embed`'s embedder of `model`: `OnnxEmbedder` where the folder holds an exported graph (on CPU whatever
+    `device`), else `Embedder` (PyTorch) on `device`. The graph is the float32 one; a folder holding only the int8
+    graph is run with it, and a one-line notice says so (its vectors are near float32's, not equal)."""
     if not holds_onnx_graph(model):
         return Embedder(model, layers=layers, compute_dtype=compute_dtype, device=device)
     if compute_dtype != "float32":
         raise EmbedError(f"--dtype {compute_dtype}: {model} holds an ONNX graph, which runs in float32 (on CPU)")
-    return OnnxEmbedder(model, layers=layers)
+    quantized = not (Path(model) / FLOAT_GRAPH).is_file()
+    if quantized and PartialState().is_main_process:
+        print(
+            f"elmo-embed: notice: {model} holds no {FLOAT_GRAPH}: embedding with its int8 graph {QUANTIZED_GRAPH}"
+            " (8-bit products: vectors near float32's, not equal to them)",
+            file=sys.stderr,
+        )
+    return OnnxEmbedder(model, layers=layers, quantized=quantized)
 
 
 class OnnxEmbedder(BatchEmbedder):
     """The graph of an `elmo-convert onnx` folder on onnxruntime (CPU), giving the vectors of `layers` ("all",
-    "top" or "average", as `Embedder`) for batches of sentences. `quantized` runs `QUANTIZED_GRAPH`."""
+    "top" or "average", as `Embedder`) for batches of sentences: `FLOAT_GRAPH`, or `QUANTIZED_GRAPH` if `quantized`."""
 
     backend = "onnxruntime"
     compute_dtype = "float32"
@@ -51,7 +61,7 @@ class OnnxEmbedder(BatchEmbedder):
         if layers not in ("all", "top", "average"):
             raise EmbedError(f"--layers {layers}: an ONNX folder serves all, top or average")
         folder = Path(model)
-        name = QUANTIZED_GRAPH if quantized or not (folder / FLOAT_GRAPH).is_file() else FLOAT_GRAPH
+        name = QUANTIZED_GRAPH if quantized else FLOAT_GRAPH
         self.weights_file = folder / name
         self.session = open_graph(self.weights_file, EmbedError, threads=threads)
         if "hidden_states" not in {output.name for output in self.session.get_outputs()}:
