@@ -94,6 +94,17 @@ def _held_out(path: Path | None) -> list[list[str]]:
     return [sentence.split() for batch in json.loads(path.read_text(encoding="utf-8")) for sentence in batch]
 
 
+def _quality(graphs: dict, sizes: dict[str, float], tokenizer, held_out, batches: list) -> list[list[str]]:
+    """Each graph's row: its largest difference between a sentence alone and in its batch (over `batches`), its
+    per-word cosine to the float32 graph on `held_out` (mean, min), and its size in MB."""
+    rows = []
+    for label, session in graphs.items():
+        mean, minimum = graph_cosine(graphs["onnxruntime float32"], session, tokenizer, held_out)
+        alone = max(batch_difference(session, tokenizer, sentences) for sentences in batches)
+        rows.append([label, f"{alone:.1e}", f"{mean:.5f}", f"{minimum:.5f}", f"{sizes[label]:.1f}"])
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_onnx_arguments(parser)
@@ -141,12 +152,8 @@ def main() -> None:
             rows.append([label, str(batch_size), str(len(batches)), f"{speed:,.0f}", f"{speed / baseline:.2f}x"])
 
     held_out = _held_out(args.held_out)
-    quality = []
-    for label, session in graphs.items():
-        mean, minimum = graph_cosine(graphs["onnxruntime float32"], session, tokenizer, held_out)
-        alone = max(batch_difference(session, tokenizer, sentences) for sentences in (PARITY_SENTENCES, first_batch))
-        size = (folder / files[label]).stat().st_size / 1e6
-        quality.append([label, f"{alone:.1e}", f"{mean:.5f}", f"{minimum:.5f}", f"{size:.1f}"])
+    sizes = {label: (folder / graph).stat().st_size / 1e6 for label, graph in files.items()}
+    quality = _quality(graphs, sizes, tokenizer, held_out, [PARITY_SENTENCES, first_batch])
 
     print(f"model: {model_folder}; ONNX folder: {folder}")
     print(f"CPU: {cpu_model()}, {args.threads} thread(s); load average before {load_averages(load_before)},")
