@@ -10,8 +10,8 @@ A product `x @ W` becomes, in standard ONNX operators (the default domain's opse
 Every step reads only its own row of `x`, and the integer product is exact, so a sentence's vectors are the same
 to the bit alone and in any batch. onnxruntime's dynamic quantisation (`DynamicQuantizeLinear`) takes one scale over
 the whole tensor, so its vectors moved with their batch mates (2.3e-2 on the bundled biLM); its weight-only
-`MatMulNBits` (com.microsoft) is batch-independent too but ran at 0.43x this graph's speed at the original shape
-(docs/onnx.md, "Measured").
+`MatMulNBits` (com.microsoft) is batch-independent too but ran at 0.57-0.75x this graph's speed at the original
+shape (docs/onnx.md, "int8 three ways").
 """
 
 from __future__ import annotations
