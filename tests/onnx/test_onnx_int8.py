@@ -82,3 +82,9 @@ def test_a_product_that_is_not_a_matmul_of_a_weight_is_refused() -> None:
     del model.graph.initializer[0]  # the weight: no initializer gives it
     with pytest.raises(ValueError, match=r"product: its weight weight is not an initializer"):
         quantize_rows(model, ["product"])
+
+
+def test_no_rows_give_no_rows(quantized) -> None:
+    """A product with no rows (a loop step no sentence reaches, where a graph computes only the running rows)."""
+    session, weight = quantized
+    assert session.run(None, {"x": np.zeros((0, weight.shape[0]), np.float32)})[0].shape == (0, weight.shape[1])
