@@ -117,7 +117,8 @@ def _onnx_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--quantize",
         choices=["int8"],
-        help="also write model_quantized.onnx, 8-bit weights in the LSTM, highway and projection products",
+        help="also write model_quantized.onnx, 8-bit weights and activations in the LSTM, highway and projection"
+        " products (each row of activations quantised by itself: a sentence's vectors do not depend on its batch)",
     )
     parser.add_argument(
         "--triton-repository",

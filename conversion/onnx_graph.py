@@ -23,12 +23,12 @@ import onnx
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
-from elmo_transformers.inference.onnx_embedder import GraphTensor, graph_signature
+from elmo_transformers.common.onnx_layout import GraphTensor, graph_signature
 from modeling_elmo import ElmoLayerMix, ElmoModel
 from modeling_elmo.modeling_elmo import ElmoForTokenClassification, ElmoLstmLayer, ElmoTaskModel
 from modeling_elmo.vocabulary_elmo import framed_char_ids
 
-__all__ = ["OPSET", "QUANTIZABLE_PREFIX", "build_graph", "sort_nodes"]
+__all__ = ["OPSET", "QUANTIZABLE_PREFIX", "build_graph"]
 
 # The default domain's opset of every graph (the export's, and what the tests check it against). The nodes use its
 # attribute forms, which opset 18 replaced: ReduceMax/ReduceMean take `axes=` as an attribute (an input from 18 on)
@@ -404,48 +404,3 @@ def _task_encoder(graph: _Builder, lstm: torch.nn.LSTM, features: str, word_mask
         x = graph.op("Reshape", y, graph.ints(0, 0, 2 * hidden))
     encoded = graph.op("Transpose", x, perm=[1, 0, 2])
     return graph.op("Slice", encoded, graph.ints(0), graph.ints(-1), graph.ints(1))
-
-
-def sort_nodes(graph: onnx.GraphProto) -> None:
-    """Orders `graph`'s nodes so that each comes after the nodes making what it reads, its subgraphs' reads of the
-    graph around them included (the order ONNX requires; `onnx.checker` refuses any other). onnxruntime's quantiser
-    sorts without those reads: its int8 graph had each `Scan` before the input-gate product its body gathers from."""
-    producers = {output: node for node in graph.node for output in node.output if output}
-    placed: set[int] = set()
-    ordered: list[onnx.NodeProto] = []
-
-    def place(node: onnx.NodeProto) -> None:
-        if id(node) in placed:
-            return
-        placed.add(id(node))
-        for name in _reads(node):
-            if name in producers:
-                place(producers[name])
-        ordered.append(node)
-
-    for node in graph.node:
-        place(node)
-        for subgraph in _subgraphs(node):
-            sort_nodes(subgraph)
-    graph.ClearField("node")
-    graph.node.extend(ordered)
-
-
-def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
-    """The graphs in `node`'s attributes (a `Scan`'s body)."""
-    return [
-        graph
-        for attribute in node.attribute
-        for graph in [*([attribute.g] if attribute.HasField("g") else []), *attribute.graphs]
-    ]
-
-
-def _reads(node: onnx.NodeProto) -> list[str]:
-    """The values `node` reads, in a fixed order (the int8 graph's bytes are the same on each export): its inputs and
-    what its subgraphs read from outside themselves."""
-    reads = [name for name in node.input if name]
-    for subgraph in _subgraphs(node):
-        own = {value.name for value in [*subgraph.input, *subgraph.initializer]}
-        own |= {output for inner in subgraph.node for output in inner.output}
-        reads += [name for inner in subgraph.node for name in _reads(inner) if name not in own]
-    return reads

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from elmo_transformers.common.atomic_output import atomic_output_folder
 from elmo_transformers.common.errors import ConversionError
-from elmo_transformers.inference.onnx_embedder import FLOAT_GRAPH, GraphSignature, GraphTensor
+from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, GraphSignature, GraphTensor
 
 __all__ = [
     "INT8_SUFFIX",

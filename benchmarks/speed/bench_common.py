@@ -7,6 +7,7 @@ The speed scripts import it from their own folder (a script run puts that folder
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import itertools
 import json
@@ -25,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from elmo_transformers.conversion.variants import VARIANTS
-from modeling_elmo import ElmoConfig, ElmoModel
+from modeling_elmo import DEFAULT_MODEL, ElmoConfig, ElmoModel
 from modeling_elmo.vocabulary_elmo import BILM_TF_SPECIAL_WORDS
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -114,6 +115,59 @@ def sentence_batches(
         sentences = edit(make_sentences(seed, batch_size, batch_size * n_batches, min_words, max_words))
         batches = [sentences[i : i + batch_size] for i in range(0, len(sentences), batch_size)]
         yield batch_size, batches, make_sentences(seed + 1, batch_size, min(batch_size, 8), min_words, max_words)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The exported graphs (bench_onnx.py, bench_onnx_int8.py)
+
+
+def add_onnx_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the ONNX benchmarks: the model (a released shape's random weights, or the bundled model), the
+    timed batches, the threads, the sentences' lengths, the work folder."""
+    parser.add_argument("--shape", default="original", help="released shape of the random weights")
+    parser.add_argument("--bundled", action="store_true", help="the bundled model instead of random weights")
+    parser.add_argument("--batches", default="32:3", help="SIZE:COUNT,... batches timed (default %(default)s)")
+    parser.add_argument("--threads", type=int, default=1, help="threads of each backend (default %(default)s)")
+    parser.add_argument("--min-words", type=int, default=10)
+    parser.add_argument("--max-words", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--work-dir", type=Path, default=Path("/tmp/elmo-bench-onnx"))
+
+
+def onnx_folders(args: argparse.Namespace) -> tuple[Path, Path]:
+    """The PyTorch model folder (the bundled model, or the random-weight shape converted once with `elmo-convert
+    allennlp`) and its ONNX folder (`elmo-convert onnx --quantize int8`, once)."""
+    from elmo_transformers.conversion.cli import main as convert
+
+    if args.bundled:
+        model, name = Path(DEFAULT_MODEL), "bundled"
+    else:
+        options, weights = ensure_weights(args.work_dir, args.seed, args.shape)
+        model, name = options.parent / "converted", f"{args.shape}-seed{args.seed}"
+        if not (model / "config.json").is_file():
+            arguments = ["allennlp", "--options", str(options), "--weights", str(weights), "--output", str(model)]
+            assert convert(arguments) == 0
+    folder = args.work_dir / f"{name}-onnx"
+    if not (folder / "model_quantized.onnx").is_file():
+        arguments = ["onnx", "--model", str(model), "--output", str(folder), "--quantize", "int8", "--overwrite"]
+        assert convert(arguments) == 0
+    return model, folder
+
+
+def time_backends(
+    backends: dict[str, Callable[[Any], object]], batches: list[list[list[str]]], encode: Callable[[Any], Any]
+) -> tuple[int, dict[str, float]]:
+    """The words of `batches` and each backend's seconds over them, every batch run on each backend in turn, so that
+    the machine's load hits all alike."""
+    seconds, words = dict.fromkeys(backends, 0.0), 0
+    for batch in batches:
+        inputs = encode(batch)
+        words += sum(map(len, batch))
+        for label, run in backends.items():
+            start = time.perf_counter()
+            run(inputs)
+            seconds[label] += time.perf_counter() - start
+    return words, seconds
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -14,38 +14,24 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from bench_common import cpu_model, ensure_weights, load_averages, markdown_table, sentence_batches
+from bench_common import (
+    add_onnx_arguments,
+    cpu_model,
+    load_averages,
+    markdown_table,
+    onnx_folders,
+    sentence_batches,
+    time_backends,
+)
 
 from elmo_transformers.common.errors import ConversionError
-from elmo_transformers.conversion.cli import main as convert
+from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, open_graph
 from elmo_transformers.conversion.onnx_export import graph_cosine
-from elmo_transformers.inference.onnx_embedder import FLOAT_GRAPH, QUANTIZED_GRAPH, open_graph
-from modeling_elmo import DEFAULT_MODEL, ElmoModel, ElmoTokenizer
-
-
-def _model_folder(args: argparse.Namespace) -> Path:
-    """The PyTorch model folder: the bundled model, or the random-weight shape converted once."""
-    if args.bundled:
-        return Path(DEFAULT_MODEL)
-    options, weights = ensure_weights(args.work_dir, args.seed, args.shape)
-    folder = options.parent / "converted"
-    if not (folder / "config.json").is_file():
-        arguments = ["allennlp", "--options", str(options), "--weights", str(weights), "--output", str(folder)]
-        assert convert(arguments) == 0
-    return folder
-
-
-def _onnx_folder(model: Path, work_dir: Path, name: str) -> Path:
-    folder = work_dir / f"{name}-onnx"
-    if not (folder / QUANTIZED_GRAPH).is_file():
-        arguments = ["onnx", "--model", str(model), "--output", str(folder), "--quantize", "int8", "--overwrite"]
-        assert convert(arguments) == 0
-    return folder
+from modeling_elmo import ElmoModel, ElmoTokenizer
 
 
 def _folder_mb(folder: Path, graph: str) -> float:
@@ -55,22 +41,14 @@ def _folder_mb(folder: Path, graph: str) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--shape", default="original", help="released shape of the random weights")
-    parser.add_argument("--bundled", action="store_true", help="the bundled model instead of random weights")
-    parser.add_argument("--batches", default="32:3", help="SIZE:COUNT,... batches timed (default %(default)s)")
-    parser.add_argument("--threads", type=int, default=1, help="threads of each backend (default %(default)s)")
-    parser.add_argument("--min-words", type=int, default=10)
-    parser.add_argument("--max-words", type=int, default=30)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--work-dir", type=Path, default=Path("/tmp/elmo-bench-onnx"))
+    add_onnx_arguments(parser)
     args = parser.parse_args()
     args.work_dir.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(args.threads)
     load_before = os.getloadavg()
 
-    model_folder = _model_folder(args)
+    model_folder, onnx_folder = onnx_folders(args)
     name = "bundled" if args.bundled else f"{args.shape}-seed{args.seed}"
-    onnx_folder = _onnx_folder(model_folder, args.work_dir, name)
     model = ElmoModel.from_pretrained(model_folder).eval()
     tokenizer = ElmoTokenizer.from_pretrained(model_folder)
     graphs = {
@@ -94,15 +72,7 @@ def main() -> None:
         warm_inputs = encode(warmup)
         for run in backends.values():
             run(warm_inputs)
-        seconds = dict.fromkeys(backends, 0.0)
-        words = 0
-        for batch in batches:
-            inputs = encode(batch)
-            words += sum(map(len, batch))
-            for label, run in backends.items():
-                start = time.perf_counter()
-                run(inputs)
-                seconds[label] += time.perf_counter() - start
+        words, seconds = time_backends(backends, batches, encode)
         cosines.append(graph_cosine(graphs["onnxruntime float32"], graphs["onnxruntime int8"], tokenizer, batches[0]))
         baseline = words / seconds["PyTorch float32"]
         for label in backends:

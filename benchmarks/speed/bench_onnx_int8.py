@@ -1,0 +1,169 @@
+"""The int8 graph of `elmo-convert onnx --quantize int8` (each row of activations quantised by itself) against the
+two int8 forms onnxruntime's own quantisers give for the same products, in one run: words per second (with PyTorch
+float32 and the float32 graph, every batch on each backend in turn), a sentence alone against the same sentence in a
+batch, and the per-word cosine to the float32 graph on held-out text.
+
+- `int8 (per row)`: the export's `model_quantized.onnx` (`conversion/onnx_int8.py`);
+- `int8 dynamic`: onnxruntime's `quantize_dynamic` (int8 weights per column, one activation scale per call over
+  the whole batch: `DynamicQuantizeLinear`), what `--quantize int8` wrote before;
+- `int8 MatMulNBits`: onnxruntime's weight-only `MatMulNBitsQuantizer` (8 bits, blocks of 32, symmetric,
+  `accuracy_level` 4: activations quantised per row block; the com.microsoft domain; it needs the `onnx-ir` package,
+  `pip install onnx-ir`, from onnxruntime 1.24 on).
+
+    python benchmarks/speed/bench_onnx_int8.py --batches 1:4,32:3 \\
+        --held-out ~/.cache/elmo-transformers-tests/allennlp-0.9.0-fixtures/elmo/sentences.json
+
+The model: random weights of a released shape (default the original) as in `bench_onnx.py`, or `--bundled`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+import onnx
+import torch
+from bench_common import (
+    add_onnx_arguments,
+    cpu_model,
+    load_averages,
+    markdown_table,
+    onnx_folders,
+    sentence_batches,
+    time_backends,
+)
+
+from elmo_transformers.common.errors import ConversionError
+from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, open_graph
+from elmo_transformers.conversion.model_card import PARITY_SENTENCES
+from elmo_transformers.conversion.onnx_export import batch_difference, graph_cosine, product_node_names
+from modeling_elmo import ElmoModel, ElmoTokenizer
+
+DYNAMIC_GRAPH, NBITS_GRAPH = "model_dynamic.onnx", "model_nbits.onnx"
+
+
+def _onnxruntime_quantised(folder: Path) -> None:
+    """The dynamic and the MatMulNBits graphs of the folder's float graph, written beside it once."""
+    logging.getLogger().setLevel(logging.ERROR)  # both quantisers log every node on the root logger
+    if not (folder / DYNAMIC_GRAPH).is_file():
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        quantize_dynamic(
+            folder / FLOAT_GRAPH,
+            folder / DYNAMIC_GRAPH,
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            op_types_to_quantize=["MatMul"],
+            nodes_to_quantize=product_node_names(onnx.load(folder / FLOAT_GRAPH, load_external_data=False)),
+            extra_options={"EnableSubgraph": True},
+        )
+    if not (folder / NBITS_GRAPH).is_file():
+        from onnxruntime.quantization.matmul_nbits_quantizer import DefaultWeightOnlyQuantConfig, MatMulNBitsQuantizer
+
+        graph = onnx.load(folder / FLOAT_GRAPH)
+        products = set(product_node_names(graph))
+        config = DefaultWeightOnlyQuantConfig(
+            block_size=32, is_symmetric=True, accuracy_level=4, op_types_to_quantize=("MatMul",), bits=8
+        )
+        quantizer = MatMulNBitsQuantizer(graph, nodes_to_exclude=_other_products(graph, products), algo_config=config)
+        quantizer.process()
+        onnx.save(quantizer.model.model, folder / NBITS_GRAPH)
+
+
+def _other_products(graph: onnx.ModelProto, products: set[str]) -> list[str]:
+    """The MatMul nodes, in the graph and its loops, that are not the export's products (the heads' own)."""
+    names, graphs = [], [graph.graph]
+    while graphs:
+        current = graphs.pop()
+        for node in current.node:
+            if node.op_type == "MatMul" and node.name not in products:
+                names.append(node.name)
+            graphs.extend(attribute.g for attribute in node.attribute if attribute.HasField("g"))
+    return names
+
+
+def _held_out(path: Path | None) -> list[list[str]]:
+    """bilm-tf's test sentences (a JSON list of batches of sentences), split on spaces; else the parity sentences."""
+    if path is None:
+        return PARITY_SENTENCES
+    return [sentence.split() for batch in json.loads(path.read_text(encoding="utf-8")) for sentence in batch]
+
+
+def _quality(graphs: dict, sizes: dict[str, float], tokenizer, held_out, batches: list) -> list[list[str]]:
+    """Each graph's row: its largest difference between a sentence alone and in its batch (over `batches`), its
+    per-word cosine to the float32 graph on `held_out` (mean, min), and its size in MB."""
+    rows = []
+    for label, session in graphs.items():
+        mean, minimum = graph_cosine(graphs["onnxruntime float32"], session, tokenizer, held_out)
+        alone = max(batch_difference(session, tokenizer, sentences) for sentences in batches)
+        rows.append([label, f"{alone:.1e}", f"{mean:.5f}", f"{minimum:.5f}", f"{sizes[label]:.1f}"])
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_onnx_arguments(parser)
+    parser.add_argument("--held-out", type=Path, help="bilm-tf's sentences.json, for the cosine to float32")
+    args = parser.parse_args()
+    args.work_dir.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(args.threads)
+    load_before = os.getloadavg()
+    ort_version = importlib.metadata.version("onnxruntime")
+
+    model_folder, folder = onnx_folders(args)
+    _onnxruntime_quantised(folder)
+    model = ElmoModel.from_pretrained(model_folder).eval()
+    tokenizer = ElmoTokenizer.from_pretrained(model_folder)
+    files = {
+        "onnxruntime float32": FLOAT_GRAPH,
+        "int8 (per row)": QUANTIZED_GRAPH,
+        "int8 dynamic": DYNAMIC_GRAPH,
+        "int8 MatMulNBits": NBITS_GRAPH,
+    }
+    graphs = {
+        label: open_graph(folder / graph, ConversionError, threads=args.threads) for label, graph in files.items()
+    }
+
+    def pytorch(inputs: dict[str, np.ndarray]) -> None:
+        with torch.inference_mode():
+            model(**{name: torch.from_numpy(array) for name, array in inputs.items()}, output_hidden_states=True)
+
+    backends = {"PyTorch float32": pytorch}
+    for label, session in graphs.items():
+        backends[label] = lambda inputs, session=session: session.run(["hidden_states"], inputs)
+
+    def encode(sentences: list[list[str]]) -> dict[str, np.ndarray]:
+        return dict(tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="np"))
+
+    rows, first_batch = [], None
+    for batch_size, batches, warmup in sentence_batches(args.batches, args.seed, args.min_words, args.max_words):
+        first_batch = first_batch or batches[0]
+        for run in backends.values():
+            run(encode(warmup))
+        words, seconds = time_backends(backends, batches, encode)
+        baseline = words / seconds["PyTorch float32"]
+        for label in backends:
+            speed = words / seconds[label]
+            rows.append([label, str(batch_size), str(len(batches)), f"{speed:,.0f}", f"{speed / baseline:.2f}x"])
+
+    held_out = _held_out(args.held_out)
+    sizes = {label: (folder / graph).stat().st_size / 1e6 for label, graph in files.items()}
+    quality = _quality(graphs, sizes, tokenizer, held_out, [PARITY_SENTENCES, first_batch])
+
+    print(f"model: {model_folder}; ONNX folder: {folder}")
+    print(f"CPU: {cpu_model()}, {args.threads} thread(s); load average before {load_averages(load_before)},")
+    print(f"after {load_averages(os.getloadavg())}; torch {torch.__version__}, onnxruntime {ort_version}")
+    print(markdown_table(rows, ["backend", "batch", "batches", "words/s", "vs PyTorch"]))
+    print()
+    words = sum(map(len, held_out))
+    print(f"alone vs in a batch: the parity sentences and the first timed batch; cosine: {words} held-out words")
+    print(markdown_table(quality, ["graph", "alone vs in a batch", "cosine mean", "cosine min", "graph MB"]))
+
+
+if __name__ == "__main__":
+    main()
