@@ -1,6 +1,6 @@
-"""What the speed benchmarks share: the AllenNLP side's modules, the random full-size weights and the generated
-sentences both sides run, the FLOPs of a biLM position and the machine's matmul peak, the model that runs the
-``mix_layers=[0, 1]`` rows, and the Markdown and run details of the reports.
+"""What the speed benchmarks share: the AllenNLP side's modules, the random full-size weights (and their converted and
+exported folders) and the generated sentences both sides run, the FLOPs of a biLM position and the machine's matmul
+peak, the model that runs the ``mix_layers=[0, 1]`` rows, and the Markdown and run details of the reports.
 
 The speed scripts import it from their own folder (a script run puts that folder first on ``sys.path``).
 """
@@ -77,6 +77,28 @@ def ensure_weights(work_dir: Path, seed: int, shape: str = "original") -> tuple[
     original_files.write_original_model(folder, options, seed=seed)
     done.write_text("")
     return options_path, weights_path
+
+
+def converted_model(work_dir: Path, seed: int, shape: str = "original") -> Path:
+    """The model folder of ``ensure_weights``' random weights, converted once with ``elmo-convert allennlp``."""
+    from elmo_transformers.conversion.cli import main as convert
+
+    options, weights = ensure_weights(work_dir, seed, shape)
+    folder = options.parent / "converted"
+    if not (folder / "config.json").is_file():
+        assert convert(["allennlp", "--options", str(options), "--weights", str(weights), "--output", str(folder)]) == 0
+    return folder
+
+
+def exported_graphs(model: Path, folder: Path) -> Path:
+    """``folder``: ``model`` exported once with ``elmo-convert onnx --quantize int8`` (the float32 and int8 graphs)."""
+    from elmo_transformers.conversion.cli import main as convert
+    from elmo_transformers.inference.onnx_embedder import QUANTIZED_GRAPH
+
+    if not (folder / QUANTIZED_GRAPH).is_file():
+        arguments = ["onnx", "--model", str(model), "--output", str(folder), "--quantize", "int8", "--overwrite"]
+        assert convert(arguments) == 0
+    return folder
 
 
 def make_sentences(seed: int, batch_size: int, count: int, min_words: int, max_words: int) -> list[list[str]]:

@@ -15,37 +15,25 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
+import onnxruntime
 import torch
-from bench_common import cpu_model, ensure_weights, load_averages, markdown_table, sentence_batches
+from bench_common import (
+    converted_model,
+    cpu_model,
+    exported_graphs,
+    load_averages,
+    markdown_table,
+    sentence_batches,
+)
 
 from elmo_transformers.common.errors import ConversionError
-from elmo_transformers.conversion.cli import main as convert
 from elmo_transformers.conversion.onnx_export import graph_cosine
 from elmo_transformers.inference.onnx_embedder import FLOAT_GRAPH, QUANTIZED_GRAPH, open_graph
 from modeling_elmo import DEFAULT_MODEL, ElmoModel, ElmoTokenizer
-
-
-def _model_folder(args: argparse.Namespace) -> Path:
-    """The PyTorch model folder: the bundled model, or the random-weight shape converted once."""
-    if args.bundled:
-        return Path(DEFAULT_MODEL)
-    options, weights = ensure_weights(args.work_dir, args.seed, args.shape)
-    folder = options.parent / "converted"
-    if not (folder / "config.json").is_file():
-        arguments = ["allennlp", "--options", str(options), "--weights", str(weights), "--output", str(folder)]
-        assert convert(arguments) == 0
-    return folder
-
-
-def _onnx_folder(model: Path, work_dir: Path, name: str) -> Path:
-    folder = work_dir / f"{name}-onnx"
-    if not (folder / QUANTIZED_GRAPH).is_file():
-        arguments = ["onnx", "--model", str(model), "--output", str(folder), "--quantize", "int8", "--overwrite"]
-        assert convert(arguments) == 0
-    return folder
 
 
 def _folder_mb(folder: Path, graph: str) -> float:
@@ -53,7 +41,7 @@ def _folder_mb(folder: Path, graph: str) -> float:
     return ((folder / graph).stat().st_size + others) / 1e6
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shape", default="original", help="released shape of the random weights")
     parser.add_argument("--bundled", action="store_true", help="the bundled model instead of random weights")
@@ -63,46 +51,63 @@ def main() -> None:
     parser.add_argument("--max-words", type=int, default=30)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/elmo-bench-onnx"))
-    args = parser.parse_args()
-    args.work_dir.mkdir(parents=True, exist_ok=True)
-    torch.set_num_threads(args.threads)
-    load_before = os.getloadavg()
+    return parser.parse_args()
 
-    model_folder = _model_folder(args)
-    name = "bundled" if args.bundled else f"{args.shape}-seed{args.seed}"
-    onnx_folder = _onnx_folder(model_folder, args.work_dir, name)
+
+def _backends(model_folder: Path, graphs: dict[str, onnxruntime.InferenceSession]) -> dict[str, Callable]:
+    """Each backend as a function of the tokenizer's batch: PyTorch's `ElmoModel`, then each graph (which takes the
+    tokenizer's output as it is)."""
     model = ElmoModel.from_pretrained(model_folder).eval()
-    tokenizer = ElmoTokenizer.from_pretrained(model_folder)
-    graphs = {
-        "onnxruntime float32": open_graph(onnx_folder / FLOAT_GRAPH, ConversionError, threads=args.threads),
-        "onnxruntime int8": open_graph(onnx_folder / QUANTIZED_GRAPH, ConversionError, threads=args.threads),
-    }
 
     def pytorch(inputs: dict[str, np.ndarray]) -> None:
         with torch.inference_mode():
             model(**{name: torch.from_numpy(array) for name, array in inputs.items()}, output_hidden_states=True)
 
     backends = {"PyTorch float32": pytorch}
-    for label, session in graphs.items():  # the graphs take the tokenizer's output as it is
+    for label, session in graphs.items():
         backends[label] = lambda inputs, session=session: session.run(["hidden_states"], inputs)
+    return backends
 
-    def encode(sentences: list[list[str]]) -> dict[str, np.ndarray]:
-        return dict(tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="np"))
 
-    rows, cosines = [], []
+def _timed_batches(args: argparse.Namespace, backends: dict[str, Callable], encode: Callable) -> Iterator[tuple]:
+    """For each batch size of --batches: (batch size, batches, words, seconds per backend), every batch run on each
+    backend in turn."""
     for batch_size, batches, warmup in sentence_batches(args.batches, args.seed, args.min_words, args.max_words):
         warm_inputs = encode(warmup)
         for run in backends.values():
             run(warm_inputs)
         seconds = dict.fromkeys(backends, 0.0)
-        words = 0
         for batch in batches:
             inputs = encode(batch)
-            words += sum(map(len, batch))
             for label, run in backends.items():
                 start = time.perf_counter()
                 run(inputs)
                 seconds[label] += time.perf_counter() - start
+        yield batch_size, batches, sum(len(words) for batch in batches for words in batch), seconds
+
+
+def main() -> None:
+    args = _arguments()
+    args.work_dir.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(args.threads)
+    load_before = os.getloadavg()
+    model_folder = Path(DEFAULT_MODEL) if args.bundled else converted_model(args.work_dir, args.seed, args.shape)
+    name = "bundled" if args.bundled else f"{args.shape}-seed{args.seed}"
+    onnx_folder = exported_graphs(model_folder, args.work_dir / f"{name}-onnx")
+    tokenizer = ElmoTokenizer.from_pretrained(model_folder)
+    graphs = {
+        "onnxruntime float32": open_graph(onnx_folder / FLOAT_GRAPH, ConversionError, threads=args.threads),
+        "onnxruntime int8": open_graph(onnx_folder / QUANTIZED_GRAPH, ConversionError, threads=args.threads),
+    }
+    backends = _backends(model_folder, graphs)
+
+    def encode(sentences: list[list[str]]) -> dict[str, np.ndarray]:
+        """The tokenizer's batch, longest sentence first (as `OnnxEmbedder.prepare` gives the graph its rows)."""
+        by_length = sorted(sentences, key=len, reverse=True)
+        return dict(tokenizer(by_length, is_split_into_words=True, padding=True, return_tensors="np"))
+
+    rows, cosines = [], []
+    for batch_size, batches, words, seconds in _timed_batches(args, backends, encode):
         cosines.append(graph_cosine(graphs["onnxruntime float32"], graphs["onnxruntime int8"], tokenizer, batches[0]))
         baseline = words / seconds["PyTorch float32"]
         for label in backends:
