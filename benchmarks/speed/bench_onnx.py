@@ -3,8 +3,9 @@ side by side in one run, plus the folders' sizes and the int8 graph's per-word c
 
 The model: random weights of a released shape (default the original, 2x4096_512_2048cnn_2xhighway) written as
 options.json + weights.hdf5 and converted with `elmo-convert allennlp` (as `bench_inference.py` does), or the bundled
-model (`--bundled`); it is exported with `elmo-convert onnx --quantize int8`. Every batch runs on each backend in
-turn (PyTorch, float32 graph, int8 graph), so that the machine's load hits all three alike; the ratios are to PyTorch.
+model (`--bundled`); it is exported with `elmo-convert onnx --quantize int8`. Each batch goes in longest sentence
+first, as `OnnxEmbedder` gives it, and runs on each backend in turn (PyTorch, float32 graph, int8 graph), so that the
+machine's load hits all three alike; the ratios are to PyTorch.
 
     python benchmarks/speed/bench_onnx.py --batches 32:3 --threads 1
     python benchmarks/speed/bench_onnx.py --bundled --batches 1:8,32:3,128:1
