@@ -8,9 +8,10 @@ clip) written out as products and element-wise steps. The loop is not unrolled: 
 and sentence length, empty sentences included. The inputs are the tokenizer's `input_ids` and `attention_mask`
 (the mask decides the words: `_word_mask`); every output is batch-first.
 
-Positions past a row's end run through the LSTM like any other (no mask inside the loop): each position only reads
-the ones before it, and a row's words come first in both directions (the backward stack reads each row's words
-reversed, padding left in place), so padding never reaches a word; the outputs are zeroed there at the end.
+The LSTMs run as `ElmoModel`'s do: over the rows sorted longest first (inside the graph, so a client need not sort;
+the outputs come back in the input's order), each step computing only the rows still running. A row's words come
+first in both directions (the backward stack reads each row's words reversed, padding left in place), so padding
+never reaches a word; the outputs are zeroed there at the end.
 """
 
 from __future__ import annotations
@@ -142,13 +143,43 @@ def _word_mask(graph: _Builder, input_ids: str, attention_mask: str) -> str:
 
 def _bilm(graph: _Builder, model: ElmoModel, input_ids: str, word_mask: str, num_layers: int) -> list[str]:
     """The biLM's first `num_layers + 1` layers over the words of `word_mask` (`_word_mask`), each (batch, words, 2P)
-    and zero at padding, as `ElmoModel.forward`; the ids past a sentence's words are not read."""
+    and zero at padding, as `ElmoModel.forward`; the ids past a sentence's words are not read. The rows run longest
+    first, as `ElmoModel`'s LSTMs run them (so that each step's running rows come first: `_lstm_layer`), and come
+    out in the order they came in."""
+    order, restore = _longest_first(graph, word_mask)
+    sorted_ids = graph.op("Gather", input_ids, order, axis=0)
+    sorted_mask = graph.op("Gather", word_mask, order, axis=0)
+    token, marked_mask = _token_layer(graph, model, sorted_ids, sorted_mask)
+    layers = [graph.op("Concat", token, token, axis=2), *_bilstm(graph, model, token, marked_mask, num_layers)]
+
+    # Drop the markers' positions (word i sits at i + 1), zero the padding, and put the rows back in order.
+    word_mask3 = graph.unsqueeze(sorted_mask, 2)
+    trimmed = []
+    for layer in layers:
+        words_only = graph.op("Slice", layer, graph.ints(1), graph.ints(-1), graph.ints(1))
+        zeroed = graph.op("Where", word_mask3, words_only, graph.scalar(0.0))
+        trimmed.append(graph.op("Gather", zeroed, restore, axis=0))
+    return trimmed
+
+
+def _longest_first(graph: _Builder, word_mask: str) -> tuple[str, str]:
+    """The rows' order longest first (`order` (batch,): the row taken i-th; equal lengths keep their order, as
+    TopK's ties do) and the way back (`restore` (batch,): where row r went), both int64."""
+    lengths = graph.op("ReduceSum", graph.op("Cast", word_mask, to=TensorProto.INT64), graph.ints(1), keepdims=0)
+    batch = graph.dim(word_mask, 0)
+    _, order = graph.op("TopK", lengths, batch, outputs=2, axis=0, largest=1, sorted=1)
+    taken = _range(graph, batch)
+    restore = graph.op("ScatterElements", taken, order, taken, axis=0)
+    return order, restore
+
+
+def _token_layer(graph: _Builder, model: ElmoModel, input_ids: str, word_mask: str) -> tuple[str, str]:
+    """The token layer over each marked sentence (<S>, the words, </S> right after the last word): its vectors
+    (batch, T = words + 2, P), zero past each marked sentence, and the marked sentences' mask (batch, T) bool."""
     config = model.config
     chars = config.max_characters_per_token
     mask_ints = graph.op("Cast", word_mask, to=TensorProto.INT64)
     lengths = graph.op("ReduceSum", mask_ints, graph.ints(1), keepdims=0)  # (batch,)
-
-    # The marked sentence (batch, T = words + 2, chars): <S>, the words, </S> right after the last word.
     batch = graph.dim(input_ids, 0)
     marker_shape = graph.op("Concat", batch, graph.ints(1, chars), axis=0)
 
@@ -160,24 +191,37 @@ def _bilm(graph: _Builder, model: ElmoModel, input_ids: str, word_mask: str, num
     empty = graph.op("Expand", graph.constant(np.zeros((1, 1, chars), np.int64)), marker_shape)
     marked = graph.op("Concat", graph.op("Expand", marker(config.bos_char_id), marker_shape), words, empty, axis=1)
     steps = graph.op("Add", graph.dim(input_ids, 1), graph.ints(2))
-    zero, one = (graph.constant(np.array(value, dtype=np.int64)) for value in (0, 1))
-    positions = graph.op("Range", zero, graph.op("Squeeze", steps), one)
-    positions = graph.unsqueeze(positions, 0)  # (1, T)
+    positions = graph.unsqueeze(_range(graph, steps), 0)  # (1, T)
     after_words = graph.unsqueeze(graph.op("Add", lengths, graph.ints(1)), 1)  # (batch, 1): </S>'s position
     is_eos = graph.unsqueeze(graph.op("Equal", positions, after_words), 2)
     marked = graph.op("Where", is_eos, marker(config.eos_char_id), marked)
-    marked_lengths = graph.op("Add", after_words, graph.ints(1))  # (batch, 1)
-    marked_mask = graph.op("Less", positions, marked_lengths)  # (batch, T)
+    marked_mask = graph.op("Less", positions, graph.op("Add", after_words, graph.ints(1)))  # (batch, T)
 
-    # Token vectors (batch, T, P), zero past each marked sentence.
     flat = graph.op("Reshape", marked, graph.ints(-1, chars))
     vectors = _char_encoder(graph, model, flat)
     token_shape = graph.op("Concat", batch, steps, graph.ints(config.projection_dim), axis=0)
     token = graph.op("Reshape", vectors, token_shape)
-    token = graph.op("Where", graph.unsqueeze(marked_mask, 2), token, graph.scalar(0.0))
+    return graph.op("Where", graph.unsqueeze(marked_mask, 2), token, graph.scalar(0.0)), marked_mask
 
-    # Time-major inputs of the two stacks; the backward one reads each row's marked sentence reversed.
+
+def _range(graph: _Builder, size: str) -> str:
+    """0, 1, ..., size - 1 (int64) for a (1,) int64 `size`."""
+    zero, one = (graph.constant(np.array(value, dtype=np.int64)) for value in (0, 1))
+    return graph.op("Range", zero, graph.op("Squeeze", size), one)
+
+
+def _bilstm(graph: _Builder, model: ElmoModel, token: str, marked_mask: str, num_layers: int) -> list[str]:
+    """The first `num_layers` biLSTM layers over the `token` layer (batch, T, P) of rows sorted longest first, each
+    (batch, T, 2P) (the forward and backward stacks' outputs side by side; anything past a row's marked sentence).
+
+    The backward stack reads each row's marked sentence reversed, padding left in place, so that in both directions
+    a row's positions come first, and step t runs the rows longer than t: the first `counts[t]` rows. The LSTM's
+    input products run on those positions only (a third of a batch of sentences of 10-30 words is padding), taken
+    time-major: step t's input gates are positions `starts[t]` to `ends[t]` of them."""
+    config = model.config
     forward_input = graph.op("Transpose", token, perm=[1, 0, 2])  # (T, batch, P)
+    positions = graph.unsqueeze(_range(graph, graph.dim(token, 1)), 0)  # (1, T)
+    marked_lengths = graph.op("ReduceSum", graph.op("Cast", marked_mask, to=TensorProto.INT64), graph.ints(1))
     from_end = graph.op("Sub", graph.op("Sub", marked_lengths, graph.ints(1)), positions)  # (batch, T)
     reversing = graph.op("Where", graph.op("GreaterOrEqual", from_end, graph.ints(0)), from_end, positions)
     reversing = graph.op(
@@ -185,43 +229,31 @@ def _bilm(graph: _Builder, model: ElmoModel, input_ids: str, word_mask: str, num
     )
     backward_input = graph.op("GatherElements", forward_input, reversing, axis=0)
 
-    # The LSTM's input products run on the marked sentences' positions only (a third of a batch of sentences of 10-30
-    # words is padding): `running` (positions, 1) indexes them in T * batch, time-major; `rows` (T, batch) says
-    # where each step's input gates are among them (padding: the zero row after them).
     by_step = graph.op("Reshape", graph.op("Transpose", marked_mask), graph.ints(-1))  # (T * batch,)
-    running = graph.op("Transpose", graph.op("NonZero", by_step))
-    counted = graph.op("CumSum", graph.op("Cast", by_step, to=TensorProto.INT64), zero)
-    positions_run = graph.op("ReduceSum", graph.op("Cast", by_step, to=TensorProto.INT64), keepdims=1)
-    rows = graph.op("Where", by_step, graph.op("Sub", counted, graph.ints(1)), positions_run)
-    rows = graph.op("Reshape", rows, graph.op("Concat", steps, batch, axis=0))
+    running = graph.op("Transpose", graph.op("NonZero", by_step))  # (positions, 1)
+    counts = graph.op("ReduceSum", graph.op("Cast", marked_mask, to=TensorProto.INT64), graph.ints(0), keepdims=0)
+    ends = graph.op("CumSum", counts, graph.constant(np.array(0, dtype=np.int64)))
+    steps = {"starts": graph.op("Sub", ends, counts), "ends": ends, "counts": counts}
+    steps = {name: graph.unsqueeze(value, 1) for name, value in steps.items()}  # (T, 1): a (1,) tensor per step
 
-    layers = [graph.op("Concat", token, token, axis=2)]
-    state_shapes = {
-        width: graph.op("Concat", batch, graph.ints(width), axis=0)
+    batch = graph.dim(token, 0)
+    zeros = {
+        width: graph.op("ConstantOfShape", graph.op("Concat", batch, graph.ints(width), axis=0))
         for width in (config.projection_dim, config.cell_size)
     }
-    zeros = {width: graph.op("ConstantOfShape", shape) for width, shape in state_shapes.items()}
-    stack_inputs = [forward_input, backward_input]
+    stack_inputs, layers = [forward_input, backward_input], []
     for index in range(num_layers):
         pair = (model.forward_lstm.layers[index], model.backward_lstm.layers[index])
-        h0, c0 = zeros[config.projection_dim], zeros[config.cell_size]
+        state = zeros[config.projection_dim], zeros[config.cell_size]
         pairs = zip(pair, stack_inputs, strict=True)
-        outputs = [_lstm_layer(graph, layer, x, running, rows, h0, c0) for layer, x in pairs]
+        outputs = [_lstm_layer(graph, layer, x, running, steps, state) for layer, x in pairs]
         if index > 0 and config.use_skip_connections:
-            pairs = zip(outputs, stack_inputs, strict=True)
-            outputs = [graph.op("Add", output, layer_input) for output, layer_input in pairs]
+            outputs = [graph.op("Add", output, x) for output, x in zip(outputs, stack_inputs, strict=True)]
         stack_inputs = outputs
         forward = graph.op("Transpose", outputs[0], perm=[1, 0, 2])
         backward = graph.op("Transpose", graph.op("GatherElements", outputs[1], reversing, axis=0), perm=[1, 0, 2])
         layers.append(graph.op("Concat", forward, backward, axis=2))
-
-    # Drop the markers' positions (word i sits at i + 1) and zero the padding.
-    word_mask3 = graph.unsqueeze(word_mask, 2)
-    trimmed = []
-    for layer in layers:
-        words_only = graph.op("Slice", layer, graph.ints(1), graph.ints(-1), graph.ints(1))
-        trimmed.append(graph.op("Where", word_mask3, words_only, graph.scalar(0.0)))
-    return trimmed
+    return layers
 
 
 def _char_encoder(graph: _Builder, model: ElmoModel, char_ids: str) -> str:
@@ -249,27 +281,55 @@ def _char_encoder(graph: _Builder, model: ElmoModel, char_ids: str) -> str:
     return graph.op("Gather", projected, inverse)
 
 
-def _lstm_layer(graph: _Builder, layer: ElmoLstmLayer, inputs: str, running: str, rows: str, h0: str, c0: str) -> str:
-    """One `ElmoLstmLayer` over its time-major `inputs` (T, batch, P) from zero state -> its outputs (T, batch, P),
-    before any skip connection: one product for the input gates of the `running` positions ((positions, 1) indices
-    into T * batch), then a `Scan` over the steps, step t taking its rows of them (`rows[t]`; padding a zero row).
+def _lstm_layer(
+    graph: _Builder, layer: ElmoLstmLayer, inputs: str, running: str, steps: dict[str, str], state: tuple[str, str]
+) -> str:
+    """One `ElmoLstmLayer` over its time-major `inputs` (T, batch, P), rows sorted longest first, from `state` (h0,
+    c0) -> its outputs (T, batch, P), before any skip connection (past a row's end: its last output). One product
+    for the input gates of the `running` positions ((positions, 1) indices into T * batch), then a `Scan` over the
+    steps computing only the rows still running, as `ElmoModel`'s LSTMs do: step t takes input gates `starts[t]` to
+    `ends[t]` and updates the first `counts[t]` rows of the state, which keeps its (batch, ...) shape (`steps`: each
+    (T, 1) int64).
 
     Each direction of each layer has its own loop, as PyTorch's layer-by-layer schedule on CPUs: its state and output
     weights stay in the CPU's caches from step to step (one loop for both directions took 8% longer at the original
     shape, batch 32, onnxruntime 1.32 on one thread). They are the loop body's own initializers rather than the outer
     graph's (7% faster there)."""
-    width = 4 * layer.cell_size
     by_position = graph.op("Reshape", inputs, graph.ints(-1, layer.input_projection.in_features))
     picked = graph.op("GatherND", by_position, running)
     input_gates = graph.linear(picked, layer.input_projection.weight, layer.gate_bias(), name=QUANTIZABLE_PREFIX)
-    input_gates = graph.op("Concat", input_gates, graph.constant(np.zeros((1, width), np.float32)), axis=0)
     body = _Builder(graph.names)
-    h, c, step_rows = (body.fresh(name) for name in ("h", "c", "rows"))
-    step_inputs = [h, c, step_rows]
-    gates = body.op("Gather", input_gates, step_rows)  # (batch, 4C), from the graph around the loop
+    h, c, start, end, count = (body.fresh(name) for name in ("h", "c", "start", "end", "count"))
+    first, rest, axis = body.ints(0), body.ints(np.iinfo(np.int64).max), body.ints(0)
+    gates = body.op("Slice", input_gates, start, end, axis)  # (count, 4C), from the graph around the loop
+    h_running, c_running = (body.op("Slice", x, first, count, axis) for x in (h, c))
+    h_running, c_running = _lstm_cell(graph, body, layer, gates, h_running, c_running)
+    h_next, c_next = (
+        body.op("Concat", running_rows, body.op("Slice", x, count, rest, axis), axis=0)
+        for running_rows, x in ((h_running, h), (c_running, c))
+    )
+    step_inputs = {h: TensorProto.FLOAT, c: TensorProto.FLOAT, start: TensorProto.INT64, end: TensorProto.INT64}
+    step_inputs[count] = TensorProto.INT64
+    step_outputs = [h_next, c_next, body.op("Identity", h_next)]
+    body_graph = helper.make_graph(
+        body.nodes,
+        graph.fresh("lstm_step"),
+        [helper.make_tensor_value_info(name, element, None) for name, element in step_inputs.items()],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in step_outputs],
+        body.initializers,
+    )
+    scanned = (steps["starts"], steps["ends"], steps["counts"])
+    return graph.op("Scan", *state, *scanned, outputs=3, body=body_graph, num_scan_inputs=len(scanned))[2]
+
+
+def _lstm_cell(
+    graph: _Builder, body: _Builder, layer: ElmoLstmLayer, input_gates: str, h: str, c: str
+) -> tuple[str, str]:
+    """One step of `layer`'s cell (bilm-tf's: gates i, j, f, o, cell clip, projection, projection clip) in the loop
+    body `body`, from the step's `input_gates` and the state (`h`, `c`) of the rows it runs -> their new (h, c)."""
     # The state product is added to the input gates, as torch.addmm(input_gates, h, W_state.T).
     state_weight = body.constant(layer.state_projection.weight.T, "state_weight")
-    gates = body.op("Add", gates, body.op("MatMul", h, state_weight, name=QUANTIZABLE_PREFIX))
+    gates = body.op("Add", input_gates, body.op("MatMul", h, state_weight, name=QUANTIZABLE_PREFIX))
     i, j, f, o = body.op("Split", gates, outputs=4, axis=1)
     c = body.op(
         "Add",
@@ -283,20 +343,7 @@ def _lstm_layer(graph: _Builder, layer: ElmoLstmLayer, inputs: str, running: str
     h = body.op("MatMul", hidden, output_weight, name=QUANTIZABLE_PREFIX)
     if layer.proj_clip is not None:
         h = body.op("Clip", h, graph.scalar(-layer.proj_clip), graph.scalar(layer.proj_clip))
-    step_outputs = [h, c, body.op("Identity", h)]
-    body_graph = helper.make_graph(
-        body.nodes,
-        graph.fresh("lstm_step"),
-        [
-            helper.make_tensor_value_info(name, element, None)
-            for name, element in zip(
-                step_inputs, (TensorProto.FLOAT, TensorProto.FLOAT, TensorProto.INT64), strict=True
-            )
-        ],
-        [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in step_outputs],
-        body.initializers,
-    )
-    return graph.op("Scan", h0, c0, rows, outputs=3, body=body_graph, num_scan_inputs=1)[2]
+    return h, c
 
 
 def _head(graph: _Builder, model: ElmoTaskModel, layers: list[str], word_mask: str) -> str:

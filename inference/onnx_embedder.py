@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,7 @@ from modeling_elmo import ElmoConfig, ElmoTokenizer
 
 from .embedder import BatchEmbedder, Embedder, PendingVectors, PreparedBatch
 
-__all__ = ["OnnxEmbedder", "holds_onnx_graph", "open_embedder"]
+__all__ = ["OnnxEmbedder", "SortedBatch", "holds_onnx_graph", "open_embedder"]
 
 
 def holds_onnx_graph(model: str | Path) -> bool:
@@ -74,17 +75,31 @@ class OnnxEmbedder(BatchEmbedder):
         self.width = 2 * config.projection_dim
         self.num_layers = config.num_hidden_layers + 1
 
-    def prepare(self, sentences: Sequence[Sequence[str]]) -> PreparedBatch:
-        """The tokenizer's padded batch: the graph's inputs (`graph_signature`) are its keys."""
+    def prepare(self, sentences: Sequence[Sequence[str]]) -> SortedBatch:
+        """The tokenizer's padded batch, longest sentence first (the order the graph runs its rows in, so that it
+        keeps them as they come): the graph's inputs (`graph_signature`) are its keys."""
+        order = sorted(range(len(sentences)), key=lambda row: -len(sentences[row]))  # stable: ties keep their order
         inputs = self.tokenizer(
-            [list(words) for words in sentences], is_split_into_words=True, padding=True, return_tensors="pt"
+            [list(sentences[row]) for row in order], is_split_into_words=True, padding=True, return_tensors="pt"
         )
-        return PreparedBatch({name: inputs[name] for name in self.input_names}, [len(words) for words in sentences])
+        tensors = {name: inputs[name] for name in self.input_names}
+        return SortedBatch(tensors, [len(words) for words in sentences], order)
 
-    def run(self, prepared: PreparedBatch) -> PendingVectors:
-        """The graph over the batch; the vectors are ready at once (`result()` does not wait)."""
+    def run(self, prepared: SortedBatch) -> PendingVectors:
+        """The graph over the batch, its rows back in the sentences' order; the vectors are ready at once
+        (`result()` does not wait)."""
         wanted = ["last_hidden_state"] if self.layers == "top" else ["hidden_states"]
         (vectors,) = self.session.run(wanted, {name: tensor.numpy() for name, tensor in prepared.tensors.items()})
         if self.layers == "average":
             vectors = vectors.mean(axis=1)  # hidden_states is (batch, L+1, words, width)
-        return PendingVectors(torch.from_numpy(np.ascontiguousarray(vectors)), prepared.lengths)
+        restored = np.empty_like(vectors)
+        restored[prepared.order] = vectors
+        return PendingVectors(torch.from_numpy(restored), prepared.lengths)
+
+
+@dataclass
+class SortedBatch(PreparedBatch):
+    """A `PreparedBatch` whose tensors hold the sentences in another order: row i is sentence `order[i]` (`lengths`
+    are in the sentences' order)."""
+
+    order: list[int]

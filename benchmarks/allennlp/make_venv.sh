@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Creates the virtual environment with AllenNLP 0.9.0 that benchmarks/speed/bench_inference.py and
-# bench_tokenizer.py compare against.
+# Creates the virtual environment with AllenNLP 0.9.0 that benchmarks/speed/bench_inference.py,
+# bench_tokenizer.py and bench_embed_backends.py compare against.
 #
 #   bash benchmarks/allennlp/make_venv.sh [VENV]   (default: $ELMO_BENCH_ALLENNLP_VENV or /tmp/elmo-bench-allennlp-venv)
 #

@@ -65,6 +65,7 @@ BARE_PACKAGES: dict[str, dict[str, str]] = {
     "allennlp.data.fields": {"TextField": "allennlp.data.fields.text_field:TextField"},
     "allennlp.data.token_indexers": {},
     "allennlp.data.tokenizers": {},
+    "allennlp.commands": {},  # every command (and their dependencies); elmo_command_worker.py reads allennlp elmo's
 }
 
 

@@ -1,6 +1,6 @@
-"""What the speed benchmarks share: the AllenNLP side's modules, the random full-size weights and the generated
-sentences both sides run, the FLOPs of a biLM position and the machine's matmul peak, the model that runs the
-``mix_layers=[0, 1]`` rows, and the Markdown and run details of the reports.
+"""What the speed benchmarks share: the AllenNLP side's modules, the random full-size weights (and their converted and
+exported folders) and the generated sentences both sides run, the FLOPs of a biLM position and the machine's matmul
+peak, the model that runs the ``mix_layers=[0, 1]`` rows, and the Markdown and run details of the reports.
 
 The speed scripts import it from their own folder (a script run puts that folder first on ``sys.path``).
 """
@@ -81,6 +81,28 @@ def ensure_weights(work_dir: Path, seed: int, shape: str = "original") -> tuple[
     return options_path, weights_path
 
 
+def converted_model(work_dir: Path, seed: int, shape: str = "original") -> Path:
+    """The model folder of ``ensure_weights``' random weights, converted once with ``elmo-convert allennlp``."""
+    from elmo_transformers.conversion.cli import main as convert
+
+    options, weights = ensure_weights(work_dir, seed, shape)
+    folder = options.parent / "converted"
+    if not (folder / "config.json").is_file():
+        assert convert(["allennlp", "--options", str(options), "--weights", str(weights), "--output", str(folder)]) == 0
+    return folder
+
+
+def exported_graphs(model: Path, folder: Path) -> Path:
+    """``folder``: ``model`` exported once with ``elmo-convert onnx --quantize int8`` (the float32 and int8 graphs)."""
+    from elmo_transformers.common.onnx_layout import QUANTIZED_GRAPH
+    from elmo_transformers.conversion.cli import main as convert
+
+    if not (folder / QUANTIZED_GRAPH).is_file():
+        arguments = ["onnx", "--model", str(model), "--output", str(folder), "--quantize", "int8", "--overwrite"]
+        assert convert(arguments) == 0
+    return folder
+
+
 def make_sentences(seed: int, batch_size: int, count: int, min_words: int, max_words: int) -> list[list[str]]:
     """Random sentences whose words repeat as in real text: Zipf's law (the word of rank r with probability
     ~ 1/r) over ``RANKED_WORDS``, and one word in 20 from ``AWKWARD_WORDS``.
@@ -137,21 +159,11 @@ def add_onnx_arguments(parser: argparse.ArgumentParser) -> None:
 def onnx_folders(args: argparse.Namespace) -> tuple[Path, Path]:
     """The PyTorch model folder (the bundled model, or the random-weight shape converted once with `elmo-convert
     allennlp`) and its ONNX folder (`elmo-convert onnx --quantize int8`, once)."""
-    from elmo_transformers.conversion.cli import main as convert
-
     if args.bundled:
         model, name = Path(DEFAULT_MODEL), "bundled"
     else:
-        options, weights = ensure_weights(args.work_dir, args.seed, args.shape)
-        model, name = options.parent / "converted", f"{args.shape}-seed{args.seed}"
-        if not (model / "config.json").is_file():
-            arguments = ["allennlp", "--options", str(options), "--weights", str(weights), "--output", str(model)]
-            assert convert(arguments) == 0
-    folder = args.work_dir / f"{name}-onnx"
-    if not (folder / "model_quantized.onnx").is_file():
-        arguments = ["onnx", "--model", str(model), "--output", str(folder), "--quantize", "int8", "--overwrite"]
-        assert convert(arguments) == 0
-    return model, folder
+        model, name = converted_model(args.work_dir, args.seed, args.shape), f"{args.shape}-seed{args.seed}"
+    return model, exported_graphs(model, args.work_dir / f"{name}-onnx")
 
 
 def time_backends(

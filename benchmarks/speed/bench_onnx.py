@@ -3,8 +3,9 @@ side by side in one run, plus the folders' sizes and the int8 graph's per-word c
 
 The model: random weights of a released shape (default the original, 2x4096_512_2048cnn_2xhighway) written as
 options.json + weights.hdf5 and converted with `elmo-convert allennlp` (as `bench_inference.py` does), or the bundled
-model (`--bundled`); it is exported with `elmo-convert onnx --quantize int8`. Every batch runs on each backend in
-turn (PyTorch, float32 graph, int8 graph), so that the machine's load hits all three alike; the ratios are to PyTorch.
+model (`--bundled`); it is exported with `elmo-convert onnx --quantize int8`. Each batch goes in longest sentence
+first, as `OnnxEmbedder` gives it, and runs on each backend in turn (PyTorch, float32 graph, int8 graph), so that the
+machine's load hits all three alike; the ratios are to PyTorch.
 
     python benchmarks/speed/bench_onnx.py --batches 32:3 --threads 1
     python benchmarks/speed/bench_onnx.py --bundled --batches 1:8,32:3,128:1
@@ -14,9 +15,11 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import onnxruntime
 import torch
 from bench_common import (
     add_onnx_arguments,
@@ -39,6 +42,21 @@ def _folder_mb(folder: Path, graph: str) -> float:
     return ((folder / graph).stat().st_size + others) / 1e6
 
 
+def _backends(model_folder: Path, graphs: dict[str, onnxruntime.InferenceSession]) -> dict[str, Callable]:
+    """Each backend as a function of the tokenizer's batch: PyTorch's `ElmoModel`, then each graph (which takes the
+    tokenizer's output as it is)."""
+    model = ElmoModel.from_pretrained(model_folder).eval()
+
+    def pytorch(inputs: dict[str, np.ndarray]) -> None:
+        with torch.inference_mode():
+            model(**{name: torch.from_numpy(array) for name, array in inputs.items()}, output_hidden_states=True)
+
+    backends = {"PyTorch float32": pytorch}
+    for label, session in graphs.items():
+        backends[label] = lambda inputs, session=session: session.run(["hidden_states"], inputs)
+    return backends
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_onnx_arguments(parser)
@@ -49,23 +67,17 @@ def main() -> None:
 
     model_folder, onnx_folder = onnx_folders(args)
     name = "bundled" if args.bundled else f"{args.shape}-seed{args.seed}"
-    model = ElmoModel.from_pretrained(model_folder).eval()
     tokenizer = ElmoTokenizer.from_pretrained(model_folder)
     graphs = {
         "onnxruntime float32": open_graph(onnx_folder / FLOAT_GRAPH, ConversionError, threads=args.threads),
         "onnxruntime int8": open_graph(onnx_folder / QUANTIZED_GRAPH, ConversionError, threads=args.threads),
     }
-
-    def pytorch(inputs: dict[str, np.ndarray]) -> None:
-        with torch.inference_mode():
-            model(**{name: torch.from_numpy(array) for name, array in inputs.items()}, output_hidden_states=True)
-
-    backends = {"PyTorch float32": pytorch}
-    for label, session in graphs.items():  # the graphs take the tokenizer's output as it is
-        backends[label] = lambda inputs, session=session: session.run(["hidden_states"], inputs)
+    backends = _backends(model_folder, graphs)
 
     def encode(sentences: list[list[str]]) -> dict[str, np.ndarray]:
-        return dict(tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="np"))
+        """The tokenizer's batch, longest sentence first (as `OnnxEmbedder.prepare` gives the graph its rows)."""
+        by_length = sorted(sentences, key=len, reverse=True)
+        return dict(tokenizer(by_length, is_split_into_words=True, padding=True, return_tensors="np"))
 
     rows, cosines = [], []
     for batch_size, batches, warmup in sentence_batches(args.batches, args.seed, args.min_words, args.max_words):

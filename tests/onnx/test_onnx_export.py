@@ -596,6 +596,17 @@ def test_the_embedder_on_the_graph_equals_pytorch(bilm_folder: Path, fixture_mod
             assert np.abs(actual - expected).max() <= TOLERANCE
 
 
+def test_the_embedder_gives_the_graph_its_batch_longest_first(bilm_folder: Path) -> None:
+    """`OnnxEmbedder.prepare` sorts the rows as the graph runs them; each sentence gets back its own vectors, the
+    same to the bit as alone."""
+    embedder = OnnxEmbedder(str(bilm_folder), layers="all")
+    sentences = [["a"], ["the", "café", "is", "open"], ["x" * 60, "é"], ["b", "c", "d", "e"]]
+    assert embedder.prepare(sentences).tensors["attention_mask"].sum(1).tolist() == [4, 4, 2, 1]
+    for sentence, vectors in zip(sentences, embedder.embed(sentences), strict=True):
+        (alone,) = embedder.embed([sentence])
+        assert np.array_equal(vectors, alone)
+
+
 def test_elmo_embed_on_the_graph_equals_the_pytorch_run(
     bilm_folder: Path, fixture_model_folder: Path, tmp_path
 ) -> None:
