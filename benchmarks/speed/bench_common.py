@@ -182,6 +182,45 @@ def time_backends(
     return words, seconds
 
 
+def graph_backends(model_folder: Path, graphs: dict[str, Any]) -> dict[str, Callable[[dict], object]]:
+    """Each backend as a function of the tokenizer's batch: PyTorch's `ElmoModel` float32 of `model_folder` ("PyTorch
+    float32"), then each onnxruntime session of `graphs` by its label (the graphs take the tokenizer's output as it
+    is)."""
+    model = ElmoModel.from_pretrained(model_folder).eval()
+
+    def pytorch(inputs: dict[str, Any]) -> None:
+        with torch.inference_mode():
+            model(**{name: torch.from_numpy(array) for name, array in inputs.items()}, output_hidden_states=True)
+
+    backends: dict[str, Callable[[dict], object]] = {"PyTorch float32": pytorch}
+    for label, session in graphs.items():
+        backends[label] = lambda inputs, session=session: session.run(["hidden_states"], inputs)
+    return backends
+
+
+def speed_rows(
+    args: argparse.Namespace,
+    backends: dict[str, Callable[[Any], object]],
+    encode: Callable[[Any], Any],
+    each_size: Callable[[list[list[list[str]]]], None] = lambda batches: None,
+) -> list[list[str]]:
+    """For each batch size of `--batches`: a warm-up batch on every backend, then the timed batches
+    (`time_backends`), `each_size` called with them, and a row per backend (backend, batch, batches, words/s, the
+    ratio to PyTorch float32)."""
+    rows = []
+    for batch_size, batches, warmup in sentence_batches(args.batches, args.seed, args.min_words, args.max_words):
+        warm_inputs = encode(warmup)
+        for run in backends.values():
+            run(warm_inputs)
+        words, seconds = time_backends(backends, batches, encode)
+        each_size(batches)
+        baseline = words / seconds["PyTorch float32"]
+        for label in backends:
+            speed = words / seconds[label]
+            rows.append([label, str(batch_size), str(len(batches)), f"{speed:,.0f}", f"{speed / baseline:.2f}x"])
+    return rows
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # The mix_layers=[0, 1] rows
 

@@ -15,46 +15,29 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import onnxruntime
 import torch
 from bench_common import (
     add_onnx_arguments,
     cpu_model,
+    graph_backends,
     load_averages,
     markdown_table,
     onnx_folders,
-    sentence_batches,
-    time_backends,
+    speed_rows,
 )
 
 from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, open_graph
 from elmo_transformers.conversion.onnx_export import graph_cosine
-from modeling_elmo import ElmoModel, ElmoTokenizer
+from modeling_elmo import ElmoTokenizer
 
 
 def _folder_mb(folder: Path, graph: str) -> float:
     others = sum(path.stat().st_size for path in folder.iterdir() if path.suffix != ".onnx")
     return ((folder / graph).stat().st_size + others) / 1e6
-
-
-def _backends(model_folder: Path, graphs: dict[str, onnxruntime.InferenceSession]) -> dict[str, Callable]:
-    """Each backend as a function of the tokenizer's batch: PyTorch's `ElmoModel`, then each graph (which takes the
-    tokenizer's output as it is)."""
-    model = ElmoModel.from_pretrained(model_folder).eval()
-
-    def pytorch(inputs: dict[str, np.ndarray]) -> None:
-        with torch.inference_mode():
-            model(**{name: torch.from_numpy(array) for name, array in inputs.items()}, output_hidden_states=True)
-
-    backends = {"PyTorch float32": pytorch}
-    for label, session in graphs.items():
-        backends[label] = lambda inputs, session=session: session.run(["hidden_states"], inputs)
-    return backends
 
 
 def main() -> None:
@@ -72,24 +55,19 @@ def main() -> None:
         "onnxruntime float32": open_graph(onnx_folder / FLOAT_GRAPH, ConversionError, threads=args.threads),
         "onnxruntime int8": open_graph(onnx_folder / QUANTIZED_GRAPH, ConversionError, threads=args.threads),
     }
-    backends = _backends(model_folder, graphs)
+    backends = graph_backends(model_folder, graphs)
 
     def encode(sentences: list[list[str]]) -> dict[str, np.ndarray]:
         """The tokenizer's batch, longest sentence first (as `OnnxEmbedder.prepare` gives the graph its rows)."""
         by_length = sorted(sentences, key=len, reverse=True)
         return dict(tokenizer(by_length, is_split_into_words=True, padding=True, return_tensors="np"))
 
-    rows, cosines = [], []
-    for batch_size, batches, warmup in sentence_batches(args.batches, args.seed, args.min_words, args.max_words):
-        warm_inputs = encode(warmup)
-        for run in backends.values():
-            run(warm_inputs)
-        words, seconds = time_backends(backends, batches, encode)
+    cosines = []
+
+    def record_cosine(batches: list[list[list[str]]]) -> None:
         cosines.append(graph_cosine(graphs["onnxruntime float32"], graphs["onnxruntime int8"], tokenizer, batches[0]))
-        baseline = words / seconds["PyTorch float32"]
-        for label in backends:
-            speed = words / seconds[label]
-            rows.append([label, str(batch_size), str(len(batches)), f"{speed:,.0f}", f"{speed / baseline:.2f}x"])
+
+    rows = speed_rows(args, backends, encode, each_size=record_cosine)
 
     print(f"model: {name} ({model_folder}); ONNX folder: {onnx_folder}")
     print(f"CPU: {cpu_model()}, {args.threads} thread(s); load average before {load_averages(load_before)},")

@@ -31,18 +31,18 @@ import torch
 from bench_common import (
     add_onnx_arguments,
     cpu_model,
+    graph_backends,
     load_averages,
     markdown_table,
     onnx_folders,
-    sentence_batches,
-    time_backends,
+    speed_rows,
 )
 
 from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, open_graph
 from elmo_transformers.conversion.model_card import PARITY_SENTENCES
 from elmo_transformers.conversion.onnx_export import batch_difference, graph_cosine, product_node_names
-from modeling_elmo import ElmoModel, ElmoTokenizer
+from modeling_elmo import ElmoTokenizer
 
 DYNAMIC_GRAPH, NBITS_GRAPH = "model_dynamic.onnx", "model_nbits.onnx"
 
@@ -63,7 +63,14 @@ def _onnxruntime_quantised(folder: Path) -> None:
             extra_options={"EnableSubgraph": True},
         )
     if not (folder / NBITS_GRAPH).is_file():
-        from onnxruntime.quantization.matmul_nbits_quantizer import DefaultWeightOnlyQuantConfig, MatMulNBitsQuantizer
+        try:
+            from onnxruntime.quantization.matmul_nbits_quantizer import (
+                DefaultWeightOnlyQuantConfig,
+                MatMulNBitsQuantizer,
+            )
+        except ModuleNotFoundError as missing:  # onnx-ir, from onnxruntime 1.24 on: not one of the project's extras
+            needs = f"bench_onnx_int8.py: onnxruntime's MatMulNBitsQuantizer needs {missing.name}: pip install onnx-ir"
+            raise SystemExit(needs) from None
 
         graph = onnx.load(folder / FLOAT_GRAPH)
         products = set(product_node_names(graph))
@@ -117,7 +124,6 @@ def main() -> None:
 
     model_folder, folder = onnx_folders(args)
     _onnxruntime_quantised(folder)
-    model = ElmoModel.from_pretrained(model_folder).eval()
     tokenizer = ElmoTokenizer.from_pretrained(model_folder)
     files = {
         "onnxruntime float32": FLOAT_GRAPH,
@@ -129,31 +135,17 @@ def main() -> None:
         label: open_graph(folder / graph, ConversionError, threads=args.threads) for label, graph in files.items()
     }
 
-    def pytorch(inputs: dict[str, np.ndarray]) -> None:
-        with torch.inference_mode():
-            model(**{name: torch.from_numpy(array) for name, array in inputs.items()}, output_hidden_states=True)
-
-    backends = {"PyTorch float32": pytorch}
-    for label, session in graphs.items():
-        backends[label] = lambda inputs, session=session: session.run(["hidden_states"], inputs)
+    backends = graph_backends(model_folder, graphs)
 
     def encode(sentences: list[list[str]]) -> dict[str, np.ndarray]:
         return dict(tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="np"))
 
-    rows, first_batch = [], None
-    for batch_size, batches, warmup in sentence_batches(args.batches, args.seed, args.min_words, args.max_words):
-        first_batch = first_batch or batches[0]
-        for run in backends.values():
-            run(encode(warmup))
-        words, seconds = time_backends(backends, batches, encode)
-        baseline = words / seconds["PyTorch float32"]
-        for label in backends:
-            speed = words / seconds[label]
-            rows.append([label, str(batch_size), str(len(batches)), f"{speed:,.0f}", f"{speed / baseline:.2f}x"])
+    timed = []
+    rows = speed_rows(args, backends, encode, each_size=timed.append)
 
     held_out = _held_out(args.held_out)
     sizes = {label: (folder / graph).stat().st_size / 1e6 for label, graph in files.items()}
-    quality = _quality(graphs, sizes, tokenizer, held_out, [PARITY_SENTENCES, first_batch])
+    quality = _quality(graphs, sizes, tokenizer, held_out, [PARITY_SENTENCES, timed[0][0]])
 
     print(f"model: {model_folder}; ONNX folder: {folder}")
     print(f"CPU: {cpu_model()}, {args.threads} thread(s); load average before {load_averages(load_before)},")
