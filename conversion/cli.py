@@ -12,7 +12,7 @@ from elmo_transformers.common.errors import ElmoError, report_error, report_inte
 
 from .command import COMMANDS, ConverterCommand
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 _EXAMPLES = """examples:
   elmo-convert allennlp --options elmo_2x4096_512_2048cnn_2xhighway_options.json \\
@@ -38,7 +38,7 @@ A sentence-transformers folder (averaged ELMo sentence vectors; needs sentence-t
 """
 
 
-def _build_parser(commands: Sequence[ConverterCommand]) -> argparse.ArgumentParser:
+def build_parser(commands: Sequence[ConverterCommand]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="elmo-convert",
         allow_abbrev=False,
@@ -75,7 +75,7 @@ def _kept_after_interruption(output: str, uploading_to: str | None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _build_parser(COMMANDS).parse_args(argv)
+    args = build_parser(COMMANDS).parse_args(argv)
     from modeling_elmo.native_elmo import set_native_libraries  # (torch: once the arguments are parsed)
 
     set_native_libraries()  # before the first kernel: the parity measured is that of every run

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from elmo_transformers.conversion.cli import COMMANDS
-from elmo_transformers.conversion.cli import _build_parser as convert_parser
+from elmo_transformers.conversion.cli import build_parser as convert_parser
 from elmo_transformers.inference.embed import build_parser as embed_parser
 from elmo_transformers.training.finetuning.run_classification import ClassificationDataArguments
 from elmo_transformers.training.finetuning.run_token_classification import TokenClassificationDataArguments
