@@ -72,21 +72,29 @@ def _row_quantised(product: onnx.NodeProto, scope: list[onnx.GraphProto]) -> lis
             numpy_helper.from_array(np.array(_ZERO_POINT, np.uint8), f"{name}_zero"),
             numpy_helper.from_array(np.array([_ZERO_POINT], np.uint8), f"{name}_zero_1d"),
             numpy_helper.from_array(np.array([1], np.int64), f"{name}_column_axis"),
+            numpy_helper.from_array(np.zeros((1, values.shape[0]), np.float32), f"{name}_zero_row"),
+            numpy_helper.from_array(np.array([0], np.int64), f"{name}_first"),
+            numpy_helper.from_array(np.array([-1], np.int64), f"{name}_last"),
         ]
     )
+    padded = f"{name}_padded"
 
     def step(op_type: str, inputs: list[str], suffix: str, **attributes) -> onnx.NodeProto:
         return helper.make_node(op_type, inputs, [f"{name}_{suffix}"], name=f"{name}_{suffix}", **attributes)
 
     return [
-        step("Abs", [x], "magnitude"),
+        # One row of zeros more, dropped at the end: onnxruntime before 1.32 fails on the per-row ops below for a
+        # product of no rows (a loop step that no sentence reaches: an attention_mask of zeros). The zero row is its
+        # own: the other rows' values are the same with it.
+        step("Concat", [x, f"{name}_zero_row"], "padded", axis=0),
+        step("Abs", [padded], "magnitude"),
         step("ReduceMax", [f"{name}_magnitude"], "row_max", axes=[-1], keepdims=0),
         step("Max", [f"{name}_row_max", f"{name}_tiny"], "row_max_positive"),  # a row of zeros stays zeros
         step("Div", [f"{name}_row_max_positive", f"{name}_levels"], "row_scale"),
-        step("Shape", [x], "rows", end=1),
+        step("Shape", [padded], "rows", end=1),
         step("Expand", [f"{name}_zero_1d", f"{name}_rows"], "row_zeros"),
         # One op for divide, round (half to even), shift and cast: 3 passes over x fewer than written out.
-        step("QuantizeLinear", [x, f"{name}_row_scale", f"{name}_row_zeros"], "uint8", axis=0),
+        step("QuantizeLinear", [padded, f"{name}_row_scale", f"{name}_row_zeros"], "uint8", axis=0),
         helper.make_node(
             "MatMulInteger", [f"{name}_uint8", f"{weight_name}_int8", f"{name}_zero"], [f"{name}_int32"], name=name
         ),
@@ -96,11 +104,12 @@ def _row_quantised(product: onnx.NodeProto, scope: list[onnx.GraphProto]) -> lis
         # With a scale per row in that form, the bundled biLM's per-word cosine to float32 was 0.86 (0.99996 unfused).
         step("Mul", [f"{name}_sum", f"{weight_name}_scale"], "columns_restored"),
         step("Unsqueeze", [f"{name}_row_scale", f"{name}_column_axis"], "row_scale_column"),
+        step("Mul", [f"{name}_columns_restored", f"{name}_row_scale_column"], "restored"),
         helper.make_node(
-            "Mul",
-            [f"{name}_columns_restored", f"{name}_row_scale_column"],
+            "Slice",
+            [f"{name}_restored", f"{name}_first", f"{name}_last"],
             [product.output[0]],
-            name=f"{name}_restored",
+            name=f"{name}_real_rows",
         ),
     ]
 
