@@ -1,12 +1,11 @@
 """The Hub model page (README.md) of an ELMo folder, built from the repository's `model_card.md`: what every page
-shares (the card metadata of an ELMo biLM, the architecture fields, checksums of named files). A converted folder's
+shares (the card metadata of an ELMo biLM, the architecture fields). A converted folder's
 page adds its source and parity (`elmo_transformers.conversion.model_card`), a trained one its run
 (`elmo_transformers.training.pretraining.model_card`).
 """
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -14,19 +13,10 @@ from huggingface_hub import ModelCard, ModelCardData
 
 from modeling_elmo import ElmoModel
 
-__all__ = ["ELMO_TAGS", "TEMPLATE", "elmo_card_data", "file_sha256", "render_model_card"]
+__all__ = ["ELMO_TAGS", "TEMPLATE", "elmo_card_data", "render_model_card"]
 
 TEMPLATE = Path(__file__).with_name("model_card.md")  # a link to the repository's model_card.md; a wheel copies it
 ELMO_TAGS = ("elmo", "bilm", "character-cnn", "feature-extraction", "remote-code")
-
-
-def file_sha256(path: str | Path) -> str:
-    """The SHA-256 of a file (hex), read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def elmo_card_data(

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-from collections.abc import Iterable
 from pathlib import Path
 
 from huggingface_hub.utils import HFValidationError, validate_repo_id
@@ -17,30 +15,22 @@ from safetensors import SafetensorError, safe_open
 from transformers.tokenization_utils_base import TOKENIZER_CONFIG_FILE
 from transformers.utils import CONFIG_NAME
 
+from elmo_transformers.common.checksums import CHECKSUM_WAY_ON, folder_checksum_problem
 from elmo_transformers.common.disk_space import format_bytes
 from elmo_transformers.common.errors import first_line
-from elmo_transformers.common.model_card import file_sha256
 from modeling_elmo import ElmoConfig
 from modeling_elmo.configuration_elmo import shown_as_json
 from modeling_elmo.modeling_elmo import non_finite_entry
 
 __all__ = [
-    "CHECKSUMS_FILE",
-    "checksum_problem",
+    "damaged_file_problem",
     "damaged_weights_problem",
     "is_repo_id",
     "model_folder_problem",
     "model_type_problem",
     "non_finite_weight_problem",
-    "record_checksums",
     "require_model_folder",
 ]
-
-# The weights' checksums that `elmo-convert` records in the folders it writes, in the format of `sha256sum` (so that
-# `sha256sum -c SHA256SUMS` checks them without this package): a file of its own, which from_pretrained, the Hub and
-# config.json know nothing of, and which a folder saved otherwise (save_pretrained) simply lacks.
-CHECKSUMS_FILE = "SHA256SUMS"
-_CHECKSUM_LINE = re.compile(r"(?P<sha256>[0-9a-f]{64}) [ *](?P<name>.+)")
 
 
 def is_repo_id(model: str) -> bool:
@@ -66,7 +56,8 @@ def model_folder_problem(model: str | Path, *, hub: bool = False) -> str | None:
     JSON object; a model_type other than ELMo's; a config field of the wrong type or out of range (`ElmoConfig`'s
     check, named with config.json); a safetensors weights file that does not open (truncated or damaged); a weight
     that holds a NaN or an infinity, which would make every output NaN in silence (a pass over the weights: 0.3 s
-    for the 94M weights of the original ELMo's shape on 2 idle cores, see `non_finite_weight_problem`). With
+    for the 94M weights of the original ELMo's shape on 2 idle cores, see `non_finite_weight_problem`); a file that
+    differs from the folder's SHA256SUMS (`damaged_file_problem`). With
     `hub`, a path that does not exist but can name a Hub repository is not judged here: the caller loads it and
     checks what comes back (`model_type_problem`).
     """
@@ -86,7 +77,16 @@ def model_folder_problem(model: str | Path, *, hub: bool = False) -> str | None:
         or _config_problem(config_file, config)
         or _unreadable_weights_problem(folder)
         or non_finite_weight_problem(folder)
+        or damaged_file_problem(folder)
     )
+
+
+def damaged_file_problem(folder: Path) -> str | None:
+    """The line refusing a folder whose files differ from its SHA256SUMS (a flipped byte that loads and computes
+    finite, wrong vectors), with the way on; None when they match or nothing is recorded. Looked for last, so that a
+    problem the files show themselves (config.json not JSON, truncated weights) is named as such."""
+    problem = folder_checksum_problem(folder)
+    return f"{problem}; {CHECKSUM_WAY_ON}" if problem else None
 
 
 def _config_problem(config_file: Path, config: dict) -> str | None:
@@ -193,31 +193,6 @@ def non_finite_weight_problem(folder: Path) -> str | None:
                         f"{path}: {name} holds a non-finite value ({value}) at index {index}: the weights are damaged"
                         " (every output would be NaN); copy or convert them again"
                     )
-    return None
-
-
-def record_checksums(folder: Path, names: Iterable[str]) -> None:
-    """Write `folder/SHA256SUMS`: the sha256 of each of the files `names` in `folder` (its weights), replacing any
-    older record (one copied from the folder it was made from)."""
-    lines = [f"{file_sha256(folder / name)}  {name}\n" for name in names]
-    (folder / CHECKSUMS_FILE).write_text("".join(lines), encoding="utf-8")
-
-
-def checksum_problem(path: Path, sha256: str) -> str | None:
-    """The line refusing the file `path` whose content has the checksum `sha256` when its folder's SHA256SUMS
-    records another one for it; None when they agree, or when nothing is recorded for it."""
-    try:
-        recorded = (path.parent / CHECKSUMS_FILE).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return None  # no record: a folder saved by save_pretrained, or by an older elmo-convert
-    for line in recorded:
-        entry = _CHECKSUM_LINE.fullmatch(line)
-        if entry and entry["name"] == path.name and entry["sha256"] != sha256:
-            return (
-                f"{path}: its sha256 is {sha256[:16]}..., but {CHECKSUMS_FILE} records {entry['sha256'][:16]}...: the"
-                " file is damaged; convert again or download again (or, if these weights were saved there on"
-                f" purpose, remove {CHECKSUMS_FILE})"
-            )
     return None
 
 

@@ -12,7 +12,8 @@ from typing import Any
 import torch
 from huggingface_hub import ModelCard
 
-from elmo_transformers.common.model_card import elmo_card_data, file_sha256, render_model_card
+from elmo_transformers.common.checksums import file_sha256
+from elmo_transformers.common.model_card import elmo_card_data, render_model_card
 from modeling_elmo import ElmoModel, ElmoTokenizer
 
 __all__ = ["PARITY_SENTENCES", "SourceDescription", "measure_parity", "model_page_source", "write_model_card"]

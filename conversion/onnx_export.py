@@ -26,10 +26,11 @@ from huggingface_hub import ModelCard
 from transformers.utils import CONFIG_NAME
 
 from elmo_transformers.common.atomic_output import atomic_output_folder
+from elmo_transformers.common.checksums import record_checksums
 from elmo_transformers.common.disk_space import is_disk_full
 from elmo_transformers.common.errors import ConversionError, first_line
 from elmo_transformers.common.extras import require_extra
-from elmo_transformers.common.model_folder import record_checksums, require_model_folder
+from elmo_transformers.common.model_folder import require_model_folder
 from elmo_transformers.common.onnx_layout import (
     ARCHITECTURE_KEY,
     FLOAT_GRAPH,
@@ -146,8 +147,8 @@ def export_onnx(
         if problem:
             raise ConversionError(f"{output}: {problem}")
         graphs = [FLOAT_GRAPH, *([QUANTIZED_GRAPH] if quantize else [])]
-        record_checksums(folder, graphs)
         _write_model_page(folder, model_dir, model, result, output.name)
+        record_checksums(folder)
         _write_triton_models(triton_folders, folder, graphs, graph_signature(model.config, architecture), space_check)
     return result
 

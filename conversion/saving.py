@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 import torch
 
 from elmo_transformers.common.atomic_output import atomic_output_folder
+from elmo_transformers.common.checksums import record_checksums
 from elmo_transformers.common.disk_space import check_free_space
 from elmo_transformers.common.errors import ConversionError
-from elmo_transformers.common.model_folder import record_checksums
 from modeling_elmo import ElmoModel, ElmoPreTrainedModel, ElmoTokenizer
 
 from .model_card import SourceDescription, measure_parity, write_model_card
@@ -53,10 +53,10 @@ def save_converted_folder(
     copies: Mapping[str, Path] | None = None,
 ) -> tuple[Model, float]:
     """Run `convert` (the slow part, only once `output` is locked and known to be free) and save its model to the
-    folder `output`, atomically: weights (their sha256 in SHA256SUMS), config and code, the tokenizer
-    `tokenizer(model, folder)` builds (it may write vocabulary files into the folder), the files `copies` (name in
-    the folder -> source file) and the model page. Unless `space_check` is off, a disk too small for the weights
-    and copies is refused before they are written.
+    folder `output`, atomically: weights, config and code, the tokenizer `tokenizer(model, folder)` builds (it may
+    write vocabulary files into the folder), the files `copies` (name in the folder -> source file), the model page
+    and the files' sha256 (SHA256SUMS). Unless `space_check` is off, a disk too small for the weights and copies is
+    refused before they are written.
 
     Returns the saved model, reloaded, and its parity: the largest difference at any biLM layer between the saved
     float32 model and a float64 computation with the source weights. `repo_id` (default: the folder name) is what
@@ -76,7 +76,6 @@ def save_converted_folder(
             space_check=space_check,
         )
         model.save_pretrained(folder)
-        record_checksums(folder, sorted(path.name for path in folder.glob("*.safetensors")))
         folder_tokenizer = tokenizer(model, folder)
         folder_tokenizer.save_pretrained(folder)
         for name, path in (copies or {}).items():
@@ -85,6 +84,7 @@ def save_converted_folder(
         _check_saved(saved, model, folder)
         parity = measure_parity(saved.base_model, model.base_model.double(), folder_tokenizer)
         write_model_card(folder, saved.base_model, source, parity=parity, repo_id=repo_id or Path(output).name)
+        record_checksums(folder)
     return saved, parity
 
 

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from huggingface_hub import ModelCard, ModelCardData
-from transformers.utils import CONFIG_NAME, SAFE_WEIGHTS_NAME
+from transformers.utils import CONFIG_NAME
 
 from elmo_transformers.common.atomic_output import atomic_output_folder
+from elmo_transformers.common.checksums import record_checksums
 from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.model_card import render_model_card
-from elmo_transformers.common.model_folder import record_checksums, require_model_folder
+from elmo_transformers.common.model_folder import require_model_folder
 from modeling_elmo import ElmoConfig
 
 from .saving import output_options, require_room, weight_bytes
@@ -102,9 +103,9 @@ def convert_to_sentence_transformers(
     with atomic_output_folder(output, overwrite=overwrite, inputs=(model_dir,)) as staging:
         require_room(output, weight_bytes(model), "the weights", space_check=space_check)
         model.save(str(staging), create_model_card=False)
-        record_checksums(staging, [SAFE_WEIGHTS_NAME])  # the biLM's, which elmo-embed reads too
         _name_modules_by_their_file(staging / "modules.json")
         _write_model_card(staging, encoder, model_dir, license, language, repo_id or output.name)
+        record_checksums(staging)
     return model
 
 

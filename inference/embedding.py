@@ -27,10 +27,9 @@ from accelerate import PartialState
 from tqdm.auto import tqdm
 
 from elmo_transformers.common.atomic_output import partial_path
+from elmo_transformers.common.checksums import CHECKSUM_WAY_ON, checksum_problem, file_sha256
 from elmo_transformers.common.disk_space import check_free_space, is_disk_full
 from elmo_transformers.common.errors import EmbedError, first_line
-from elmo_transformers.common.model_card import file_sha256
-from elmo_transformers.common.model_folder import checksum_problem
 from elmo_transformers.common.output_lock import output_lock
 from elmo_transformers.common.processes import on_main_process, wait_for_everyone
 from modeling_elmo.onednn_elmo import onednn_available
@@ -258,7 +257,7 @@ def _weights_sha256(weights: Path | None) -> str:
     sha256 = file_sha256(weights)
     problem = checksum_problem(weights, sha256)
     if problem:
-        raise EmbedError(problem)
+        raise EmbedError(f"{problem}; {CHECKSUM_WAY_ON}")
     return sha256
 
 

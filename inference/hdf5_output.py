@@ -63,8 +63,8 @@ from elmo_transformers.common.atomic_output import (
     refuse_folders_in_use,
     sync_to_disk,
 )
+from elmo_transformers.common.checksums import file_sha256
 from elmo_transformers.common.errors import EmbedError
-from elmo_transformers.common.model_card import file_sha256
 from elmo_transformers.common.output_lock import lock_path
 from elmo_transformers.common.processes import deferred_interrupts
 

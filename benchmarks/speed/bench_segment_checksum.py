@@ -20,7 +20,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from elmo_transformers.common.model_card import file_sha256
+from elmo_transformers.common.checksums import file_sha256
 
 
 def write_segment(path: Path, megabytes: int, width: int) -> int:
