@@ -1,0 +1,158 @@
+"""SHA256SUMS read as `sha256sum -c` reads it, and a folder compared with it before use (`model_folder_problem`,
+which the converters, `elmo-embed` and pretraining share). GNU `sha256sum` itself, where it is installed, is the
+reference for which lines are checksum lines."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from elmo_transformers.common.model_folder import model_folder_problem
+
+WEIGHTS = "model.safetensors"
+SHA256SUM = shutil.which("sha256sum")
+# Each way of writing a checksum line that `sha256sum -c --strict` accepts: (hash, name) -> the record's text.
+ACCEPTED_FORMS: dict[str, Callable[[str, str], str]] = {
+    "text": lambda sha256, name: f"{sha256}  {name}\n",
+    "binary": lambda sha256, name: f"{sha256} *{name}\n",
+    "upper-case hash": lambda sha256, name: f"{sha256.upper()}  {name}\n",
+    "./ name": lambda sha256, name: f"{sha256}  ./{name}\n",
+    "BSD (--tag)": lambda sha256, name: f"SHA256 ({name}) = {sha256}\n",
+    "BSD, upper-case hash": lambda sha256, name: f"SHA256 ({name}) = {sha256.upper()}\n",
+    "BSD without spaces": lambda sha256, name: f"SHA256({name})={sha256}\n",
+    "one space": lambda sha256, name: f"{sha256} {name}\n",
+    "a tab": lambda sha256, name: f"{sha256}\t{name}\n",
+    "leading spaces": lambda sha256, name: f"  {sha256}  {name}\n",
+    "CRLF": lambda sha256, name: f"{sha256}  {name}\r\n",
+    "no final newline": lambda sha256, name: f"{sha256}  {name}",
+    "comment and empty lines": lambda sha256, name: f"# written by hand\n\n{sha256}  {name}\n\n",
+    "escaped (backslash first)": lambda sha256, name: f"\\{sha256}  {name}\n",
+}
+# Lines that `sha256sum -c --strict` calls improperly formatted (`sha256sum -c` warns and skips them).
+BAD_LINES: dict[str, Callable[[str], str]] = {
+    "words": lambda sha256: "these are the weights",
+    "63 hex digits": lambda sha256: f"{sha256[:-1]}  x",
+    "65 hex digits": lambda sha256: f"{sha256}0  x",
+    "not hex": lambda sha256: f"{sha256[:-1]}g  x",
+    "only spaces": lambda sha256: "   ",
+    "another algorithm": lambda sha256: f"MD5 (x) = {sha256}",
+    "BSD without =": lambda sha256: f"SHA256 (x) {sha256}",
+    "an unknown escape": lambda sha256: f"\\{sha256}  x\\q",
+}
+
+
+def _copy(folder: Path, destination: Path) -> Path:
+    return Path(shutil.copytree(folder, destination))
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _flip_a_byte(path: Path) -> None:
+    """A bit of the last weight's lowest byte (little-endian float32): the file loads and computes finite values."""
+    data = bytearray(path.read_bytes())
+    data[-4] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def _gnu_check(folder: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([SHA256SUM, "--strict", "-c", "SHA256SUMS"], cwd=folder, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("form", ACCEPTED_FORMS)
+def test_each_form_that_sha256sum_reads_is_compared(fixture_model_folder: Path, tmp_path: Path, form: str) -> None:
+    """Upper-case hashes, `./` names and the BSD form were ignored, and damaged weights embedded (off by up to 17)."""
+    folder = _copy(fixture_model_folder, tmp_path / "model")
+    weights = folder / WEIGHTS
+    expected = _sha256(weights)
+    (folder / "SHA256SUMS").write_text(ACCEPTED_FORMS[form](expected, WEIGHTS), encoding="utf-8", newline="")
+    if SHA256SUM:
+        assert _gnu_check(folder).returncode == 0, "sha256sum -c --strict reads the form"
+    assert model_folder_problem(folder) is None
+    _flip_a_byte(weights)
+    assert model_folder_problem(folder) == (
+        f"{weights}: its sha256 is {_sha256(weights)[:16]}..., but SHA256SUMS records {expected[:16]}...: the file"
+        " is damaged; copy, convert or download the folder again (or, for a file changed on purpose, write its new"
+        " sha256 into SHA256SUMS: sha256sum FILE)"
+    )
+
+
+@pytest.mark.parametrize("bad", BAD_LINES)
+def test_a_line_that_sha256sum_cannot_read_is_refused_with_its_number(
+    fixture_model_folder: Path, tmp_path: Path, bad: str
+) -> None:
+    """Such a line was skipped in silence, and with it the check of the file it was meant to record."""
+    folder = _copy(fixture_model_folder, tmp_path / "model")
+    record = folder / "SHA256SUMS"
+    sha256 = _sha256(folder / WEIGHTS)
+    record.write_text(f"{sha256}  {WEIGHTS}\n{BAD_LINES[bad](sha256)}\n", encoding="utf-8")
+    if SHA256SUM:
+        assert "1 line is improperly formatted" in _gnu_check(folder).stderr, "sha256sum -c --strict refuses it too"
+    assert model_folder_problem(folder) == (
+        f"{record}: line 2 is not a checksum line (expected 'HASH  NAME' or 'SHA256 (NAME) = HASH', as sha256sum"
+        " writes them): correct it or record the folder again; copy, convert or download the folder again (or, for a"
+        " file changed on purpose, write its new sha256 into SHA256SUMS: sha256sum FILE)"
+    )
+
+
+@pytest.mark.parametrize("name", ["../model.safetensors", "/etc/hostname", "."])
+def test_a_name_outside_the_folder_is_refused(fixture_model_folder: Path, tmp_path: Path, name: str) -> None:
+    folder = _copy(fixture_model_folder, tmp_path / "model")
+    record = folder / "SHA256SUMS"
+    record.write_text(f"{'0' * 64}  {name}\n", encoding="utf-8")
+    problem = model_folder_problem(folder)
+    assert problem.startswith(f"{record}: line 1 names {name!r}, which is not a file inside {folder}; ")
+
+
+def test_a_recorded_file_that_is_missing_is_refused(fixture_model_folder: Path, tmp_path: Path) -> None:
+    folder = _copy(fixture_model_folder, tmp_path / "model")
+    (folder / "vocab.txt").write_text("", encoding="utf-8")  # (the fixture has no vocabulary: one is recorded)
+    with open(folder / "SHA256SUMS", "a", encoding="utf-8") as record:
+        record.write(f"{_sha256(folder / 'vocab.txt')}  vocab.txt\n")
+    assert model_folder_problem(folder) is None
+    (folder / "vocab.txt").unlink()
+    assert model_folder_problem(folder).startswith(
+        f"{folder / 'vocab.txt'}: SHA256SUMS records it, but it is missing: the folder is incomplete; "
+    )
+
+
+def test_a_file_recorded_twice_with_two_hashes_is_refused(fixture_model_folder: Path, tmp_path: Path) -> None:
+    folder = _copy(fixture_model_folder, tmp_path / "model")
+    record = folder / "SHA256SUMS"
+    sha256 = _sha256(folder / WEIGHTS)
+    record.write_text(f"{sha256}  {WEIGHTS}\nSHA256 (./{WEIGHTS}) = {'0' * 64}\n", encoding="utf-8")
+    assert model_folder_problem(folder).startswith(f"{record}: line 2 records {WEIGHTS} again, with another sha256; ")
+
+
+def test_a_record_of_no_file_is_refused(fixture_model_folder: Path, tmp_path: Path) -> None:
+    """sha256sum -c: "no properly formatted checksum lines found"."""
+    folder = _copy(fixture_model_folder, tmp_path / "model")
+    record = folder / "SHA256SUMS"
+    record.write_text("# nothing\n\n", encoding="utf-8")
+    assert model_folder_problem(folder).startswith(f"{record}: records no file (no checksum line); ")
+
+
+def test_a_huge_record_is_refused_without_being_read(fixture_model_folder: Path, tmp_path: Path) -> None:
+    """A 225 MB SHA256SUMS was read whole (+608 MB); it is refused, and the check's memory stays under 1 MiB."""
+    folder = _copy(fixture_model_folder, tmp_path / "model")
+    record = folder / "SHA256SUMS"
+    with open(record, "ab") as file:
+        file.truncate(225 << 20)  # sparse: no disk taken
+    tracemalloc.start()
+    try:
+        problem = model_folder_problem(folder)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert problem.startswith(
+        f"{record}: over 1 MiB, more than a record of a folder's files holds: not read; remove it or record the folder"
+        " again; "
+    )
+    assert peak < 1 << 20, f"{peak:,} bytes"
