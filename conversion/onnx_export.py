@@ -26,7 +26,7 @@ from huggingface_hub import ModelCard
 from transformers.utils import CONFIG_NAME
 
 from elmo_transformers.common.atomic_output import atomic_output_folder
-from elmo_transformers.common.checksums import record_checksums
+from elmo_transformers.common.checksums import CHECKSUMS_FILE, record_checksums
 from elmo_transformers.common.disk_space import is_disk_full
 from elmo_transformers.common.errors import ConversionError, first_line
 from elmo_transformers.common.extras import require_extra
@@ -206,13 +206,14 @@ def _load(model_dir: Path) -> torch.nn.Module:
 
 def _model_files(model_dir: Path) -> list[Path]:
     """The source's files that the ONNX folder copies: its config, tokenizer files and code, and its SOURCES.md
-    (the biLM's training corpus, when it has one); not its weights, its model page nor the records of the
-    pretraining run that made it (`TRAINING_RECORDS`: its language model's perplexity and the run's arguments, which
-    say nothing of a graph without the softmax)."""
+    (the biLM's training corpus, when it has one); not its weights, its model page, its SHA256SUMS (the folder
+    records its own) nor the records of the pretraining run that made it (`TRAINING_RECORDS`: its language model's
+    perplexity and the run's arguments, which say nothing of a graph without the softmax)."""
+    left_out = ("README.md", CHECKSUMS_FILE, *TRAINING_RECORDS)
     return [
         path
         for path in sorted(model_dir.iterdir())
-        if path.is_file() and path.suffix not in _WEIGHT_SUFFIXES and path.name not in ("README.md", *TRAINING_RECORDS)
+        if path.is_file() and path.suffix not in _WEIGHT_SUFFIXES and path.name not in left_out
     ]
 
 

@@ -3,8 +3,10 @@ every command."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,6 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from elmo_transformers.common.errors import ConversionError, DataFileError
-from elmo_transformers.common.model_card import file_sha256
 from elmo_transformers.common.model_folder import model_folder_problem, require_model_folder
 from elmo_transformers.training.pretraining.starting_model import load_starting_model
 from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
@@ -95,7 +96,26 @@ def test_a_non_finite_weight_is_named_for_every_command(
         require_model_folder(folder, ConversionError)
 
 
-def test_a_converted_folder_records_its_weights_checksum(fixture_model_folder: Path) -> None:
-    """In `sha256sum`'s format, which `sha256sum -c SHA256SUMS` checks without this package."""
-    weights = fixture_model_folder / "model.safetensors"
-    assert (fixture_model_folder / "SHA256SUMS").read_text() == f"{file_sha256(weights)}  model.safetensors\n"
+def test_a_converted_folder_records_every_file_but_its_page(fixture_model_folder: Path) -> None:
+    """In `sha256sum`'s format, which `sha256sum -c SHA256SUMS` checks without this package: the weights, config,
+    tokenizer files and code (only the weights were recorded; a damaged config.json went through)."""
+    names = sorted(path.name for path in fixture_model_folder.iterdir() if path.name not in ("SHA256SUMS", "README.md"))
+    assert {"config.json", "model.safetensors", "tokenizer_config.json"} <= set(names)
+    assert (fixture_model_folder / "SHA256SUMS").read_text() == "".join(
+        f"{hashlib.sha256((fixture_model_folder / name).read_bytes()).hexdigest()}  {name}\n" for name in names
+    )
+    if shutil.which("sha256sum"):
+        checked = subprocess.run(["sha256sum", "--strict", "-c", "SHA256SUMS"], cwd=fixture_model_folder)
+        assert checked.returncode == 0
+
+
+def test_a_damaged_config_that_still_reads_is_refused(fixture_model_folder: Path, tmp_path: Path) -> None:
+    """A digit changed in config.json (here the LSTM's cell clip, a valid value) loads and computes other vectors."""
+    folder = _copy(fixture_model_folder, tmp_path / "model")
+    config = folder / "config.json"
+    text = config.read_text()
+    config.write_text(text.replace('"cell_clip": 3.0', '"cell_clip": 4.0'))
+    assert config.read_text() != text
+    damaged = rf"^{config}: its sha256 is [0-9a-f]{{16}}\.\.\., but SHA256SUMS records"
+    with pytest.raises(ConversionError, match=damaged):
+        require_model_folder(folder, ConversionError)

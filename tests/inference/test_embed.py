@@ -821,9 +821,8 @@ def _assert_damage_is_refused(folder: Path, weights_name: str, tmp_path: Path, c
     """`folder`'s weights file, 64 bytes flipped, is refused in one line naming both checksums; without the
     folder's SHA256SUMS the same file is embedded."""
     weights = folder / weights_name
-    recorded = (folder / "SHA256SUMS").read_text()
-    assert f"  {weights_name}\n" in recorded, "elmo-convert recorded the weights' sha256"
-    expected = recorded.split(f"  {weights_name}\n")[0][-64:]
+    expected = hashlib.sha256(weights.read_bytes()).hexdigest()
+    assert f"{expected}  {weights_name}\n" in (folder / "SHA256SUMS").read_text(), "elmo-convert recorded it"
     _flip_bytes_in_the_middle(weights)
     actual = hashlib.sha256(weights.read_bytes()).hexdigest()
     source = _write_lines(tmp_path / "in.txt", SENTENCES)
@@ -831,8 +830,8 @@ def _assert_damage_is_refused(folder: Path, weights_name: str, tmp_path: Path, c
     assert (code, err) == (
         2,
         f"elmo-embed: error: {weights}: its sha256 is {actual[:16]}..., but SHA256SUMS records {expected[:16]}...:"
-        " the file is damaged; convert again or download again (or, if these weights were saved there on purpose,"
-        " remove SHA256SUMS)\n",
+        " the file is damaged; copy, convert or download the folder again (or, for a file changed on purpose, write"
+        " its new sha256 into SHA256SUMS: sha256sum FILE)\n",
     )
     assert not (tmp_path / "out.hdf5").exists()
     (folder / "SHA256SUMS").unlink()  # a folder that records no checksum (saved by save_pretrained) still works
@@ -845,6 +844,23 @@ def test_damaged_weights_that_load_are_refused_by_their_recorded_checksum(
     """64 bytes flipped inside model.safetensors gave finite vectors off by up to 0.066, exit 0."""
     damaged = Path(shutil.copytree(fixture_model_folder, tmp_path / "damaged"))
     _assert_damage_is_refused(damaged, "model.safetensors", tmp_path, capsys)
+
+
+def test_damaged_weights_are_refused_whatever_form_of_record_sha256sum_reads(
+    fixture_model_folder: Path, tmp_path: Path, capsys
+) -> None:
+    """A record in the BSD form (`sha256sum --tag`), the hash in upper case and the name `./model.safetensors`, was
+    ignored: the damaged weights embedded (off by up to 17), exit 0."""
+    damaged = Path(shutil.copytree(fixture_model_folder, tmp_path / "damaged"))
+    weights = damaged / "model.safetensors"
+    expected = hashlib.sha256(weights.read_bytes()).hexdigest()
+    (damaged / "SHA256SUMS").write_text(f"SHA256 (./model.safetensors) = {expected.upper()}\n")
+    _flip_bytes_in_the_middle(weights)
+    actual = hashlib.sha256(weights.read_bytes()).hexdigest()
+    source = _write_lines(tmp_path / "in.txt", SENTENCES)
+    code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", damaged)
+    assert (code, err.startswith(f"elmo-embed: error: {weights}: its sha256 is {actual[:16]}..., but")) == (2, True)
+    assert not (tmp_path / "out.hdf5").exists()
 
 
 def test_a_damaged_graph_is_refused_by_its_recorded_checksum(
