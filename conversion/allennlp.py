@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from elmo_transformers.common.atomic_output import atomic_output_folder
+from elmo_transformers.common.checksums import record_checksums
 from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.model_folder import require_model_folder
 from elmo_transformers.common.options import config_from_options, options_from_config, read_options
@@ -95,14 +96,15 @@ def _check_exportable(config: ElmoConfig, folder: str | Path) -> None:
 def export_allennlp(
     model_folder: str | Path, output: str | Path, *, overwrite: bool = False, space_check: bool = True
 ) -> Path:
-    """Write `options.json` + `weights.hdf5` in the original layout to the folder `output` (refused, unless
-    `space_check` is off, where the disk has too little room for the weights)."""
+    """Write `options.json` + `weights.hdf5` in the original layout, and their SHA256SUMS, to the folder `output`
+    (refused, unless `space_check` is off, where the disk has too little room for the weights)."""
     model = load_converted_model(model_folder)
     _check_exportable(model.config, model_folder)
     with atomic_output_folder(output, overwrite=overwrite, inputs=(model_folder,)) as folder:
         require_room(output, weight_bytes(model), "the weights.hdf5", space_check=space_check)
         (folder / "options.json").write_text(json.dumps(options_from_config(model.config), indent=2) + "\n")
         write_allennlp_weights(folder / "weights.hdf5", model.state_dict(), model.config)
+        record_checksums(folder)
     return Path(output)
 
 
