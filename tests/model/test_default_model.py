@@ -3,7 +3,9 @@ perplexity, and `elmo-embed` uses it when no model is given."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -78,6 +80,37 @@ def test_elmo_embed_uses_the_default_model(tmp_path):
         assert file["0"].shape == (3, len(lines[0].split()), width)
         assert file["4"].shape == (3, 0, width)  # the empty line
         assert len(json.loads(file["sentence_to_index"].asstr()[0])) == len({line.strip() for line in lines})
+
+
+def test_bundled_folder_records_its_files_and_they_match():
+    """Every file but the model page and the code files, which link to the package's modules and change with them
+    (the folder had no SHA256SUMS: a damaged copy of it embedded in silence)."""
+    names = sorted(
+        path.name for path in FOLDER.iterdir() if not path.is_symlink() and path.name not in ("README.md", "SHA256SUMS")
+    )
+    assert {"model.safetensors", "config.json", "tokenizer_config.json", "vocab.txt"} <= set(names)
+    assert (FOLDER / "SHA256SUMS").read_text() == "".join(
+        f"{hashlib.sha256((FOLDER / name).read_bytes()).hexdigest()}  {name}\n" for name in names
+    )
+    if shutil.which("sha256sum"):
+        assert subprocess.run(["sha256sum", "--strict", "--quiet", "-c", "SHA256SUMS"], cwd=FOLDER).returncode == 0
+
+
+def test_a_damaged_copy_of_the_bundled_folder_is_refused_by_elmo_embed(tmp_path, capsys):
+    """64 bytes flipped inside a copy's weights embedded, off by up to 0.066, exit 0."""
+    copy = Path(shutil.copytree(FOLDER, tmp_path / "default_model"))  # (the code links become copies)
+    weights = copy / "model.safetensors"
+    with open(weights, "r+b") as file:
+        file.seek(weights.stat().st_size // 2)
+        flipped = bytes(byte ^ 0x01 for byte in file.read(64))
+        file.seek(weights.stat().st_size // 2)
+        file.write(flipped)
+    sentences = REPOSITORY / "examples" / "sentences.txt"
+    assert embed_main([str(sentences), str(tmp_path / "out.hdf5"), "--model", str(copy)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"elmo-embed: error: {weights}: its sha256 is ") and error.count("\n") == 1
+    assert "but SHA256SUMS records af091c340e9df258...: the file is damaged;" in error
+    assert not (tmp_path / "out.hdf5").exists()
 
 
 # Loads the bundled folder as remote code in a process that never imports the package (transformers alone), and
