@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -31,6 +32,20 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return work / "run"
 
 
+def _page_options(run_dir: Path) -> list[str]:
+    """The page's text and the run's held-out text, as elmo-model-card's options."""
+    options = {
+        "--license": "cc-by-sa-4.0",
+        "--data_description": "Three sentences.",
+        "--sources": "here",
+        "--command": "bash train.sh",
+        "--time": "1 min",
+        "--repo_id": "me/elmo",
+        "--heldout": f"all={run_dir.parent / 'heldout.txt'}",
+    }
+    return [item for option in options.items() for item in option]
+
+
 def test_the_measurements_are_the_run_and_its_texts(run_dir: Path) -> None:
     heldout = run_dir.parent / "heldout.txt"
     measured = measure_trained_model(run_dir / MODEL_FOLDER, run_arguments(run_dir), {"all": heldout})
@@ -43,9 +58,7 @@ def test_the_measurements_are_the_run_and_its_texts(run_dir: Path) -> None:
 
 def test_the_page_reports_the_measurements(run_dir: Path, tmp_path: Path) -> None:
     heldout = run_dir.parent / "heldout.txt"
-    page = ["--license", "cc-by-sa-4.0", "--data_description", "Three sentences.", "--sources", "here"]
-    page += ["--command", "bash train.sh", "--time", "1 min", "--repo_id", "me/elmo", "--heldout", f"all={heldout}"]
-    main(["--run_dir", str(run_dir), "--output", str(tmp_path / "page"), *page])
+    main(["--run_dir", str(run_dir), "--output", str(tmp_path / "page"), *_page_options(run_dir)])
     measured = measure_trained_model(run_dir / MODEL_FOLDER, run_arguments(run_dir), {"all": heldout})
     card = ModelCard.load(tmp_path / "page" / "README.md")
     perplexity = f"{measured.heldout['all']['perplexity']:.1f}"
@@ -62,3 +75,26 @@ def test_the_arguments_of_a_run_without_its_model_come_from_its_newest_checkpoin
     checkpoint.mkdir()
     (checkpoint / TRAINER_STATE_FILE).write_text(json.dumps({"step": 10, "args": {"unroll_steps": 7}}))
     assert run_arguments(tmp_path) == {"unroll_steps": 7}
+
+
+def test_the_page_folder_records_its_files(run_dir: Path, tmp_path: Path) -> None:
+    """The folder had no SHA256SUMS (the bundled model is one of these)."""
+    output = tmp_path / "page"
+    main(["--run_dir", str(run_dir), "--output", str(output), *_page_options(run_dir)])
+    recorded = dict(reversed(line.split("  ", 1)) for line in (output / "SHA256SUMS").read_text().splitlines())
+    files = {path.name for path in output.iterdir() if path.name not in ("README.md", "SHA256SUMS")}
+    assert set(recorded) == files and TRAINING_ARGS_FILE in files
+    assert all(hashlib.sha256((output / name).read_bytes()).hexdigest() == recorded[name] for name in files)
+
+
+def test_a_damaged_run_model_is_refused(run_dir: Path, tmp_path: Path) -> None:
+    """A flipped byte in the run's weights was measured, given a page and recorded afresh."""
+    damaged = tmp_path / "run"
+    shutil.copytree(run_dir, damaged)
+    weights = damaged / MODEL_FOLDER / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    weights.write_bytes(bytes(data))
+    with pytest.raises(SystemExit, match=rf"^error: {weights}: its sha256 is [0-9a-f]{{16}}\.\.\., but SHA256SUMS"):
+        main(["--run_dir", str(damaged), "--output", str(tmp_path / "page"), *_page_options(run_dir)])
+    assert not (tmp_path / "page").exists()

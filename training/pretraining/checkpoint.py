@@ -8,10 +8,11 @@ the softmax sampler's and, on a GPU, the GPU's, which dropout draws from there) 
 that the main process renames to `checkpoint-N` only when everything is on disk, so a run killed during a
 save leaves the previous checkpoints intact.
 
-A checkpoint damaged afterwards (a truncated copy, a disk that failed) is refused with one line naming the file and
-the newest intact checkpoint before it; "intact" is judged from what shows a truncation without reading the
-tensors: every file present, the JSON parsed, the safetensors headers and the index at the end of `optimizer.pt`
-(a zip archive) readable.
+The main process records every file's sha256 in `SHA256SUMS` before it publishes the folder. A checkpoint damaged
+afterwards (a truncated copy, a disk that failed, flipped bytes) is refused with one line naming the file and the
+newest intact checkpoint before it; "intact" is: every file present, the JSON parsed, the safetensors headers and
+the index at the end of `optimizer.pt` (a zip archive) readable, and every file as SHA256SUMS records it (a
+checkpoint written before the record existed is judged without it).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from safetensors.torch import load_file, save_file
 from transformers.utils import SAFE_WEIGHTS_NAME
 
 from elmo_transformers.common.atomic_output import partial_path
+from elmo_transformers.common.checksums import folder_checksum_problem
 from elmo_transformers.common.errors import TrainingError, first_line
 from elmo_transformers.common.safe_load import holds_code
 
@@ -148,13 +150,17 @@ def _open_zip(path: Path) -> None:
 
 
 def _check_files(folder: Path) -> None:
-    """Raise `_DamagedFile` for the first file of `folder` that is missing or shows damage without being read."""
+    """Raise `_DamagedFile` for the first file of `folder` that is missing, shows damage without being read or
+    differs from the folder's SHA256SUMS (looked for last: a truncated file is named as such)."""
     trainer_state = _read(folder / TRAINER_STATE_FILE, _read_json)
     _read(folder / SAFE_WEIGHTS_NAME, _open_safetensors)
     _read(folder / OPTIMIZER_FILE, _open_zip)
     for rank in range(trainer_state.get("world_size", 1)):
         _read(_process_file(folder, rank, ".json"), _read_json)
         _read(_process_file(folder, rank, ".safetensors"), _open_safetensors)
+    problem = folder_checksum_problem(folder)
+    if problem:
+        raise _DamagedFile(problem)
 
 
 def _is_intact(folder: Path) -> bool:

@@ -15,8 +15,10 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 import modeling_elmo
 from elmo_transformers.common.atomic_output import atomic_output_folder
+from elmo_transformers.common.checksums import record_checksums
 from elmo_transformers.common.errors import ConversionError, DataFileError, exit_on_error
 from elmo_transformers.common.model_card import elmo_card_data, render_model_card
+from elmo_transformers.common.model_folder import damaged_file_problem
 from elmo_transformers.common.run_folder import EVAL_RESULTS_FILE, MODEL_FOLDER, TRAINING_ARGS_FILE
 from elmo_transformers.training.pretraining.checkpoint import TRAINER_STATE_FILE, latest_checkpoint
 from elmo_transformers.training.pretraining.perplexity import evaluate_perplexity
@@ -187,6 +189,13 @@ def link_code_files_to_package(folder: Path) -> None:
         path.symlink_to(Path("..") / path.name)
 
 
+def _refuse_damaged_model(folder: Path) -> None:
+    """The run's model folder, compared with its SHA256SUMS before the copy records its own."""
+    problem = damaged_file_problem(folder)
+    if problem:
+        raise DataFileError(problem)
+
+
 def main(argv: list[str] | None = None) -> None:
     set_native_libraries()  # before the first kernel
     parser = argparse.ArgumentParser(
@@ -214,10 +223,12 @@ def main(argv: list[str] | None = None) -> None:
     with exit_on_error(ValueError):
         heldout = {name: Path(path) for name, path in (item.split("=", 1) for item in args.heldout)}
         run_args = run_arguments(run_dir)
+        _refuse_damaged_model(run_dir / MODEL_FOLDER)
         with atomic_output_folder(args.output, overwrite=args.overwrite) as staging:
             shutil.copytree(run_dir / MODEL_FOLDER, staging, dirs_exist_ok=True)
             if args.bundled:
                 link_code_files_to_package(staging)
+            record_checksums(staging)  # the copy, compared above, less the code files that became links
             card = render_trained_model_card(staging, measure_trained_model(staging, run_args, heldout), page)
     print(f"{args.output}: model page with held-out perplexity {card.data.eval_results[0].metric_value}")
 

@@ -26,6 +26,7 @@ from safetensors import SafetensorError
 from tqdm.auto import tqdm
 
 from elmo_transformers.common.atomic_output import atomic_output_folder, publish_folder
+from elmo_transformers.common.checksums import record_checksums
 from elmo_transformers.common.disk_space import check_free_space, format_bytes, is_disk_full
 from elmo_transformers.common.errors import DataFileError, TrainingError, exit_on_error, first_line
 from elmo_transformers.common.processes import leave_process_group, on_main_process
@@ -464,7 +465,8 @@ class LmTrainer:
                 device=self.accelerator.device,
             )
         with self._saving(target, staging):
-            if is_main:
+            if is_main:  # once every process has written its files (the block above ends in a barrier)
+                record_checksums(staging)
                 publish_folder(staging, target)
 
     def _resume(self, folder: Path) -> None:
@@ -500,6 +502,7 @@ class LmTrainer:
                     write_json(staging / TRAINING_ARGS_FILE, vars(self.args))
                     if self.validation_files:
                         self.metrics.plot(staging / PERPLEXITY_PLOT_FILE)
+                    record_checksums(staging)
         if self.accelerator.is_main_process:
             measured = ", ".join(f"{key} {value:.2f}" for key, value in results.items() if "perplex" in key)
             logger.info("saved %s (%s)", final, measured or "no --validation_files: no perplexity measured")
