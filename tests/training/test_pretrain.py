@@ -6,6 +6,7 @@ evaluation; bad input."""
 from __future__ import annotations
 
 import errno
+import hashlib
 import itertools
 import json
 import os
@@ -27,6 +28,7 @@ from safetensors.torch import load_file
 from transformers import AutoModel, AutoModelForPreTraining
 
 import modeling_elmo  # noqa: F401  (registers the Auto classes)
+from elmo_transformers.common.checksums import record_checksums
 from elmo_transformers.common.errors import TrainingError
 from elmo_transformers.common.output_lock import lock_path
 from elmo_transformers.training.pretraining.evaluate_perplexity import main as evaluate_main
@@ -579,12 +581,49 @@ def test_a_truncated_checkpoint_file_is_named_with_the_checkpoint_to_use_instead
     assert refused.endswith(f": the checkpoint {output / checkpoint} cannot be resumed; {instead}"), refused
 
 
+@pytest.mark.parametrize("damaged", ["model.safetensors", "optimizer.pt"])
+@pytest.mark.slow
+def test_a_checkpoint_with_flipped_bytes_is_refused_by_its_checksums(one_process_run, corpus, tmp_path, damaged):
+    """64 bytes flipped inside a file that still loads: the run resumed and finished with exit 0, its final weights
+    off by up to 157 (the perplexity barely moved: 24.68 against 24.63)."""
+    output = tmp_path / "out"
+    shutil.copytree(one_process_run, output)
+    path = output / "checkpoint-4" / damaged
+    expected = hashlib.sha256(path.read_bytes()).hexdigest()
+    with open(path, "r+b") as file:
+        file.seek(path.stat().st_size // 2)
+        flipped = bytes(byte ^ 0x01 for byte in file.read(64))
+        file.seek(path.stat().st_size // 2)
+        file.write(flipped)
+    actual = hashlib.sha256(path.read_bytes()).hexdigest()
+    arguments = _run_into(corpus, output, "--max_steps", "6", "--save_steps", "2", "--resume_from_checkpoint", "latest")
+    (refused,) = _errors(_run_file(arguments, succeed=False))
+    intact = output / "checkpoint-2"
+    assert refused == (
+        f"error: {path}: its sha256 is {actual[:16]}..., but SHA256SUMS records {expected[:16]}...: the file is"
+        f" damaged: the checkpoint {output / 'checkpoint-4'} cannot be resumed; the newest intact checkpoint is"
+        f" {intact}: resume with --resume_from_checkpoint {intact}"
+    )
+    assert sorted(path.name for path in output.iterdir()) == sorted(path.name for path in one_process_run.iterdir())
+
+
+@pytest.mark.slow
+def test_checkpoints_and_the_model_record_their_files(one_process_run):
+    """Neither had a SHA256SUMS; `sha256sum -c` checks each without this package."""
+    for folder in (one_process_run / "checkpoint-2", one_process_run / "checkpoint-4", one_process_run / "model"):
+        lines = (folder / "SHA256SUMS").read_text().splitlines()
+        recorded = {line[66:]: line[:64] for line in lines}
+        assert set(recorded) == {path.name for path in folder.iterdir() if path.name != "SHA256SUMS"}, folder
+        assert all(hashlib.sha256((folder / name).read_bytes()).hexdigest() == recorded[name] for name in recorded)
+
+
 @pytest.mark.slow
 def test_an_optimizer_state_that_holds_code_is_refused_in_one_line(one_process_run, corpus, tmp_path):
     output = tmp_path / "out"
     shutil.copytree(one_process_run, output)
     path, ran = output / "checkpoint-4" / "optimizer.pt", tmp_path / "the-code-ran"
     torch.save({"state": RunsAShellCommand(ran)}, path)
+    record_checksums(path.parent)  # the record rewritten too, as whoever planted the file would
     arguments = _run_into(corpus, output, "--max_steps", "6", "--save_steps", "2", "--resume_from_checkpoint", "latest")
     (refused,) = _errors(_run_file(arguments, succeed=False))
     intact = output / "checkpoint-2"
