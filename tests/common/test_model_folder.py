@@ -73,6 +73,19 @@ def test_pretraining_from_a_folder_that_is_not_a_model(tmp_path: Path) -> None:
         load_starting_model(vocabulary, model_name_or_path=str(tmp_path))
 
 
+def test_pretraining_from_a_damaged_folder_is_refused(fixture_model_folder: Path, tmp_path: Path) -> None:
+    """A starting model with a flipped byte in its weights was trained on in silence."""
+    folder = _copy(fixture_model_folder, tmp_path / "model")
+    weights = folder / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    weights.write_bytes(bytes(data))
+    vocabulary_file = tmp_path / "vocab.txt"
+    vocabulary_file.write_text("<S>\n</S>\n<UNK>\nthe\n")
+    with pytest.raises(DataFileError, match=rf"^{weights}: its sha256 is [0-9a-f]{{16}}\.\.\., but SHA256SUMS records"):
+        load_starting_model(LmVocabulary.from_file(vocabulary_file), model_name_or_path=str(folder))
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
 def test_a_non_finite_weight_is_named_for_every_command(
