@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from huggingface_hub import ModelCard
 
+from elmo_transformers.common.checksums import file_sha256
 from elmo_transformers.common.errors import ConversionError
-from elmo_transformers.common.model_card import file_sha256
 from elmo_transformers.conversion.hub import check_model_folder
 
 

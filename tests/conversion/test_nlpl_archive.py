@@ -22,7 +22,7 @@ from safetensors.torch import load_file
 
 import elmo_transformers.conversion.nlpl_archive  # noqa: F401  (imported before memory is measured)
 from elmo_transformers.common import disk_space
-from elmo_transformers.common.model_card import file_sha256
+from elmo_transformers.common.checksums import file_sha256
 from elmo_transformers.conversion.cli import main
 
 CHECKPOINT = Path(__file__).parent / "data" / "bilm_tf_checkpoint"

@@ -625,7 +625,7 @@ def test_elmo_embed_on_the_graph_equals_the_pytorch_run(
 ) -> None:
     import h5py
 
-    from elmo_transformers.common.model_card import file_sha256
+    from elmo_transformers.common.checksums import file_sha256
     from elmo_transformers.inference.embed import main as embed
 
     source = tmp_path / "in.txt"
@@ -653,7 +653,7 @@ def test_a_folder_holding_only_the_int8_graph_is_run_with_a_notice(
     `OnnxEmbedder` runs the graph it is asked for: without model.onnx, the float32 graph is refused in one line."""
     import h5py
 
-    from elmo_transformers.common.model_card import file_sha256
+    from elmo_transformers.common.checksums import file_sha256
     from elmo_transformers.inference.embed import main as embed
 
     folder = tmp_path / "int8-only"
