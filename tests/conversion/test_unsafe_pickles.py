@@ -44,6 +44,7 @@ def test_damaged_elmoformanylangs_pickle(tmp_path: Path, capsys: pytest.CaptureF
 def test_elmo_embed_model_whose_pytorch_model_bin_holds_code(fixture_model_folder: Path, tmp_path: Path) -> None:
     folder = Path(shutil.copytree(fixture_model_folder, tmp_path / "model"))
     (folder / "model.safetensors").unlink()
+    (folder / "SHA256SUMS").unlink()  # (it records the weights removed: a folder saved so by hand has none)
     ran = tmp_path / "the-code-ran"
     torch.save({"weight": RunsAShellCommand(ran)}, folder / "pytorch_model.bin")
     completed = embed_one_line(folder, tmp_path)
