@@ -25,6 +25,7 @@ from command_output import exit_status_after_ctrl_c, file_tree, last_error_line
 from onnx import numpy_helper
 from without_the_package import run_without_the_package
 
+from elmo_transformers.common.checksums import record_checksums
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.common.onnx_layout import LAYOUT_KEY, open_graph
 from elmo_transformers.conversion.cli import main
@@ -483,6 +484,7 @@ def test_a_graph_of_another_layout_is_one_line(bilm_folder: Path, tmp_path: Path
     a graph without the key are all refused."""
     folder = _copied_folder(bilm_folder, tmp_path / "graph")
     _set_metadata(folder / "model.onnx", LAYOUT_KEY, layout)
+    record_checksums(folder)  # (as the export that wrote such a graph would have)
     with pytest.raises(EmbedError) as refused:
         open_graph(folder / "model.onnx", EmbedError)
     assert str(refused.value) == (
@@ -580,6 +582,7 @@ def test_a_graph_that_does_not_match_its_folder_is_one_line_before_any_output(
     else:
         change, problem = MISMATCHES[name]
         change(folder, default_folder)
+        record_checksums(folder)  # recorded as it is: the mismatch, not the record, is what is refused
         expected = f"{folder / 'model.onnx'}: {problem.format(config=folder / 'config.json')}"
     before = sorted(tmp_path.iterdir())
     assert embed([str(source), str(tmp_path / "out.hdf5"), "--model", str(folder)]) == 2
@@ -659,6 +662,7 @@ def test_a_folder_holding_only_the_int8_graph_is_run_with_a_notice(
     folder = tmp_path / "int8-only"
     shutil.copytree(default_folder, folder)
     (folder / "model.onnx").unlink()
+    record_checksums(folder)  # (the record of both graphs names a missing model.onnx)
     source = tmp_path / "in.txt"
     source.write_text("the café is open .\n", encoding="utf-8")
     for model, graph in ((folder, "model_quantized.onnx"), (default_folder, "model.onnx")):
