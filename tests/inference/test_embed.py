@@ -687,6 +687,7 @@ def test_mix_needs_mixing_weights(fixture_model_folder: Path, tmp_path: Path, ca
     shutil.copytree(fixture_model_folder, with_mix)
     weights = load_file(with_mix / "model.safetensors")
     save_file({**weights, "scalar_mix.gamma": torch.ones(1)}, with_mix / "model.safetensors", metadata={"format": "pt"})
+    (with_mix / "SHA256SUMS").unlink()  # the record of the converted weights, which these are not
     code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", with_mix, "--layers", "mix")
     assert code == 2 and "has mixing weights (scalar_mix.gamma) but not those of a head fine-tuned" in err
 
@@ -914,6 +915,7 @@ def test_a_weight_of_the_wrong_shape_is_one_line(fixture_model_folder: Path, tmp
     """transformers printed its loading report, then a traceback advising ignore_mismatched_sizes."""
     damaged = Path(shutil.copytree(fixture_model_folder, tmp_path / "damaged"))
     _edit_weight(damaged, lambda weight: weight[:-1])
+    (damaged / "SHA256SUMS").unlink()  # weights saved by hand: a folder without a record (its own line is tested)
     source = _write_lines(tmp_path / "in.txt", SENTENCES)
     code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", damaged)
     rows, columns = (
