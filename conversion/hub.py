@@ -9,6 +9,7 @@ from transformers.tokenization_utils_base import TOKENIZER_CONFIG_FILE
 from transformers.utils import CONFIG_NAME, SAFE_WEIGHTS_NAME
 
 from elmo_transformers.common.errors import ConversionError
+from elmo_transformers.common.model_folder import damaged_file_problem
 
 __all__ = ["check_model_folder", "push_folder"]
 
@@ -17,11 +18,15 @@ REQUIRED_METADATA = ("library_name", "pipeline_tag", "license", "language", "tag
 
 
 def check_model_folder(folder: str | Path) -> ModelCard:
-    """Everything a Hub repo of this model needs is in `folder`, and its card's metadata parses."""
+    """Everything a Hub repo of this model needs is in `folder`, as its SHA256SUMS records it, and its card's
+    metadata parses."""
     folder = Path(folder)
     missing = [name for name in REQUIRED_FILES if not (folder / name).is_file()]
     if missing:
         raise ConversionError(f"{folder}: missing {', '.join(missing)}")
+    damaged = damaged_file_problem(folder)
+    if damaged:
+        raise ConversionError(damaged)
     card = ModelCard.load(folder / "README.md")
     absent = [key for key in REQUIRED_METADATA if not getattr(card.data, key, None)]
     if absent:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,12 @@ def test_folder_check_names_what_is_missing(fixture_model_folder: Path, tmp_path
     (tmp_path / "README.md").write_text(card)
     with pytest.raises(ConversionError, match="metadata lacks pipeline_tag"):
         check_model_folder(tmp_path)
+
+
+def test_a_damaged_folder_is_not_pushed(fixture_model_folder: Path, tmp_path: Path) -> None:
+    """--push-to-hub checked the files' presence and the page, not their content."""
+    folder = Path(shutil.copytree(fixture_model_folder, tmp_path / "model"))
+    config = folder / "config.json"
+    config.write_text(config.read_text().replace('"cell_clip": 3.0', '"cell_clip": 4.0'))
+    with pytest.raises(ConversionError, match=rf"^{config}: its sha256 is [0-9a-f]{{16}}\.\.\., but SHA256SUMS"):
+        check_model_folder(folder)
