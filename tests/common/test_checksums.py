@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
+import sys
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -156,3 +157,19 @@ def test_a_huge_record_is_refused_without_being_read(fixture_model_folder: Path,
         " again; "
     )
     assert peak < 1 << 20, f"{peak:,} bytes"
+
+
+# Imports the module in a fresh Python and prints the non-standard-library modules that came with it.
+_IMPORTED_MODULES = """
+import sys
+before = set(sys.modules)
+import elmo_transformers.common.checksums
+added = {name.split(".")[0] for name in set(sys.modules) - before}
+print(sorted(added - set(sys.stdlib_module_names) - {"elmo_transformers"}))
+"""
+
+
+def test_the_check_imports_the_standard_library_alone() -> None:
+    """The ONNX path of elmo-embed runs without torch and transformers, and imports it."""
+    completed = subprocess.run([sys.executable, "-c", _IMPORTED_MODULES], capture_output=True, text=True, check=True)
+    assert completed.stdout == "[]\n"
