@@ -50,6 +50,10 @@ class _Unreadable(Exception):
     """A SHA256SUMS that cannot be read as `sha256sum -c` reads it; the message says where and why."""
 
 
+class _BadLine(Exception):
+    """A line that `sha256sum -c` calls improperly formatted."""
+
+
 def file_sha256(path: str | Path) -> str:
     """The SHA-256 of a file (hex), read in 1 MiB blocks."""
     digest = hashlib.sha256()
@@ -76,8 +80,16 @@ def recorded_names(folder: Path) -> list[str]:
 def record_checksums(folder: Path) -> None:
     """Write `folder/SHA256SUMS`, the sha256 of each of `recorded_names(folder)` as `sha256sum` writes it, replacing
     any older record (one copied from the folder it was made from). Call it once the folder's files are written."""
-    lines = [f"{file_sha256(folder / name)}  {name}\n" for name in recorded_names(folder)]
-    (folder / CHECKSUMS_FILE).write_text("".join(lines), encoding="utf-8")
+    lines = [_record_line(file_sha256(folder / name), name) for name in recorded_names(folder)]
+    (folder / CHECKSUMS_FILE).write_bytes(b"".join(lines))
+
+
+def _record_line(sha256: str, name: str) -> bytes:
+    """`sha256sum`'s line for a file: a name holding a backslash or a line break is escaped, the line marked by a
+    backslash first."""
+    raw = os.fsencode(name)
+    escaped = raw.replace(b"\\", b"\\\\").replace(b"\n", b"\\n").replace(b"\r", b"\\r")
+    return (b"\\" if escaped != raw else b"") + f"{sha256}  ".encode() + escaped + b"\n"
 
 
 def folder_checksum_problem(folder: Path) -> str | None:
@@ -141,14 +153,15 @@ def _read_record(folder: Path) -> dict[str, str] | None:
         raise _Unreadable(_too_big(record))
     entries: dict[str, str] = {}
     for number, line in enumerate(content.split(b"\n"), start=1):
-        entry = _parse_line(line.removesuffix(b"\r"))
-        if entry is None:
-            continue
-        if entry is False:
+        try:
+            entry = _parse_line(line.removesuffix(b"\r"))
+        except _BadLine:
             raise _Unreadable(
                 f"{record}: line {number} is not a checksum line (expected 'HASH  NAME' or 'SHA256 (NAME) = HASH',"
                 " as sha256sum writes them): correct it or record the folder again"
-            )
+            ) from None
+        if entry is None:
+            continue
         name, sha256 = _entry_name(record, number, entry[0]), entry[1]
         if entries.setdefault(name, sha256) != sha256:
             raise _Unreadable(f"{record}: line {number} records {name} again, with another sha256")
@@ -164,9 +177,9 @@ def _too_big(record: Path) -> str:
     )
 
 
-def _parse_line(line: bytes) -> tuple[bytes, str] | bool | None:
+def _parse_line(line: bytes) -> tuple[bytes, str] | None:
     """(name, lower-case sha256) of a line as `sha256sum -c` reads it; None for a line it skips (empty, or a
-    comment: `#` first), False for one it calls improperly formatted."""
+    comment: `#` first); `_BadLine` for one it calls improperly formatted."""
     if not line or line.startswith(b"#"):
         return None
     line = line.lstrip(_WHITE)
@@ -174,16 +187,15 @@ def _parse_line(line: bytes) -> tuple[bytes, str] | bool | None:
     line = line[1:] if escaped else line
     entry = _BSD_LINE.fullmatch(line) or _GNU_LINE.fullmatch(line)
     if entry is None:
-        return False
-    name = _unescape(entry["name"]) if escaped else entry["name"]
-    return False if not name else (name, entry["sha256"].decode("ascii").lower())
+        raise _BadLine
+    return _unescape(entry["name"]) if escaped else entry["name"], entry["sha256"].decode("ascii").lower()
 
 
 def _unescape(name: bytes) -> bytes:
-    """A name escaped as sha256sum escapes one (`\\\\`, `\\n`, `\\r`); b"" where another backslash follows."""
+    """A name escaped as sha256sum escapes one (`\\\\`, `\\n`, `\\r`); `_BadLine` where another backslash follows."""
     parts = re.split(rb"(\\.?)", name, flags=re.DOTALL)
     if any(part.startswith(b"\\") and part not in _ESCAPES for part in parts):
-        return b""
+        raise _BadLine
     return b"".join(_ESCAPES.get(part, part) for part in parts)
 
 

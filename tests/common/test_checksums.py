@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from elmo_transformers.common.checksums import folder_checksum_problem, record_checksums
 from elmo_transformers.common.model_folder import model_folder_problem
 
 WEIGHTS = "model.safetensors"
@@ -173,3 +174,21 @@ def test_the_check_imports_the_standard_library_alone() -> None:
     """The ONNX path of elmo-embed runs without torch and transformers, and imports it."""
     completed = subprocess.run([sys.executable, "-c", _IMPORTED_MODULES], capture_output=True, text=True, check=True)
     assert completed.stdout == "[]\n"
+
+
+def test_awkward_names_are_recorded_as_sha256sum_writes_them(tmp_path: Path) -> None:
+    """Backslashes and line breaks are escaped (the line marked by a backslash first), others kept as they are:
+    sha256sum's own record of the same files is the reference, and each record reads back."""
+    names = ["plain.txt", "back\\slash", "line\nbreak", "carriage\rreturn", "café ☕.json", "sub/inner.txt"]
+    (tmp_path / "sub").mkdir()
+    for index, name in enumerate(names):
+        (tmp_path / name).write_bytes(b"x" * index)
+    record_checksums(tmp_path)
+    assert folder_checksum_problem(tmp_path) is None
+    (tmp_path / "line\nbreak").write_bytes(b"other")
+    assert folder_checksum_problem(tmp_path).startswith(f"{tmp_path / 'line'}\nbreak: its sha256 is ")
+    (tmp_path / "line\nbreak").write_bytes(b"x" * 2)
+    if SHA256SUM:
+        listed = subprocess.run([SHA256SUM, *sorted(names)], cwd=tmp_path, capture_output=True, check=True).stdout
+        assert (tmp_path / "SHA256SUMS").read_bytes() == listed
+        assert _gnu_check(tmp_path).returncode == 0
