@@ -864,6 +864,29 @@ def test_damaged_weights_are_refused_whatever_form_of_record_sha256sum_reads(
     assert not (tmp_path / "out.hdf5").exists()
 
 
+@pytest.mark.parametrize("name", ["config.json", "tokenizer_config.json"])
+def test_every_recorded_file_is_compared_not_only_the_weights(
+    fixture_model_folder: Path, tmp_path: Path, capsys, name: str
+) -> None:
+    """Only the weights were compared: a changed config or tokenizer file that still reads embedded, exit 0."""
+    damaged = Path(shutil.copytree(fixture_model_folder, tmp_path / "damaged"))
+    changed = damaged / name
+    expected = hashlib.sha256(changed.read_bytes()).hexdigest()
+    changed.write_text(changed.read_text() + "\n")  # still the same JSON
+    actual = hashlib.sha256(changed.read_bytes()).hexdigest()
+    source = _write_lines(tmp_path / "in.txt", SENTENCES)
+    code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", damaged)
+    assert (code, err.splitlines()) == (
+        2,
+        [
+            f"elmo-embed: error: {changed}: its sha256 is {actual[:16]}..., but SHA256SUMS records {expected[:16]}...:"
+            " the file is damaged; copy, convert or download the folder again (or, for a file changed on purpose,"
+            " write its new sha256 into SHA256SUMS: sha256sum FILE)"
+        ],
+    )
+    assert not (tmp_path / "out.hdf5").exists()
+
+
 def test_a_damaged_graph_is_refused_by_its_recorded_checksum(
     fixture_model_folder: Path, tmp_path: Path, capsys
 ) -> None:
