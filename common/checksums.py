@@ -32,16 +32,16 @@ CHECKSUMS_FILE = "SHA256SUMS"
 # A record this package writes holds a line of ~80 bytes per file, and a folder holds tens of files: a record over
 # this is refused before it is read (a 225 MB one read whole took 608 MB).
 MAX_CHECKSUMS_BYTES = 1 << 20
-# The model page is not recorded: the Hub's page editor rewrites it in place, and no command reads it.
 # The way on from a model folder whose files do not match its record (a checkpoint's is its own).
 CHECKSUM_WAY_ON = (
     f"copy, convert or download the folder again (or, for a file changed on purpose, write its new sha256 into"
     f" {CHECKSUMS_FILE}: sha256sum FILE)"
 )
+# The model page is not recorded: the Hub's page editor rewrites it in place, and no command reads it.
 _UNRECORDED = frozenset({CHECKSUMS_FILE, "README.md"})
 _HEX = rb"[0-9a-fA-F]{64}"
 _WHITE = b" \t"
-_GNU_LINE = re.compile(rb"(?P<sha256>" + _HEX + rb")[ \t](?P<mode>[ *]?)(?P<name>.+)", re.DOTALL)
+_GNU_LINE = re.compile(rb"(?P<sha256>" + _HEX + rb")[ \t][ *]?(?P<name>.+)", re.DOTALL)
 _BSD_LINE = re.compile(rb"SHA256 ?\((?P<name>.+)\)[ \t]*=[ \t]*(?P<sha256>" + _HEX + rb")", re.DOTALL)
 _ESCAPES = {b"\\\\": b"\\", b"\\n": b"\n", b"\\r": b"\r"}
 
@@ -151,6 +151,11 @@ def _read_record(folder: Path) -> dict[str, str] | None:
         raise _Unreadable(f"{record}: cannot be read ({error.strerror or error})") from None
     if len(content) > MAX_CHECKSUMS_BYTES:
         raise _Unreadable(_too_big(record))
+    return _entries(record, content)
+
+
+def _entries(record: Path, content: bytes) -> dict[str, str]:
+    """`_read_record`'s entries of the record's `content`, each line read as `sha256sum -c` reads it."""
     entries: dict[str, str] = {}
     for number, line in enumerate(content.split(b"\n"), start=1):
         try:
