@@ -11,7 +11,9 @@ and it imports nothing of theirs (only `modeling_elmo`).
 * `disk_space`: a full disk in one line: the free-space check before a long write (`--no-space-check` skips it),
   and `is_disk_full`, which recognises the disk-full errors of Python, h5py and safetensors;
 * `model_card`: the Hub model page of an ELMo folder: the template (`model_card.md`), its architecture fields, the
-  metadata every page shares, file checksums;
+  metadata every page shares;
+* `checksums`: `SHA256SUMS`, the record of its files that every folder written carries, read as `sha256sum -c`
+  reads it, and the check of a folder against it (standard library only);
 * `vocabulary`: bilm-tf's vocabulary file format (its special words `<S>`, `</S>`, `<UNK>` are
   `modeling_elmo.vocabulary_elmo`'s);
 * `options`: bilm-tf's `options.json` <-> `ElmoConfig`, one table (`OPTION_FIELDS`) read both ways;
