@@ -24,7 +24,12 @@ from .lstm_elmo import LstmState, lstm_cell_step, run_lstm_stacks
 from .mixing_elmo import ElmoLayerMix
 from .onednn_elmo import ElmoDerivedWeights, ElmoOneDnnWeights
 from .softmax_elmo import ElmoSoftmax
-from .substitutes_elmo import DEFAULT_SUBSTITUTE_COMBINATION, ElmoSubstitutesOutput, combine_lm_log_probabilities
+from .substitutes_elmo import (
+    DEFAULT_SUBSTITUTE_COMBINATION,
+    ElmoSubstitutesOutput,
+    combine_lm_log_probabilities,
+    non_finite_score_problem,
+)
 from .vocabulary_elmo import BILM_TF_SPECIAL_WORD_IDS, framed_char_ids
 
 __all__ = [
@@ -861,7 +866,8 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
         `"product"`, the default, `"product_over_prior"`, `"mean"`, `"forward"`, `"backward"`). The word itself
         plays no part. `excluded_ids` (bilm-tf's `<S>`, `</S>`, `<UNK>` by default) are never proposed; the
         softmax's row k is line k of the model's `vocab.txt`. `state`: as for [`word_log_probabilities`]. A model
-        loaded from a folder without the softmax is refused (`check_softmax_is_trained`).
+        loaded from a folder without the softmax is refused (`check_softmax_is_trained`), and so is a NaN or an
+        infinity among the scores (a ValueError naming the word, and the damaged weight if there is one).
         """
         self.check_softmax_is_trained()
         proposable = self.config.vocab_size - len(set(excluded_ids))
@@ -871,6 +877,11 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
         forward, backward = self.word_log_probabilities(input_ids, attention_mask, state)
         log_probabilities = combine_lm_log_probabilities(forward, backward, combination, excluded_ids=excluded_ids)
         top = log_probabilities.topk(top_k, dim=-1)
+        if not torch.isfinite(top.values).all():
+            # Only then the pass over the weights, to name the damaged one.
+            problem = non_finite_score_problem(top.values, word_mask, self.non_finite_weight())
+            if problem is not None:
+                raise ValueError(problem)
         return ElmoSubstitutesOutput(
             scores=top.values.exp() * word_mask[..., None],
             word_ids=top.indices * word_mask[..., None],
