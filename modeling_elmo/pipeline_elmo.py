@@ -7,6 +7,7 @@ one position per word instead, which makes the mapping back to the text simple.
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
@@ -112,7 +113,7 @@ class ElmoSubstitutesPipeline(_ElmoWordsPipeline):
         return (
             {},
             {name: value for name, value in substitute_options.items() if value is not None},
-            {"position": position},
+            {"position": None if position is None else _word_index(position)},
         )
 
     def _forward(self, model_inputs: dict[str, Any], **substitute_options: Any) -> dict[str, Any]:
@@ -137,6 +138,17 @@ class ElmoSubstitutesPipeline(_ElmoWordsPipeline):
             sequence = " ".join([*words[:index], word, *words[index + 1 :]])
             results.append({"score": score, "token": word_id, "token_str": word, "sequence": sequence})
         return results
+
+
+def _word_index(position: Any) -> int:
+    """`position` as an int, or a ValueError: a bool or a list would index the scores' tensor as a mask or a
+    gather, giving a list where a word id is read."""
+    if isinstance(position, bool) or not isinstance(position, numbers.Integral):
+        raise ValueError(
+            f"position must be a word's index (an int: 0 for the first word), got {position!r} "
+            f"({type(position).__name__}); leave it out for every word's substitutes"
+        )
+    return int(position)
 
 
 def _softmax_vocabulary(folder: str) -> list[str]:

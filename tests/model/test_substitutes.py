@@ -7,8 +7,10 @@ head) or without `vocab.txt` is refused in one line, in the pipeline and as remo
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from lm_substitutes import original_word_ranks, unigram_ranks
@@ -222,6 +224,20 @@ def test_pipeline_on_no_words_gives_no_substitutes():
         substitutes("", position=0)
     with pytest.raises(ValueError, match=r"^position must be a word's index, 0\.\.1 \(the sentence's words\); got 2$"):
         substitutes("a b", position=2)
+
+
+@pytest.mark.parametrize(("position", "shown"), [(True, "True (bool)"), ([1], "[1] (list)"), (1.0, "1.0 (float)")])
+def test_a_position_that_is_not_an_int_is_refused_in_one_line(position, shown: str):
+    """`position=True` indexed the scores as a mask and failed with "list indices must be integers or slices, not
+    list"; a list or a float failed as obscurely. A numpy integer is an index."""
+    substitutes = _pipeline_of(_language_model())
+    expected = (
+        f"^position must be a word's index \\(an int: 0 for the first word\\), got {re.escape(shown)}; leave it out "
+        "for every word's substitutes$"
+    )
+    with pytest.raises(ValueError, match=expected):
+        substitutes("a b", position=position)
+    assert substitutes("a b", position=np.int64(1), top_k=3) == substitutes("a b", position=1, top_k=3)
 
 
 def _folder_without_the_softmax(kind: str, folder: Path) -> Path:
