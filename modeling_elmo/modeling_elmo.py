@@ -169,6 +169,7 @@ class ElmoCharacterEncoder(nn.Module):
     def forward(self, char_ids: torch.Tensor, word_ids: torch.Tensor | None = None) -> torch.Tensor:
         if self.word_embedding is not None and word_ids is None:
             raise ValueError("this model has a word embedding: pass input_word_ids from its tokenizer")
+        _check_char_ids(char_ids, self.char_embedding.num_embeddings)
         keys = _packed_columns(char_ids, bits=(self.char_embedding.num_embeddings - 1).bit_length())
         first, inverse = _distinct_rows(keys if word_ids is None else torch.cat([keys, word_ids[:, None]], dim=1))
         if self.word_embedding is None:
@@ -192,6 +193,20 @@ class ElmoCharacterEncoder(nn.Module):
         if word_ids is not None:
             features = torch.cat([self.word_embedding(word_ids), features], dim=-1)
         return self.projection(features)
+
+
+def _check_char_ids(char_ids: torch.Tensor, rows: int) -> None:
+    """Refuse, in one ValueError, character ids outside the embedding's rows 0..rows - 1: a negative id packs into
+    the key of another word (`_packed_columns`), whose vector it would take in silence. The exported graph refuses
+    the same ids (`conversion/onnx_graph.py`)."""
+    if not char_ids.numel():
+        return
+    low, high = torch.stack(torch.aminmax(char_ids)).tolist()  # one host synchronisation
+    if low < 0 or high >= rows:
+        raise ValueError(
+            f"input_ids holds the character id {low if low < 0 else high}: character ids lie in 0..{rows - 1} "
+            "(0 for no character); encode the words with ElmoTokenizer"
+        )
 
 
 def _packed_columns(ids: torch.Tensor, bits: int) -> torch.Tensor:

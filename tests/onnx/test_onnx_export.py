@@ -295,6 +295,22 @@ def test_a_batch_of_no_words_padded_to_a_bucket(default_folder: Path, graph: str
     assert not mask.any() and not layers.any()
 
 
+@pytest.mark.parametrize("graph", ["model.onnx", "model_quantized.onnx"])
+@pytest.mark.parametrize("char_id", [-1, -262, -300, 262])
+def test_character_ids_outside_the_table_fail_the_run(default_folder: Path, graph: str, char_id: int) -> None:
+    """Gather reads a negative index from the end of its table: -1 ran as character 261 where `ElmoModel` refuses
+    it. The graph fails on it as on an id over 261 (onnxruntime's error names the character embedding's Gather),
+    and, as in `ElmoModel`, ids at padding are not read."""
+    session = onnxruntime.InferenceSession(str(default_folder / graph))
+    inputs = _encode([["The", "café"], ["x"]])
+    inputs["input_ids"][0, 1, 3] = char_id
+    with pytest.raises(Exception, match=r"Gather.*out of data bounds, idx=262"):
+        session.run(None, inputs)
+    inputs["input_ids"][0, 1, 3] = 100
+    inputs["input_ids"][1, 1, 3] = char_id  # padding
+    session.run(None, inputs)
+
+
 def test_the_mask_decides_the_words(bilm_folder: Path, fixture_model_folder: Path) -> None:
     """The words are the positions before the first 0 of the mask, whatever the ids say (as `ElmoModel` with the
     same mask), and a mask that goes on after a 0 is cut there; a mask of another shape than the ids' fails."""
