@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 from bad_inputs import RunsAShellCommand
-from elmoformanylangs_files import write_small_model
+from elmoformanylangs_files import BAD_NETWORK_CONFIGS, write_small_model
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file
 
@@ -246,6 +246,20 @@ def test_elmoformanylangs_archive_pickle_that_holds_code(tmp_path: Path, capsys:
         " than tensors), which is not loaded"
     )
     assert not ran.exists() and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("case", ["no encoder", "no filters", "projection_dim abc", "n_layers -1"])
+def test_elmoformanylangs_archive_with_a_bad_network_config(case: str, tmp_path: Path, capsys) -> None:
+    """The archive gave a `KeyError: 'encoder'` traceback; now the converter's line, naming the archive's member."""
+    model = write_small_model(tmp_path / "144")
+    change, problem = BAD_NETWORK_CONFIGS[case]
+    network = json.loads((model / "cnn_small.json").read_text())
+    change(network)
+    (model / "cnn_small.json").write_text(json.dumps(network))
+    archive = _archive(tmp_path / "144.zip", {f"144/{name}": model / name for name in ELMOFORMANYLANGS_FILES})
+    error = _error(capsys, "--archive", str(archive), "--output", str(tmp_path / "out"))
+    assert error == f"elmo-convert: error: {archive}:144/cnn_small.json: {problem}"
+    assert not (tmp_path / "out").exists()
 
 
 def test_members_come_from_one_folder(
