@@ -11,6 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 from elmo_transformers.common.atomic_output import partial_path
 from elmo_transformers.common.errors import ElmoError, EmbedError, report_error, report_interruption
@@ -95,21 +96,35 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     options = EmbedOptions.from_arguments(build_parser().parse_args(argv))
+    try:
+        embedding = _import_the_run(options)
+    except ElmoError as error:
+        return report_error("elmo-embed", error)
+    except KeyboardInterrupt:  # in the seconds torch and transformers take to import
+        return report_interruption("elmo-embed", _interrupted_state(options.output, complete=False))
+    return _run(embedding, options, argv)
+
+
+def _import_the_run(options: EmbedOptions) -> ModuleType:
+    """The extra `options` need checked, then the heavy imports and the native libraries' settings; the module
+    that runs the embedding (`embedding`)."""
     if options.output_format == "datasets":
-        try:
-            require_extra("datasets", "--format datasets", EmbedError)
-        except EmbedError as error:
-            return report_error("elmo-embed", error)
+        require_extra("datasets", "--format datasets", EmbedError)
     from modeling_elmo.native_elmo import set_native_libraries
 
     set_native_libraries()  # before the first kernel
     from transformers.utils.logging import disable_progress_bar
 
-    from elmo_transformers.common.processes import leave_process_group
-
     from . import embedding
 
     disable_progress_bar()  # transformers' weight-loading bar; elmo-embed shows its own
+    return embedding
+
+
+def _run(embedding: ModuleType, options: EmbedOptions, argv: list[str]) -> int:
+    """Embed the file as `options` say, with the `embedding` module; the exit status, each failure in one line."""
+    from elmo_transformers.common.processes import leave_process_group
+
     complete = False  # the output is published
     try:
         summary = embedding.embed_file(options, command=["elmo-embed", *argv])

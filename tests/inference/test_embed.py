@@ -21,6 +21,7 @@ import h5py
 import numpy as np
 import pytest
 import torch
+from ctrl_c_on_import import run_with_ctrl_c_on_importing_torch
 from safetensors.torch import load_file, save_file
 
 import elmo_transformers.inference.embedding as embed_module
@@ -290,6 +291,18 @@ def recorded_pieces(fixture_model_folder: Path, monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setattr(ElmoModel, "forward", recording_forward)
     return record
+
+
+@pytest.mark.parametrize("output_format", ["hdf5", "datasets"])
+def test_a_ctrl_c_while_torch_is_imported_is_one_line(output_format: str, tmp_path: Path) -> None:
+    """A Ctrl-C in the first seconds (torch, transformers being imported, after the options are read) was a
+    KeyboardInterrupt traceback; now the interruption line, exit status 130, nothing written."""
+    source = _write_lines(tmp_path / "in.txt", ["a b"])
+    completed = run_with_ctrl_c_on_importing_torch(
+        "elmo_transformers.inference.embed", str(source), str(tmp_path / "out"), "--format", output_format
+    )
+    assert (completed.returncode, completed.stderr) == (130, "elmo-embed: interrupted: no line was stored yet\n")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.txt"]
 
 
 @pytest.mark.parametrize(
