@@ -793,13 +793,20 @@ def test_a_failure_of_the_quantiser_is_one_line_and_leaves_the_old_output(
 MISSED_BARS = {
     "float32 parity 1e-2": (
         "_parity",
-        1e-2,
+        (1e-2, 0.5),
         "the float32 graph differs from PyTorch float32 by 1.00e-02 on the parity sentences, above the bar of 1e-05:"
         " nothing was written; the graph does not compute this model, report it with the model folder",
     ),
+    "float32 parity 1e-2 at values of 100": (
+        "_parity",
+        (1e-2, 100.0),
+        "the float32 graph differs from PyTorch float32 by 1.00e-02 on the parity sentences, above the bar of"
+        " 1.00e-03 (1e-05 x the largest |value|, 1.00e+02): nothing was written; the graph does not compute this"
+        " model, report it with the model folder",
+    ),
     "float32 parity NaN": (
         "_parity",
-        float("nan"),
+        (float("nan"), 0.5),
         "the float32 graph differs from PyTorch float32 by nan on the parity sentences, above the bar of 1e-05:"
         " nothing was written; the graph does not compute this model, report it with the model folder",
     ),
@@ -853,6 +860,27 @@ def test_a_graph_that_misses_its_bar_is_refused_in_one_line_keeping_nothing(
     assert main([*command, "--overwrite", "--triton-repository", str(tmp_path / "triton")]) == 2
     assert last_error_line(capsys) == f"elmo-convert: error: {output}: {refusal}"
     assert file_tree(tmp_path) == before  # no staging folder left, an old output as it was, no Triton model
+
+
+def test_the_float_bar_scales_with_the_values(fixture_model_folder: Path, tmp_path: Path, capsys) -> None:
+    """The bar was absolute: a head whose logits reach 1e5 (its classifier scaled), computed to a few float32 steps
+    (1e-2 here), was refused as a graph that does not compute the model. It scales with the largest |value|."""
+    torch.manual_seed(0)
+    head = ElmoForTokenClassification.from_pretrained(fixture_model_folder, num_labels=4).eval()
+    with torch.no_grad():
+        head.classifier.weight.mul_(1e5)
+        head.classifier.bias.mul_(1e5)
+    head.save_pretrained(tmp_path / "head")
+    ElmoTokenizer.from_pretrained(fixture_model_folder).save_pretrained(tmp_path / "head")
+    _export(tmp_path / "head", tmp_path / "onnx")
+    parity = float(re.search(r"max \|onnxruntime - PyTorch\| (\S+)\)", capsys.readouterr().out)[1])
+    inputs = ElmoTokenizer.from_pretrained(tmp_path / "head")(
+        PARITY_SENTENCES, is_split_into_words=True, padding=True, return_tensors="pt"
+    )
+    with torch.no_grad():
+        largest = float(head(**inputs).logits.abs().max())
+    print(f"logits up to {largest:.3g}: max |onnxruntime - PyTorch| {parity:.2e}, bar {1e-5 * largest:.2e}")
+    assert parity > 1e-5 and largest > 1e4 and parity <= 1e-5 * largest
 
 
 def test_the_pages_say_what_the_folder_holds(every_graph: dict) -> None:
