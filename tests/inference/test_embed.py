@@ -780,6 +780,33 @@ def test_one_line_errors(
     assert err.startswith(f"elmo-embed: error: {message}") and err.count("\n") == 1
 
 
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        # It failed inside the first batch (aten::equal has no meta kernel), leaving OUT.partial behind.
+        (
+            ["--device", "meta"],
+            "--device meta: the meta device holds no data, so nothing can be computed on it; pass --device cpu or"
+            " cuda, or no --device",
+        ),
+        # It was accepted in silence (--overwrite won).
+        (
+            ["--resume", "--overwrite"],
+            "--resume and --overwrite contradict each other: --resume continues OUT.partial's finished lines,"
+            " --overwrite starts over without them; pass one of them",
+        ),
+    ],
+    ids=["meta device", "resume and overwrite"],
+)
+def test_options_that_cannot_run_are_refused_before_anything_is_written(
+    flags: list[str], message: str, fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    source = _write_lines(tmp_path / "in.txt", SENTENCES)
+    code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", fixture_model_folder, *flags)
+    assert (code, err) == (2, f"elmo-embed: error: {message}\n")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.txt"]
+
+
 def test_damaged_weights_are_named(fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     damaged = Path(shutil.copytree(fixture_model_folder, tmp_path / "damaged"))
     weights = damaged / "model.safetensors"
