@@ -36,10 +36,11 @@ raw text with --tokenize, which splits it PTB-like, never inside a character (ac
 stay whole) and normalises it to Unicode's NFC first, so that "e" + a combining accent and the precomposed letter
 are one word; no word holds an invisible character (a control character or a zero-width space separates words,
 other format characters, such as the bidirectional marks, are dropped). An input that is mostly not text (binary
-data), or in another encoding than UTF-8 (UTF-16 or UTF-32 with a byte order mark; CESU-8; Latin-1 or cp1252: its
-first 64 KB hold bytes that are not UTF-8 and no UTF-8 character beyond ASCII), is refused before anything is
-written, with the command that converts it; a UTF-8 file with a few bad bytes is embedded with U+FFFD for them,
-with a warning. The output has the layout of AllenNLP's `allennlp elmo` command: dataset "0" holds the first line's
+data), or in another encoding than UTF-8 (UTF-16 or UTF-32 with a byte order mark; UTF-16 without one, whose 2-byte
+units hold a 00 byte on one side at least half of the time; CESU-8; Latin-1 or cp1252: its first 64 KB hold bytes
+that are not UTF-8 and no UTF-8 character beyond ASCII), is refused before anything is written, with the command
+that converts it; a UTF-8 file with a few bad bytes is embedded with U+FFFD for them, with a warning. The output
+has the layout of AllenNLP's `allennlp elmo` command: dataset "0" holds the first line's
 vectors, of shape (L+1, words, 2P) with --layers all (the token layer and the model's L biLSTM layers, each word's
 vector [forward; backward] of width 2P) or (words, 2P) otherwise, and "sentence_to_index" holds one JSON string
 mapping each line's text to its dataset name. The vectors are float32, or float16 with --storage-dtype float16
