@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,7 +12,14 @@ from elmo_transformers.common.errors import ConversionError
 from modeling_elmo import ElmoConfig
 from modeling_elmo.configuration_elmo import BILM_TF_CHAR_VOCAB_SIZE, check_field, shown_as_json
 
-__all__ = ["OPTION_FIELDS", "OptionField", "config_from_options", "options_from_config", "read_options"]
+__all__ = [
+    "OPTION_FIELDS",
+    "OptionField",
+    "config_from_options",
+    "field_values",
+    "options_from_config",
+    "read_options",
+]
 
 # n_characters is 261 in options written for training (no padding id) and 262 in those written for use.
 _CHAR_VOCAB_SIZES = (BILM_TF_CHAR_VOCAB_SIZE - 1, BILM_TF_CHAR_VOCAB_SIZE)
@@ -71,7 +78,6 @@ OPTION_FIELDS = (
     OptionField(("dropout",), "dropout", default=0.1),
     OptionField(("n_tokens_vocab",), "vocab_size", default=None, written_when_none=False),
 )
-_SECTIONS = tuple(dict.fromkeys(field.path[:depth] for field in OPTION_FIELDS for depth in range(1, len(field.path))))
 _TOP_LEVEL_ENTRIES = {field.path[0] for field in OPTION_FIELDS}
 
 
@@ -91,19 +97,28 @@ def read_options(path: str | Path) -> dict[str, Any]:
 
 def config_from_options(options: dict[str, Any], *, source: str = "options.json") -> ElmoConfig:
     """Build the `ElmoConfig` an options dict describes (`OPTION_FIELDS`); `source` names it in error messages."""
-    for section in (*_SECTIONS, *(field.path for field in OPTION_FIELDS if field.default is _REQUIRED)):
-        _require(options, section, source)
-    fields = {}
-    for field in OPTION_FIELDS:
-        try:
-            fields[field.field] = field.field_value(options)
-        except ValueError as error:
-            raise ConversionError(f"{source}: {field.name} {error}") from None
+    fields = field_values(options, OPTION_FIELDS, source=source)
     try:
         training_options = {key: value for key, value in options.items() if key not in _TOP_LEVEL_ENTRIES}
         return ElmoConfig(**fields, training_options=training_options)
     except (TypeError, ValueError) as error:
         raise ConversionError(f"{source}: {error}") from None
+
+
+def field_values(options: dict[str, Any], fields: Sequence[OptionField], *, source: str) -> dict[str, Any]:
+    """The `ElmoConfig` field values that the entries `fields` of the JSON object `options` give, each checked: a
+    missing section or required entry, or a value the field cannot hold, is a `ConversionError` naming `source`,
+    the entry, what it must be and what it is."""
+    sections = dict.fromkeys(field.path[:depth] for field in fields for depth in range(1, len(field.path)))
+    for section in (*sections, *(field.path for field in fields if field.default is _REQUIRED)):
+        _require(options, section, source)
+    values = {}
+    for field in fields:
+        try:
+            values[field.field] = field.field_value(options)
+        except ValueError as error:
+            raise ConversionError(f"{source}: {field.name} {error}") from None
+    return values
 
 
 def _require(options: dict[str, Any], path: tuple[str, ...], source: str) -> None:

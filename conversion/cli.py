@@ -76,12 +76,13 @@ def _kept_after_interruption(output: str, uploading_to: str | None) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(COMMANDS).parse_args(argv)
-    from modeling_elmo.native_elmo import set_native_libraries  # (torch: once the arguments are parsed)
-
-    set_native_libraries()  # before the first kernel: the parity measured is that of every run
     command = next(command for command in COMMANDS if command.name == args.command)
     repo, uploading = vars(args).get("push_to_hub"), False
     try:
+        # Torch is imported here, once the arguments are parsed: seconds in which a Ctrl-C is caught too.
+        from modeling_elmo.native_elmo import set_native_libraries
+
+        set_native_libraries()  # before the first kernel: the parity measured is that of every run
         summary = command.run(args)
         if repo:
             from .hub import push_folder

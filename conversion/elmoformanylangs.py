@@ -17,8 +17,10 @@ import numpy as np
 import torch
 
 from elmo_transformers.common.errors import ConversionError
+from elmo_transformers.common.options import OptionField, field_values
 from elmo_transformers.common.safe_load import load_tensors
 from modeling_elmo import ORIGINAL_CHAR_CNN_FILTERS, ElmoConfig, ElmoModel, ElmoTokenizer
+from modeling_elmo.configuration_elmo import shown_as_json
 
 from .model_card import SourceDescription, model_page_source
 from .saving import conversion_summary, output_options, save_converted_folder
@@ -49,6 +51,26 @@ RELEASED_NETWORK_CONFIG: dict[str, Any] = {
     "classifier": {"name": "sampled_softmax", "n_samples": 8192},
     "dropout": 0.1,
 }
+# Where the network config has each `ElmoConfig` field it gives (the rest come from the dictionaries, or are
+# fixed by their code: AllenNLP's skip connections and forget bias), as their loader reads it: an entry it reads
+# with `.get` has a default.
+_NETWORK_FIELDS = (
+    OptionField(("encoder", "projection_dim"), "projection_dim"),
+    OptionField(("encoder", "dim"), "cell_size"),
+    OptionField(("encoder", "n_layers"), "num_hidden_layers"),
+    # their 0 means no clipping
+    OptionField(("encoder", "cell_clip"), "cell_clip", default=None, to_config=lambda clip: clip or None),
+    OptionField(("encoder", "proj_clip"), "proj_clip", default=None, to_config=lambda clip: clip or None),
+    OptionField(("token_embedder", "max_characters_per_token"), "max_characters_per_token"),
+    OptionField(("token_embedder", "char_dim"), "char_embedding_dim"),
+    OptionField(("token_embedder", "filters"), "char_cnn_filters"),
+    OptionField(("token_embedder", "activation"), "char_cnn_activation"),
+    OptionField(("token_embedder", "n_highway"), "num_highway_layers"),
+    OptionField(("token_embedder", "word_dim"), "word_embedding_dim", default=0, to_config=lambda dim: dim or 0),
+    OptionField(("dropout",), "dropout", default=0.1),
+)
+# How errors name the network config used where the folder holds none.
+_RELEASED_NETWORK_SOURCE = "the released network config (cnn_50_100_512_4096_sample.json)"
 _CHAR_SPECIALS = ("<bos>", "<eos>", "<oov>", "<pad>", "<bow>", "<eow>")
 _WORD_SPECIALS = ("<oov>", "<bos>", "<eos>")
 # Their gate blocks are i, f, g, o; ours are TensorFlow's i, j(=g), f, o. The permutation is its own inverse.
@@ -83,18 +105,33 @@ def _read_dictionaries(model_dir: Path) -> tuple[dict[str, int], dict[str, int] 
     return chars, _read_dictionary(model_dir / "word.dic") if (model_dir / "word.dic").is_file() else None
 
 
-def _network_config(model_dir: Path) -> dict[str, Any]:
-    """The network config their `config.json` names, looked for the way their loader looks for it."""
+def _read_json_object(path: Path, what: str) -> dict[str, Any]:
+    """The JSON object in `path` (`what` says which file it is), or a ConversionError naming the file."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ConversionError(f"{path} is not a JSON {what}: {error}") from None
+    if not isinstance(value, dict):
+        raise ConversionError(f"{path}: expected a JSON object ({what}), got {type(value).__name__}")
+    return value
+
+
+def _network_config(model_dir: Path) -> tuple[dict[str, Any], str]:
+    """The network config their `config.json` names, looked for the way their loader looks for it, and how errors
+    name it (its path)."""
     training_config_path = model_dir / "config.json"
     if not training_config_path.is_file():
         raise ConversionError(f"{model_dir}: not an ELMoForManyLangs model folder (no config.json)")
-    config_path = json.loads(training_config_path.read_text(encoding="utf-8")).get("config_path")
-    if config_path is None:
-        raise ConversionError(f"{training_config_path}: no 'config_path' entry")
+    config_path = _read_json_object(training_config_path, "training config").get("config_path")
+    if not isinstance(config_path, str) or not config_path:
+        raise ConversionError(
+            f"{training_config_path}: expected a 'config_path' entry naming the network config, got "
+            f"{shown_as_json(config_path)}"
+        )
     for candidate in (model_dir / config_path, model_dir / Path(config_path).name):
         if candidate.is_file():
-            return json.loads(candidate.read_text(encoding="utf-8"))
-    return json.loads(json.dumps(RELEASED_NETWORK_CONFIG))
+            return _read_json_object(candidate, "network config"), str(candidate)
+    return json.loads(json.dumps(RELEASED_NETWORK_CONFIG)), _RELEASED_NETWORK_SOURCE
 
 
 def _load_state_dict(path: Path) -> dict[str, np.ndarray]:
@@ -104,31 +141,37 @@ def _load_state_dict(path: Path) -> dict[str, np.ndarray]:
     return {name: tensor.numpy() for name, tensor in state_dict.items()}
 
 
-def _elmo_config(network: dict[str, Any], chars: dict[str, int], words: dict[str, int] | None) -> ElmoConfig:
-    encoder, embedder = network["encoder"], network["token_embedder"]
-    if encoder.get("name") != "elmo" or embedder.get("name") != "cnn":
+def _elmo_config(
+    network: dict[str, Any], source: str, chars: dict[str, int], words: dict[str, int] | None
+) -> ElmoConfig:
+    """The `ElmoConfig` of the network config `network` (read from `source`) and the dictionaries."""
+    fields = field_values(network, _NETWORK_FIELDS, source=source)
+    encoder, embedder = network["encoder"].get("name"), network["token_embedder"].get("name")
+    if encoder != "elmo" or embedder != "cnn":
         raise ConversionError(
-            f"only the 'elmo' encoder with the 'cnn' token embedder is supported, got {encoder.get('name')!r}"
-            f" with {embedder.get('name')!r}"
+            f"{source}: only the 'elmo' encoder with the 'cnn' token embedder is supported, got {encoder!r}"
+            f" with {embedder!r}"
         )
     missing = [name for name in _CHAR_SPECIALS if name not in chars]
     if missing:
         raise ConversionError(f"char.dic lacks {', '.join(missing)}")
-    word_dim = embedder.get("word_dim") or 0
+    word_dim = fields["word_embedding_dim"]
     if word_dim and words is None:
         raise ConversionError("the network has a word embedding (word_dim > 0) but the folder has no word.dic")
+    try:
+        return _config_with_dictionaries(fields, chars, words)
+    except ValueError as error:
+        raise ConversionError(f"{source}: {error}") from None
+
+
+def _config_with_dictionaries(
+    fields: dict[str, Any], chars: dict[str, int], words: dict[str, int] | None
+) -> ElmoConfig:
+    """`ElmoConfig` of the network config's `fields` and the ids the dictionaries give."""
+    word_dim = fields["word_embedding_dim"]
     return ElmoConfig(
+        **fields,
         char_vocab_size=max(chars.values()) + 2,  # +1 shift frees id 0 for "no word"
-        max_characters_per_token=embedder["max_characters_per_token"],
-        char_embedding_dim=embedder["char_dim"],
-        char_cnn_filters=embedder["filters"],
-        char_cnn_activation=embedder["activation"],
-        num_highway_layers=embedder["n_highway"],
-        projection_dim=encoder["projection_dim"],
-        cell_size=encoder["dim"],
-        num_hidden_layers=encoder["n_layers"],
-        cell_clip=encoder.get("cell_clip") or None,  # their 0 means no clipping
-        proj_clip=encoder.get("proj_clip") or None,
         use_skip_connections=True,
         lstm_forget_bias=0.0,
         # Their first slot holds the id of '<eow>' and the last that of '<bow>' (their frontend swaps the names).
@@ -138,10 +181,8 @@ def _elmo_config(network: dict[str, Any], chars: dict[str, int], words: dict[str
         eos_char_id=chars["<eos>"] + 1,
         char_pad_id=chars["<pad>"] + 1,
         word_vocab_size=max(words.values()) + 1 if word_dim else 0,
-        word_embedding_dim=word_dim,
         bos_word_id=words["<bos>"] if word_dim else None,
         eos_word_id=words["<eos>"] if word_dim else None,
-        dropout=network.get("dropout", 0.1),
     )
 
 
@@ -226,9 +267,9 @@ def _tokenizer(config: ElmoConfig, chars: dict[str, int], words: dict[str, int] 
 def load_elmoformanylangs_model(model_dir: str | Path) -> tuple[ElmoModel, dict[str, int], dict[str, int] | None]:
     """The `ElmoModel` of an ELMoForManyLangs folder, with its character and word dictionaries."""
     model_dir = Path(model_dir)
-    network = _network_config(model_dir)
+    network, source = _network_config(model_dir)
     chars, words = _read_dictionaries(model_dir)
-    config = _elmo_config(network, chars, words)
+    config = _elmo_config(network, source, chars, words)
     tensors = _load_state_dict(model_dir / "token_embedder.pkl")
     tensors.update(_load_state_dict(model_dir / "encoder.pkl"))
     mappings = weight_mappings(config)

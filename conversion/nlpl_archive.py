@@ -112,7 +112,9 @@ class _ZipArchive(_Source):
 
     def __init__(self, path: Path, archive: zipfile.ZipFile) -> None:
         self._zip = archive
-        self._infos = {info.filename: info for info in archive.infolist() if not info.is_dir()}
+        infos = [info for info in archive.infolist() if not info.is_dir()]
+        _refuse_twin_entries(path, infos)
+        self._infos = {info.filename: info for info in infos}
         super().__init__(
             path, [_Member(name, info.file_size) for name, info in self._infos.items() if _is_member(name)]
         )
@@ -174,6 +176,27 @@ class _ZipArchive(_Source):
                 f"{self.path}: extracting {member.name} to {target.parent} filled the disk: free some space (or set"
                 " TMPDIR to a larger disk) and run again"
             ) from None
+
+
+def _refuse_twin_entries(path: Path, infos: list[zipfile.ZipInfo]) -> None:
+    """Refuse entries that zipfile reads under one name, and a name it cuts at a NUL character (`model.hdf5\\0.txt`
+    reads as `model.hdf5`, which other tools may not): members are looked up by name, and one of the twins (or the
+    cut name) would be taken in silence, as `_Folder.named` refuses twins of another case."""
+    by_name: dict[str, list[str]] = {}
+    for info in infos:
+        by_name.setdefault(info.filename, []).append(info.orig_filename)
+    for name, entries in by_name.items():
+        cut = [entry for entry in entries if "\0" in entry]
+        if cut:
+            twins = f", beside {len(entries) - 1} other member(s) of that name" if len(entries) > 1 else ""
+            raise ConversionError(
+                f"{path}: the member name {cut[0]!r} holds a NUL character, at which zipfile cuts it to {name}"
+                f"{twins}: the archive is damaged or misleading; remake it without that member"
+            )
+        if len(entries) > 1:
+            raise ConversionError(
+                f"{path} holds {len(entries)} members named {name}: remake the archive with one of them"
+            )
 
 
 class _FolderArchive(_Source):

@@ -70,7 +70,9 @@ __all__ = [
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".onnx", ".h5", ".pt")
 # What the export requires of a graph before it keeps it (`measurement_problem`): the float32 graph within this of
-# PyTorch float32 on `PARITY_SENTENCES` (every biLM layer, or a head's logits), the int8 graph's mean per-word
+# PyTorch float32 on `PARITY_SENTENCES` (every biLM layer, or a head's logits), times the largest |value| PyTorch
+# gives where that exceeds 1 (float32's rounding grows with the values: an absolute bar refused a model whose values
+# reach 4e5 at 2.2e-1, a few float32 steps), the int8 graph's mean per-word
 # cosine to the float32 graph at least this (`graph_cosine`), and the int8 graph's outputs for each of those
 # sentences the same alone and in their batch within this (`batch_difference`).
 FLOAT_PARITY_BAR = 1e-5
@@ -86,13 +88,15 @@ _PIPELINE_TAGS = {
 
 @dataclass(frozen=True)
 class OnnxExport:
-    """What an export wrote and measured: the largest difference to PyTorch float32 on `PARITY_SENTENCES`, and
-    with int8 the per-word cosine (mean, min) of the biLSTM layers to the float32 graph (of the biLM) and the largest
-    difference between a sentence's outputs alone and in a batch (`batch_difference`)."""
+    """What an export wrote and measured: the largest difference to PyTorch float32 on `PARITY_SENTENCES` (and the
+    largest |value| PyTorch gave there, `magnitude`), and with int8 the per-word cosine (mean, min) of the biLSTM
+    layers to the float32 graph (of the biLM) and the largest difference between a sentence's outputs alone and in a
+    batch (`batch_difference`)."""
 
     architecture: str
     parity: float
     graph_bytes: int
+    magnitude: float = 1.0
     quantized_bytes: int | None = None
     cosine: tuple[float, float] | None = None
     batch_difference: float | None = None
@@ -157,7 +161,8 @@ def _measure(model: torch.nn.Module, folder: Path) -> tuple[OnnxExport, Inferenc
     """The float32 graph in `folder`, measured against `model` (its parity), with its session and tokenizer."""
     session = open_graph(folder / FLOAT_GRAPH, ConversionError)
     tokenizer = ElmoTokenizer.from_pretrained(folder)
-    result = OnnxExport(type(model).__name__, _parity(model, session, tokenizer), (folder / FLOAT_GRAPH).stat().st_size)
+    parity, magnitude = _parity(model, session, tokenizer)
+    result = OnnxExport(type(model).__name__, parity, (folder / FLOAT_GRAPH).stat().st_size, magnitude)
     return result, session, tokenizer
 
 
@@ -230,11 +235,15 @@ def _copy_model_files(model_dir: Path, folder: Path, architecture: str) -> None:
 def measurement_problem(result: OnnxExport) -> str | None:
     """The line refusing an export whose measurements miss their bars (`FLOAT_PARITY_BAR`, `INT8_COSINE_BAR`,
     `INT8_BATCH_BAR`), and the way on; None when they pass. A NaN measurement misses."""
-    if not result.parity <= FLOAT_PARITY_BAR:
+    bar = FLOAT_PARITY_BAR * max(1.0, result.magnitude)
+    if not result.parity <= bar:
+        shown = f"{FLOAT_PARITY_BAR:.0e}"
+        if result.magnitude > 1:
+            shown = f"{bar:.2e} ({shown} x the largest |value|, {result.magnitude:.2e})"
         return (
             f"the float32 graph differs from PyTorch float32 by {result.parity:.2e} on the parity sentences, above"
-            f" the bar of {FLOAT_PARITY_BAR:.0e}: nothing was written; the graph does not compute this model, report"
-            " it with the model folder"
+            f" the bar of {shown}: nothing was written; the graph does not compute this model, report it with the"
+            " model folder"
         )
     if result.cosine is not None and not result.cosine[0] >= INT8_COSINE_BAR:
         return (
@@ -335,8 +344,9 @@ def per_word_cosine(layers: np.ndarray, reference: np.ndarray, word_mask: np.nda
     return products / np.maximum(norms, np.finfo(np.float32).tiny)
 
 
-def _parity(model: torch.nn.Module, session, tokenizer: ElmoTokenizer) -> float:
-    """Largest |graph - PyTorch| over `PARITY_SENTENCES`: every biLM layer, or a head's logits."""
+def _parity(model: torch.nn.Module, session, tokenizer: ElmoTokenizer) -> tuple[float, float]:
+    """Largest |graph - PyTorch| over `PARITY_SENTENCES` (every biLM layer, or a head's logits), and the largest
+    |PyTorch| there, which the bar scales with."""
     inputs = tokenizer(PARITY_SENTENCES, is_split_into_words=True, padding=True, return_tensors="pt")
     with torch.no_grad():
         if isinstance(model, ElmoModel):
@@ -345,7 +355,7 @@ def _parity(model: torch.nn.Module, session, tokenizer: ElmoTokenizer) -> float:
         else:
             expected, name = model(**inputs).logits, "logits"
     (actual,) = session.run([name], {key: tensor.numpy() for key, tensor in inputs.items()})
-    return float(np.abs(actual - expected.numpy()).max())
+    return float(np.abs(actual - expected.numpy()).max()), float(expected.abs().max())
 
 
 _PAGE = """---
@@ -368,8 +378,9 @@ serves every batch size and sentence length, empty sentences included: the biLST
 {quantized_row}| `config.json` | the source's config; `architectures` is `{architecture}`, what the graph computes |
 {sources_row}
 The export keeps a graph only if it passes these bars on its parity sentences: the float32 graph within
-{parity_bar:.0e} of PyTorch float32, the int8 graph's mean per-word cosine to float32 at least {cosine_bar} (measured on
-the biLM), and its outputs for a sentence the same alone and in a batch within {batch_bar:.0e}. The int8 graph
+{parity_bar:.0e} of PyTorch float32 (times the largest |value| where that exceeds 1), the int8 graph's mean per-word
+cosine to float32 at least {cosine_bar} (measured on the biLM), and its outputs for a sentence the same alone and in a
+batch within {batch_bar:.0e}. The int8 graph
 quantises each row of activations (a word, or a sentence's state at a step) with a scale of its own, so a sentence's
 vectors never depend on its batch mates.
 

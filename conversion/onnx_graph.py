@@ -260,7 +260,12 @@ def _char_encoder(graph: _Builder, model: ElmoModel, char_ids: str) -> str:
     """`ElmoCharacterEncoder` over char ids (N, chars) -> token vectors (N, P), each distinct word encoded once."""
     encoder = model.char_encoder
     distinct, _, inverse, _ = graph.op("Unique", char_ids, outputs=4, axis=0)
-    embedded = graph.op("Gather", graph.constant(encoder.char_embedding.weight, "char_embedding"), distinct)
+    # Gather reads a negative index from the end of the table: a negative id would be a character. It is made the
+    # first id past the table instead, so that it fails the run as an id over the table's last does (`ElmoModel`
+    # refuses both too).
+    rows = encoder.char_embedding.num_embeddings
+    in_table = graph.op("Where", graph.op("Less", distinct, graph.ints(0)), graph.ints(rows), distinct)
+    embedded = graph.op("Gather", graph.constant(encoder.char_embedding.weight, "char_embedding"), in_table)
     embedded = graph.op("Transpose", embedded, perm=[0, 2, 1])  # (U, E, chars)
     activation = "Relu" if model.config.char_cnn_activation == "relu" else "Tanh"
     features = []

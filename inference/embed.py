@@ -11,6 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 from elmo_transformers.common.atomic_output import partial_path
 from elmo_transformers.common.errors import ElmoError, EmbedError, report_error, report_interruption
@@ -35,10 +36,11 @@ raw text with --tokenize, which splits it PTB-like, never inside a character (ac
 stay whole) and normalises it to Unicode's NFC first, so that "e" + a combining accent and the precomposed letter
 are one word; no word holds an invisible character (a control character or a zero-width space separates words,
 other format characters, such as the bidirectional marks, are dropped). An input that is mostly not text (binary
-data), or in another encoding than UTF-8 (UTF-16 or UTF-32 with a byte order mark; CESU-8; Latin-1 or cp1252: its
-first 64 KB hold bytes that are not UTF-8 and no UTF-8 character beyond ASCII), is refused before anything is
-written, with the command that converts it; a UTF-8 file with a few bad bytes is embedded with U+FFFD for them,
-with a warning. The output has the layout of AllenNLP's `allennlp elmo` command: dataset "0" holds the first line's
+data), or in another encoding than UTF-8 (UTF-16 or UTF-32 with a byte order mark; UTF-16 without one, whose 2-byte
+units hold a 00 byte on one side at least half of the time; CESU-8; Latin-1 or cp1252: its first 64 KB hold bytes
+that are not UTF-8 and no UTF-8 character beyond ASCII), is refused before anything is written, with the command
+that converts it; a UTF-8 file with a few bad bytes is embedded with U+FFFD for them, with a warning. The output
+has the layout of AllenNLP's `allennlp elmo` command: dataset "0" holds the first line's
 vectors, of shape (L+1, words, 2P) with --layers all (the token layer and the model's L biLSTM layers, each word's
 vector [forward; backward] of width 2P) or (words, 2P) otherwise, and "sentence_to_index" holds one JSON string
 mapping each line's text to its dataset name. The vectors are float32, or float16 with --storage-dtype float16
@@ -95,21 +97,35 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     options = EmbedOptions.from_arguments(build_parser().parse_args(argv))
+    try:
+        embedding = _import_the_run(options)
+    except ElmoError as error:
+        return report_error("elmo-embed", error)
+    except KeyboardInterrupt:  # in the seconds torch and transformers take to import
+        return report_interruption("elmo-embed", _interrupted_state(options.output, complete=False))
+    return _run(embedding, options, argv)
+
+
+def _import_the_run(options: EmbedOptions) -> ModuleType:
+    """The extra `options` need checked, then the heavy imports and the native libraries' settings; the module
+    that runs the embedding (`embedding`)."""
     if options.output_format == "datasets":
-        try:
-            require_extra("datasets", "--format datasets", EmbedError)
-        except EmbedError as error:
-            return report_error("elmo-embed", error)
+        require_extra("datasets", "--format datasets", EmbedError)
     from modeling_elmo.native_elmo import set_native_libraries
 
     set_native_libraries()  # before the first kernel
     from transformers.utils.logging import disable_progress_bar
 
-    from elmo_transformers.common.processes import leave_process_group
-
     from . import embedding
 
     disable_progress_bar()  # transformers' weight-loading bar; elmo-embed shows its own
+    return embedding
+
+
+def _run(embedding: ModuleType, options: EmbedOptions, argv: list[str]) -> int:
+    """Embed the file as `options` say, with the `embedding` module; the exit status, each failure in one line."""
+    from elmo_transformers.common.processes import leave_process_group
+
     complete = False  # the output is published
     try:
         summary = embedding.embed_file(options, command=["elmo-embed", *argv])

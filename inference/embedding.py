@@ -188,11 +188,8 @@ def process_device(device: str | None, processes: PartialState) -> str | None:
 def _check_request(options: EmbedOptions) -> str:
     """Refuse, in one line, a run that cannot start: its input, its sizes, its output path, its storage, its model;
     returns the model (a folder, or a Hub name)."""
+    options.check()
     check_input(options.input)
-    if options.batch_size < 1 or options.max_words < 1:
-        raise EmbedError(
-            f"--batch-size and --max-words must be at least 1, got {options.batch_size} and {options.max_words}"
-        )
     check_output_path(options.output, options.input, folder=options.output_format == "datasets")
     Storage(options.storage_dtype, options.compression)  # an unknown dtype or filter is refused here, before any work
     model = resolve_model(options.model)

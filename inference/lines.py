@@ -57,6 +57,9 @@ _OTHER_BYTE_ORDER_MARKS = {
 # percent.
 SAMPLE_BYTES = 1 << 16
 MAX_NOT_TEXT_SHARE = 0.3
+# At most this share of a UTF-16 sample's 2-byte units may have a 00 byte on the side other than ASCII's: a NUL
+# character, or a character such as U+0100 (`_check_utf16_without_mark`).
+_UTF16_OTHER_SIDE_ZEROS = 0.05
 # Errors of damaged gzip data (gzip.BadGzipFile is an OSError).
 _GZIP_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile)
 # Why the input must be a regular file.
@@ -129,6 +132,7 @@ def check_text(path: str | Path) -> None:
     except OSError as error:
         raise EmbedError(f"{path}: cannot read the input ({error.strerror})") from None
     _check_byte_order_mark(path, sample, compressed)
+    _check_utf16_without_mark(path, sample, compressed)
     # A multi-byte character cut by the end of the sample is left out.
     text = codecs.getincrementaldecoder("utf-8")("surrogateescape").decode(sample, final=len(sample) < SAMPLE_BYTES)
     _check_not_binary(path, sample, text)
@@ -144,6 +148,31 @@ def _check_byte_order_mark(path: str | Path, sample: bytes, compressed: bool) ->
                 f"{path}: {encoding} text (it starts with the {byte_order} byte order mark {mark.hex(' ').upper()}),"
                 f" not UTF-8: convert it first: {_converted(path, compressed, converter)}"
             )
+
+
+def _check_utf16_without_mark(path: str | Path, sample: bytes, compressed: bool) -> None:
+    """Refuse UTF-16 text without a byte order mark, which would look binary: mostly ASCII (or Latin-1) text puts a
+    00 byte in every other place. Taken as UTF-16 where at least half of the 2-byte units have 00 on the same side
+    (the second byte: little-endian, the first: big-endian), at most `_UTF16_OTHER_SIDE_ZEROS` of them on the other
+    side, and the sample decodes in that byte order as text (no more than `MAX_NOT_TEXT_SHARE` control
+    characters)."""
+    units = len(sample) // 2
+    for encoding, zero_side, byte_order in (("UTF-16LE", 1, "little-endian"), ("UTF-16BE", 0, "big-endian")):
+        zeros, other_zeros = sample[zero_side::2].count(0), sample[1 - zero_side :: 2].count(0)
+        if not units or zeros < 0.5 * units or other_zeros > _UTF16_OTHER_SIDE_ZEROS * units:
+            continue
+        try:  # (a character cut by the end of the sample is left out)
+            text = codecs.getincrementaldecoder(encoding.lower())().decode(sample, final=len(sample) < SAMPLE_BYTES)
+        except UnicodeDecodeError:
+            continue
+        if len(_NOT_TEXT.findall(text)) > MAX_NOT_TEXT_SHARE * len(text):
+            continue
+        converter = f"iconv -f {encoding.lower()} -t utf-8"
+        raise EmbedError(
+            f"{path}: {byte_order} UTF-16 text without a byte order mark? ({zeros / units:.0%} of its 2-byte units"
+            f" have a 00 byte {'second' if zero_side else 'first'}, as ASCII characters do in it), not UTF-8:"
+            f" convert it first: {_converted(path, compressed, converter)}"
+        )
 
 
 def _check_not_binary(path: str | Path, sample: bytes, text: str) -> None:

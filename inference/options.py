@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from elmo_transformers.common.disk_space import NO_SPACE_CHECK
+from elmo_transformers.common.errors import EmbedError
 
 __all__ = ["COMPRESSIONS", "COMPUTE_DTYPES", "FORMATS", "LAYER_CHOICES", "STORAGE_DTYPES", "EmbedOptions"]
 
@@ -143,6 +144,25 @@ class EmbedOptions:
     def from_arguments(cls, arguments: argparse.Namespace) -> EmbedOptions:
         """The options of a namespace parsed by a parser that `add_arguments` built."""
         return cls(**{option.name: getattr(arguments, option.name) for option in dataclasses.fields(cls)})
+
+    def check(self) -> None:
+        """Refuse, in one `EmbedError` line, options that cannot run at all or together: checked before anything is
+        read or written."""
+        if self.batch_size < 1 or self.max_words < 1:
+            raise EmbedError(
+                f"--batch-size and --max-words must be at least 1, got {self.batch_size} and {self.max_words}"
+            )
+        if self.resume and self.overwrite:
+            raise EmbedError(
+                "--resume and --overwrite contradict each other: --resume continues OUT.partial's finished lines,"
+                " --overwrite starts over without them; pass one of them"
+            )
+        if self.device is not None and self.device.split(":")[0] == "meta":
+            # (the model moves there without a word, and the first batch fails deep inside torch)
+            raise EmbedError(
+                f"--device {self.device}: the meta device holds no data, so nothing can be computed on it; pass"
+                " --device cpu or cuda, or no --device"
+            )
 
     def recorded(self) -> dict[str, Any]:
         """The options that the vectors depend on, by name (what `settings.json` records of them)."""

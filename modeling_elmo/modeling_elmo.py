@@ -24,7 +24,12 @@ from .lstm_elmo import LstmState, lstm_cell_step, run_lstm_stacks
 from .mixing_elmo import ElmoLayerMix
 from .onednn_elmo import ElmoDerivedWeights, ElmoOneDnnWeights
 from .softmax_elmo import ElmoSoftmax
-from .substitutes_elmo import DEFAULT_SUBSTITUTE_COMBINATION, ElmoSubstitutesOutput, combine_lm_log_probabilities
+from .substitutes_elmo import (
+    DEFAULT_SUBSTITUTE_COMBINATION,
+    ElmoSubstitutesOutput,
+    combine_lm_log_probabilities,
+    non_finite_score_problem,
+)
 from .vocabulary_elmo import BILM_TF_SPECIAL_WORD_IDS, framed_char_ids
 
 __all__ = [
@@ -164,6 +169,7 @@ class ElmoCharacterEncoder(nn.Module):
     def forward(self, char_ids: torch.Tensor, word_ids: torch.Tensor | None = None) -> torch.Tensor:
         if self.word_embedding is not None and word_ids is None:
             raise ValueError("this model has a word embedding: pass input_word_ids from its tokenizer")
+        _check_char_ids(char_ids, self.char_embedding.num_embeddings)
         keys = _packed_columns(char_ids, bits=(self.char_embedding.num_embeddings - 1).bit_length())
         first, inverse = _distinct_rows(keys if word_ids is None else torch.cat([keys, word_ids[:, None]], dim=1))
         if self.word_embedding is None:
@@ -187,6 +193,20 @@ class ElmoCharacterEncoder(nn.Module):
         if word_ids is not None:
             features = torch.cat([self.word_embedding(word_ids), features], dim=-1)
         return self.projection(features)
+
+
+def _check_char_ids(char_ids: torch.Tensor, rows: int) -> None:
+    """Refuse, in one ValueError, character ids outside the embedding's rows 0..rows - 1: a negative id packs into
+    the key of another word (`_packed_columns`), whose vector it would take in silence. The exported graph refuses
+    the same ids (`conversion/onnx_graph.py`)."""
+    if not char_ids.numel():
+        return
+    low, high = torch.stack(torch.aminmax(char_ids)).tolist()  # one host synchronisation
+    if low < 0 or high >= rows:
+        raise ValueError(
+            f"input_ids holds the character id {low if low < 0 else high}: character ids lie in 0..{rows - 1} "
+            "(0 for no character); encode the words with ElmoTokenizer"
+        )
 
 
 def _packed_columns(ids: torch.Tensor, bits: int) -> torch.Tensor:
@@ -861,7 +881,8 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
         `"product"`, the default, `"product_over_prior"`, `"mean"`, `"forward"`, `"backward"`). The word itself
         plays no part. `excluded_ids` (bilm-tf's `<S>`, `</S>`, `<UNK>` by default) are never proposed; the
         softmax's row k is line k of the model's `vocab.txt`. `state`: as for [`word_log_probabilities`]. A model
-        loaded from a folder without the softmax is refused (`check_softmax_is_trained`).
+        loaded from a folder without the softmax is refused (`check_softmax_is_trained`), and so is a NaN or an
+        infinity among the scores (a ValueError naming the word, and the damaged weight if there is one).
         """
         self.check_softmax_is_trained()
         proposable = self.config.vocab_size - len(set(excluded_ids))
@@ -871,6 +892,11 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
         forward, backward = self.word_log_probabilities(input_ids, attention_mask, state)
         log_probabilities = combine_lm_log_probabilities(forward, backward, combination, excluded_ids=excluded_ids)
         top = log_probabilities.topk(top_k, dim=-1)
+        if not torch.isfinite(top.values).all():
+            # Only then the pass over the weights, to name the damaged one.
+            problem = non_finite_score_problem(top.values, word_mask, self.non_finite_weight())
+            if problem is not None:
+                raise ValueError(problem)
         return ElmoSubstitutesOutput(
             scores=top.values.exp() * word_mask[..., None],
             word_ids=top.indices * word_mask[..., None],

@@ -1,12 +1,14 @@
 """ELMo's pipelines: `pipeline("elmo-token-classification")`, one prediction per word, and
 `pipeline("elmo-substitutes")`, the words the biLM proposes for a position of a sentence (fill-mask's output).
 
-transformers' own token-classification pipeline needs a fast tokenizer's offsets; ELMo's tokenizer gives
-one position per word instead, which makes the mapping back to the text simple.
+transformers' own token-classification pipeline reads each position as one token id, with a special-tokens mask;
+ELMo's tokenizer gives one position of character ids per word instead (and refuses that pipeline's request for the
+mask, naming this one), which makes the mapping back to the text simple.
 """
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
@@ -82,7 +84,8 @@ class ElmoSubstitutesPipeline(_ElmoWordsPipeline):
     words to the left, the backward LM given the words to the right (`ElmoForBidirectionalLM.substitutes`; the
     word at the position plays no part). Needs a language-model folder, with its softmax and `vocab.txt`: a folder
     without the softmax (a biLM, a task head: `ElmoForBidirectionalLM.check_softmax_is_trained`) is refused with a
-    ValueError, one without `vocab.txt` with a FileNotFoundError, each one line.
+    ValueError, one without `vocab.txt` with a FileNotFoundError, each one line; so are scores that are NaN or
+    infinite (a damaged weight: `ElmoForBidirectionalLM.substitutes`) and a `position` that is not an int.
 
     Call it on a text (split like the tokenizer splits it) or a list of words (pass a list of such lists: a plain
     list is a batch of texts), with `position` (the word's index), `top_k` (default 10) and `combination` (default
@@ -112,7 +115,7 @@ class ElmoSubstitutesPipeline(_ElmoWordsPipeline):
         return (
             {},
             {name: value for name, value in substitute_options.items() if value is not None},
-            {"position": position},
+            {"position": None if position is None else _word_index(position)},
         )
 
     def _forward(self, model_inputs: dict[str, Any], **substitute_options: Any) -> dict[str, Any]:
@@ -137,6 +140,17 @@ class ElmoSubstitutesPipeline(_ElmoWordsPipeline):
             sequence = " ".join([*words[:index], word, *words[index + 1 :]])
             results.append({"score": score, "token": word_id, "token_str": word, "sequence": sequence})
         return results
+
+
+def _word_index(position: Any) -> int:
+    """`position` as an int, or a ValueError: a bool or a list would index the scores' tensor as a mask or a
+    gather, giving a list where a word id is read."""
+    if isinstance(position, bool) or not isinstance(position, numbers.Integral):
+        raise ValueError(
+            f"position must be a word's index (an int: 0 for the first word), got {position!r} "
+            f"({type(position).__name__}); leave it out for every word's substitutes"
+        )
+    return int(position)
 
 
 def _softmax_vocabulary(folder: str) -> list[str]:

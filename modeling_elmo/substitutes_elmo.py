@@ -35,6 +35,7 @@ __all__ = [
     "SUBSTITUTE_COMBINATIONS",
     "ElmoSubstitutesOutput",
     "combine_lm_log_probabilities",
+    "non_finite_score_problem",
     "zipf_log_prior",
 ]
 
@@ -90,3 +91,25 @@ def combine_lm_log_probabilities(
     excluded = torch.zeros(scores.shape[-1], dtype=torch.bool, device=scores.device)
     excluded[list(excluded_ids)] = True
     return torch.log_softmax(scores.masked_fill(excluded, -math.inf), dim=-1)
+
+
+def non_finite_score_problem(
+    log_scores: torch.Tensor, word_mask: torch.Tensor, weight_problem: str | None
+) -> str | None:
+    """The line refusing the first NaN or infinity among the log-probabilities `log_scores` (batch, words, top_k) of
+    the words `word_mask` (batch, words) marks, or None when they are finite. A damaged weight (`weight_problem`,
+    from `non_finite_weight()`) or activations beyond the dtype's range make them so: a NaN proposed as a score
+    would look like an answer (`elmo-embed` refuses non-finite vectors the same way)."""
+    non_finite = ~torch.isfinite(log_scores) & word_mask[..., None]
+    if not non_finite.any():
+        return None
+    sentence, word, rank = non_finite.nonzero()[0].tolist()
+    problem = (
+        f"the substitutes of word {word} of sentence {sentence} have a non-finite log-probability "
+        f"({log_scores[sentence, word, rank].item()})"
+    )
+    if weight_problem is not None:
+        return f"{problem}: {weight_problem}: the weights are damaged; download or convert the model again"
+    if log_scores.dtype == torch.float32:
+        return f"{problem}: the model's activations overflow float32's range; check the model's weights"
+    return f"{problem}: the model's activations went beyond {log_scores.dtype}'s range; compute in float32"

@@ -203,6 +203,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
         return_tensors: str | None = None,
         return_attention_mask: bool | None = None,
         return_length: bool = False,
+        return_special_tokens_mask: bool = False,
         **kwargs,
     ) -> BatchEncoding:
         """The whole batch as arrays: each distinct word's ids from the word cache, placed with one look-up.
@@ -212,6 +213,14 @@ class ElmoTokenizer(PreTrainedTokenizer):
         """
         if text_pair is not None:
             raise ValueError("ElmoTokenizer encodes single sentences; sentence pairs (text_pair) are not supported")
+        if return_special_tokens_mask:
+            # transformers' token-classification pipeline asks for it, then reads each position as one token id.
+            raise ValueError(
+                "ElmoTokenizer adds no special tokens (every position is a word of 50 character ids; the model adds "
+                "<S> and </S> itself), so it has no special_tokens_mask, and transformers' token-classification "
+                'pipeline cannot read its positions: use pipeline("elmo-token-classification", model=...) (import '
+                "modeling_elmo first), which gives the same output per word"
+            )
         is_batched = isinstance(text, (list, tuple)) and (
             not is_split_into_words or (len(text) > 0 and not isinstance(text[0], str))
         )

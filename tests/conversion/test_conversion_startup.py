@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import pytest
+from ctrl_c_on_import import run_with_ctrl_c_on_importing_torch
 
 # The console script's route: `elmo-convert ARGS` calls `elmo_transformers.conversion.cli.main()` with ARGS in sys.argv.
 _RUN_THE_COMMAND = textwrap.dedent(
@@ -42,3 +43,17 @@ def test_parsing_the_arguments_imports_nothing_heavy(arguments, expected_code, e
     assert completed.returncode == expected_code, completed.stderr
     assert expected_text in completed.stdout + completed.stderr
     assert completed.stderr.splitlines()[-1] == "imported:", completed.stderr
+
+
+def test_a_ctrl_c_while_torch_is_imported_is_one_line(tmp_path) -> None:
+    """A Ctrl-C in the first seconds of `elmo-convert onnx` (torch being imported) was a KeyboardInterrupt
+    traceback; now the command's interruption line, exit status 130, nothing written."""
+    output = tmp_path / "out"
+    completed = run_with_ctrl_c_on_importing_torch(
+        "elmo_transformers.conversion.cli", "onnx", "--model", "some-model", "--output", str(output)
+    )
+    assert (completed.returncode, completed.stderr) == (
+        130,
+        f"elmo-convert: interrupted: nothing was written: {output} is as it was; run the command again\n",
+    )
+    assert not any(tmp_path.iterdir())

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
 import pytest
 import torch
+from command_output import last_error_line
 from elmoformanylangs import Embedder
-from elmoformanylangs_files import write_small_model
+from elmoformanylangs_files import BAD_NETWORK_CONFIGS, write_small_model
 from transformers import AutoModel, AutoTokenizer
 
 import modeling_elmo  # noqa: F401  (registers the Auto classes)
@@ -98,3 +101,35 @@ def test_token_embeddings_and_export(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "cannot be written in the AllenNLP/bilm-tf format: it has a word embedding, a character vocabulary" in (
         capsys.readouterr().err
     )
+
+
+@pytest.mark.parametrize(("change", "problem"), BAD_NETWORK_CONFIGS.values(), ids=BAD_NETWORK_CONFIGS)
+def test_a_bad_network_config_is_one_line_naming_the_entry(
+    change: Any, problem: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A network config without `encoder` or `filters`, or with a value its field cannot hold, ended in 32-41
+    traceback lines (a KeyError, or ElmoConfig's ValueError); now one line naming the file and the entry."""
+    model_dir = write_small_model(tmp_path / "theirs")
+    network_config = model_dir / "cnn_small.json"
+    network = json.loads(network_config.read_text())
+    change(network)
+    network_config.write_text(json.dumps(network))
+    output = tmp_path / "ours"
+    assert main(["elmoformanylangs", "--model", str(model_dir), "--output", str(output)]) == 2
+    assert last_error_line(capsys) == f"elmo-convert: error: {network_config}: {problem}"
+    assert not output.exists()
+
+
+def test_a_network_config_that_is_not_json_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    model_dir = write_small_model(tmp_path / "theirs")
+    (model_dir / "cnn_small.json").write_text("[1, 2]")
+    assert main(["elmoformanylangs", "--model", str(model_dir), "--output", str(tmp_path / "ours")]) == 2
+    assert last_error_line(capsys) == (
+        f"elmo-convert: error: {model_dir / 'cnn_small.json'}: expected a JSON object (network config), got list"
+    )
+    (model_dir / "cnn_small.json").write_text("{")
+    assert main(["elmoformanylangs", "--model", str(model_dir), "--output", str(tmp_path / "ours")]) == 2
+    assert last_error_line(capsys).startswith(
+        f"elmo-convert: error: {model_dir / 'cnn_small.json'} is not a JSON network config: "
+    )
+    assert not (tmp_path / "ours").exists()

@@ -16,13 +16,14 @@ from pathlib import Path
 import pytest
 import torch
 from bad_inputs import RunsAShellCommand
-from elmoformanylangs_files import write_small_model
+from elmoformanylangs_files import BAD_NETWORK_CONFIGS, write_small_model
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file
 
-import elmo_transformers.conversion.nlpl_archive  # noqa: F401  (imported before memory is measured)
+import elmo_transformers.conversion.nlpl_archive  # (imported before memory is measured)
 from elmo_transformers.common import disk_space
 from elmo_transformers.common.checksums import file_sha256
+from elmo_transformers.common.disk_space import format_bytes
 from elmo_transformers.conversion.cli import main
 
 CHECKPOINT = Path(__file__).parent / "data" / "bilm_tf_checkpoint"
@@ -248,6 +249,20 @@ def test_elmoformanylangs_archive_pickle_that_holds_code(tmp_path: Path, capsys:
     assert not ran.exists() and not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("case", ["no encoder", "no filters", "projection_dim abc", "n_layers -1"])
+def test_elmoformanylangs_archive_with_a_bad_network_config(case: str, tmp_path: Path, capsys) -> None:
+    """The archive gave a `KeyError: 'encoder'` traceback; now the converter's line, naming the archive's member."""
+    model = write_small_model(tmp_path / "144")
+    change, problem = BAD_NETWORK_CONFIGS[case]
+    network = json.loads((model / "cnn_small.json").read_text())
+    change(network)
+    (model / "cnn_small.json").write_text(json.dumps(network))
+    archive = _archive(tmp_path / "144.zip", {f"144/{name}": model / name for name in ELMOFORMANYLANGS_FILES})
+    error = _error(capsys, "--archive", str(archive), "--output", str(tmp_path / "out"))
+    assert error == f"elmo-convert: error: {archive}:144/cnn_small.json: {problem}"
+    assert not (tmp_path / "out").exists()
+
+
 def test_members_come_from_one_folder(
     elmo_fixture: Path, fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
@@ -292,6 +307,59 @@ def test_a_meta_json_of_512_mb_is_refused_unread(elmo_fixture: Path, tmp_path: P
         tracemalloc.stop()
     assert code == 2
     assert peak < 400_000_000, f"peak {peak:,} bytes"
+
+
+def _with_a_nul_in_a_name(archive: Path, placeholder: str) -> Path:
+    """The archive with the member name `placeholder`'s "#" made a NUL byte (zipfile cannot write one: it cuts a name
+    at a NUL), in its local header and in the central directory (no checksum covers names)."""
+    content = archive.read_bytes()
+    named = placeholder.encode()
+    assert content.count(named) == 2
+    archive.write_bytes(content.replace(named, named.replace(b"#", b"\0")))
+    return archive
+
+
+@pytest.mark.parametrize("twin", [True, False], ids=["beside model.hdf5", "alone"])
+def test_a_member_name_cut_at_a_nul_is_refused(
+    twin: bool, elmo_fixture: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """`209/model.hdf5\\0.txt` reads as `209/model.hdf5`: beside the real one, the last of the two was taken in
+    silence (twins of another case get "2 members named"); alone, it was converted as the weights."""
+    members = _nlpl_members(elmo_fixture, folder="209/", weights_name="model.hdf5" if twin else "weights.hdf5")
+    members["209/model.hdf5#.txt"] = b"not the weights"
+    archive = _with_a_nul_in_a_name(_archive(tmp_path / "209.zip", members), "209/model.hdf5#.txt")
+    twins = ", beside 1 other member(s) of that name" if twin else ""
+    assert _error(capsys, "--archive", str(archive), "--output", str(tmp_path / "out")) == (
+        f"elmo-convert: error: {archive}: the member name '209/model.hdf5\\x00.txt' holds a NUL character, at which "
+        f"zipfile cuts it to 209/model.hdf5{twins}: the archive is damaged or misleading; remake it without that member"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_two_entries_of_one_name_are_refused(elmo_fixture: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A ZIP may hold one name twice (an archive appended to): zipfile's last entry was taken in silence."""
+    archive = _archive(tmp_path / "209.zip", _nlpl_members(elmo_fixture, folder="209/"))
+    with pytest.warns(UserWarning, match="Duplicate name"), zipfile.ZipFile(archive, "a") as opened:
+        opened.writestr("209/model.hdf5", b"not the weights")
+    assert _error(capsys, "--archive", str(archive), "--output", str(tmp_path / "out")) == (
+        f"elmo-convert: error: {archive} holds 2 members named 209/model.hdf5: remake the archive with one of them"
+    )
+
+
+@pytest.mark.parametrize("name", ["META.JSON", "Options.Json"])
+def test_the_cap_on_json_members_ignores_case(
+    name: str, elmo_fixture: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The names are matched without regard to case, and so is the cap on a JSON member's size."""
+    members = _nlpl_members(elmo_fixture, folder="209/")
+    members[f"209/{name}"] = members.pop(f"209/{name.lower()}")
+    archive = _archive(tmp_path / "209.zip", members)
+    size = zipfile.ZipFile(archive).getinfo(f"209/{name}").file_size
+    monkeypatch.setattr(elmo_transformers.conversion.nlpl_archive, "SMALL_MEMBER_BYTES", size - 1)
+    assert _error(capsys, "--archive", str(archive), "--output", str(tmp_path / "out")) == (
+        f"elmo-convert: error: {archive}:209/{name} is {format_bytes(size)} uncompressed; {name} is a JSON record of"
+        f" a few KB (at most {format_bytes(size - 1)} is read): not an ELMo model's file"
+    )
 
 
 @pytest.mark.parametrize("kind", ["encrypted", "Deflate64"])

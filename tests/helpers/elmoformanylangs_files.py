@@ -13,6 +13,28 @@ CHARACTERS = list("abcdefghijklmnopqrstuvwxyz.,éïЖжизньдом中文字\u
 WORDS = ["the", "cat", "café", "naïve", "жизнь", "中文", "."]
 FILTERS = [[1, 4], [2, 5], [3, 6]]
 
+# Changes to the network config that its loader cannot use, with the problem the converter names.
+BAD_NETWORK_CONFIGS = {
+    "no encoder": (lambda network: network.pop("encoder"), "missing required option <top level>.encoder"),
+    "no filters": (
+        lambda network: network["token_embedder"].pop("filters"),
+        "missing required option token_embedder.filters",
+    ),
+    "projection_dim abc": (
+        lambda network: network["encoder"].update(projection_dim="abc"),
+        'encoder.projection_dim must be a positive integer, got "abc"',
+    ),
+    "n_layers -1": (
+        lambda network: network["encoder"].update(n_layers=-1),
+        "encoder.n_layers must be a positive integer, got -1",
+    ),
+    "encoder a list": (lambda network: network.update(encoder=[1]), "encoder must be an object, got [1]"),
+    "filter wider than a word": (
+        lambda network: network["token_embedder"].update(filters=[[11, 4]]),
+        "ElmoConfig: char_cnn_filters must be no wider than max_characters_per_token (10), got a filter of width 11",
+    ),
+}
+
 
 def write_small_model(folder: Path, *, seed: int = 0, word_dim: int = 3, legacy_format: bool = False) -> Path:
     """A model with 10 characters per word, 3 filters, 2 highway layers, P=6, C=8 and 2 layers."""

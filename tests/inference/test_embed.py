@@ -21,6 +21,7 @@ import h5py
 import numpy as np
 import pytest
 import torch
+from ctrl_c_on_import import run_with_ctrl_c_on_importing_torch
 from safetensors.torch import load_file, save_file
 
 import elmo_transformers.inference.embedding as embed_module
@@ -292,6 +293,18 @@ def recorded_pieces(fixture_model_folder: Path, monkeypatch: pytest.MonkeyPatch)
     return record
 
 
+@pytest.mark.parametrize("output_format", ["hdf5", "datasets"])
+def test_a_ctrl_c_while_torch_is_imported_is_one_line(output_format: str, tmp_path: Path) -> None:
+    """A Ctrl-C in the first seconds (torch, transformers being imported, after the options are read) was a
+    KeyboardInterrupt traceback; now the interruption line, exit status 130, nothing written."""
+    source = _write_lines(tmp_path / "in.txt", ["a b"])
+    completed = run_with_ctrl_c_on_importing_torch(
+        "elmo_transformers.inference.embed", str(source), str(tmp_path / "out"), "--format", output_format
+    )
+    assert (completed.returncode, completed.stderr) == (130, "elmo-embed: interrupted: no line was stored yet\n")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.txt"]
+
+
 @pytest.mark.parametrize(
     ("interrupt", "code", "message"),
     [
@@ -440,9 +453,10 @@ def _random_bytes(size: int) -> bytes:
     [
         (_random_bytes(100_000), "of its first 65,536 bytes are control characters or not UTF-8"),
         (gzip.compress(_random_bytes(1000)), "of its bytes are control characters or not UTF-8"),
-        ("The cat sat on the mat .\n".encode("utf-16-le"), "50% of its bytes"),  # no byte order mark: NUL after ASCII
+        # Many 00 bytes, but on both sides of the 2-byte units: no UTF-16.
+        (np.arange(5000, dtype="<u4").tobytes(), "of its bytes are control characters or not UTF-8"),
     ],
-    ids=["binary", "gzip-compressed binary", "UTF-16 without a byte order mark"],
+    ids=["binary", "gzip-compressed binary", "32-bit integers"],
 )
 def test_binary_input_is_refused_before_writing(
     content: bytes, share: str, fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
@@ -455,6 +469,36 @@ def test_binary_input_is_refused_before_writing(
     assert err.startswith(f"elmo-embed: error: {source}: looks binary (") and share in err
     assert "not text; elmo-embed reads UTF-8 text, one sentence per line, plain or gzip-compressed" in err
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.bin"], "nothing is written"
+
+
+@pytest.mark.parametrize(
+    ("encoding", "byte_order", "side"), [("utf-16le", "little", "second"), ("utf-16be", "big", "first")]
+)
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip"])
+def test_utf16_without_a_byte_order_mark_is_named(
+    encoding: str, byte_order: str, side: str, compressed: bool, fixture_model_folder: Path, tmp_path: Path, capsys
+) -> None:
+    """It was "looks binary (50% of its bytes are control characters ...)": every other byte of ASCII is 00. Named
+    UTF-16 with the command that converts it; a few characters beyond Latin-1 (a 00-free unit) do not hide it."""
+    content = "The cat sat on the mat .\nnaïve café, Größe 日本語 😀\n" * 3
+    data = content.encode(encoding)
+    source = tmp_path / ("in.txt.gz" if compressed else "in.txt")
+    source.write_bytes(gzip.compress(data) if compressed else data)
+    converter = f"iconv -f {encoding} -t utf-8"
+    command = (
+        f"gunzip -c {source} | {converter} > {tmp_path}/in.txt.utf8"
+        if compressed
+        else f"{converter} < {source} > {source}.utf8"
+    )
+    share = f"{sum(1 for character in content.encode('utf-16-le')[1::2] if character == 0) / (len(data) // 2):.0%}"
+    assert _refusal(capsys, source, fixture_model_folder) == (
+        f"{byte_order}-endian UTF-16 text without a byte order mark? ({share} of its 2-byte units have a 00 byte"
+        f" {side}, as ASCII characters do in it), not UTF-8: convert it first: {command}"
+    )
+    assert sorted(path.name for path in tmp_path.iterdir()) == [source.name], "nothing is written"
+    if shutil.which("iconv"):  # the advice works
+        subprocess.run(command, shell=True, check=True)
+        assert (tmp_path / "in.txt.utf8").read_text(encoding="utf-8") == content
 
 
 @pytest.mark.slow
@@ -766,6 +810,33 @@ def test_one_line_errors(
     code, _, err = _embed(capsys, *args)
     assert code == 2
     assert err.startswith(f"elmo-embed: error: {message}") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        # It failed inside the first batch (aten::equal has no meta kernel), leaving OUT.partial behind.
+        (
+            ["--device", "meta"],
+            "--device meta: the meta device holds no data, so nothing can be computed on it; pass --device cpu or"
+            " cuda, or no --device",
+        ),
+        # It was accepted in silence (--overwrite won).
+        (
+            ["--resume", "--overwrite"],
+            "--resume and --overwrite contradict each other: --resume continues OUT.partial's finished lines,"
+            " --overwrite starts over without them; pass one of them",
+        ),
+    ],
+    ids=["meta device", "resume and overwrite"],
+)
+def test_options_that_cannot_run_are_refused_before_anything_is_written(
+    flags: list[str], message: str, fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    source = _write_lines(tmp_path / "in.txt", SENTENCES)
+    code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", fixture_model_folder, *flags)
+    assert (code, err) == (2, f"elmo-embed: error: {message}\n")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.txt"]
 
 
 def test_damaged_weights_are_named(fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

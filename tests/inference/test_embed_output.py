@@ -115,9 +115,7 @@ def reference_file(fixture_model_folder: Path, tmp_path_factory: pytest.TempPath
     return output
 
 
-@pytest.mark.parametrize(
-    "flags", [[], ["--overwrite"], ["--resume"], ["--resume", "--overwrite"]], ids=lambda flags: " ".join(flags) or "-"
-)
+@pytest.mark.parametrize("flags", [[], ["--overwrite"], ["--resume"]], ids=lambda flags: " ".join(flags) or "-")
 @pytest.mark.slow
 def test_a_second_writer_stops_naming_the_first_and_touches_nothing(
     flags: list[str], reference_file: Path, fixture_model_folder: Path, tmp_path: Path
@@ -168,7 +166,7 @@ def test_an_output_that_is_the_input_is_refused(link: str, fixture_model_folder:
         output.symlink_to(source)
     elif link != "output":
         os.link(source, named[link])
-    code = main([str(source), str(output), "--model", str(fixture_model_folder), "--overwrite", "--resume"])
+    code = main([str(source), str(output), "--model", str(fixture_model_folder), "--overwrite"])
     err = capsys.readouterr().err
     assert code == 2
     refused = named.get(link, source)

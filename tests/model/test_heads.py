@@ -272,6 +272,20 @@ def _tags_from_the_model(model, tokenizer, words: list[str]) -> list[tuple[str, 
     ]
 
 
+def test_transformers_own_token_classification_pipeline_says_to_use_elmos(
+    fixture_model_folder: Path, tmp_path: Path
+) -> None:
+    """`pipeline("token-classification", head_folder)` raised a bare `KeyError: 'special_tokens_mask'` (ELMo's
+    tokenizer gives one position of 50 character ids per word, which that pipeline cannot read as a token id)."""
+    ElmoForTokenClassification.from_pretrained(fixture_model_folder, num_labels=2).save_pretrained(tmp_path)
+    AutoTokenizer.from_pretrained(fixture_model_folder).save_pretrained(tmp_path)
+    tagger = pipeline("token-classification", model=str(tmp_path))
+    with pytest.raises(ValueError, match=r'has no special_tokens_mask, .* use pipeline\("elmo-token-classification"'):
+        tagger("The river, quiet.")
+    with pytest.raises(ValueError, match="has no special_tokens_mask"):
+        AutoTokenizer.from_pretrained(tmp_path)(["a", "b"], return_special_tokens_mask=True)
+
+
 def test_token_classification_pipeline(fixture_model_folder: Path, tmp_path: Path) -> None:
     model = ElmoForTokenClassification.from_pretrained(
         fixture_model_folder, num_labels=3, id2label={0: "NOUN", 1: "ADJ", 2: "VERB"}

@@ -98,6 +98,28 @@ def test_bad_inputs_name_the_problem(model: ElmoModel, inputs: dict[str, torch.T
         model(**inputs, state=(h[:, :, :1], c))
 
 
+# The first word's ids changed ("ab" is 259, 98, 99, 260, 261, ...): -413 at 2 with 261 at 3 packs into the key
+# of "ab" (-413 + 512 * 1 = 99 in the bits of column 2), so the first word is the second's twin.
+OUTSIDE_THE_TABLE = {"-1": {4: -1}, "262": {4: 262}, "a twin's key": {2: 99 - 512, 3: 261}}
+
+
+@pytest.mark.parametrize("changes", OUTSIDE_THE_TABLE.values(), ids=OUTSIDE_THE_TABLE)
+def test_character_ids_outside_the_table_are_refused(model: ElmoModel, changes: dict[int, int]) -> None:
+    """A negative id packed into another word's key, whose vector it took in silence, or failed with nn.Embedding's
+    bare "index out of range in self", as an id over 261 did. The exported graph refuses the same ids
+    (tests/onnx/test_onnx_export.py)."""
+    ids = ElmoTokenizer()([["ab", "ab"]], is_split_into_words=True, return_tensors="pt")["input_ids"]
+    for position, char_id in changes.items():
+        ids[0, 0, position] = char_id
+    shown = min(changes.values()) if min(changes.values()) < 0 else max(changes.values())
+    expected = (
+        f"^input_ids holds the character id {shown}: character ids lie in 0..261 \\(0 for no character\\); encode "
+        "the words with ElmoTokenizer$"
+    )
+    with pytest.raises(ValueError, match=expected):
+        model(input_ids=ids)
+
+
 def test_gradients_reach_every_parameter(model: ElmoModel, inputs: dict[str, torch.Tensor]) -> None:
     model.zero_grad()
     model(**inputs, output_hidden_states=True).last_hidden_state.sum().backward()

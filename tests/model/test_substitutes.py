@@ -7,8 +7,10 @@ head) or without `vocab.txt` is refused in one line, in the pipeline and as remo
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from lm_substitutes import original_word_ranks, unigram_ranks
@@ -24,7 +26,7 @@ from modeling_elmo import (
     ElmoModel,
     ElmoTokenizer,
 )
-from modeling_elmo.substitutes_elmo import SUBSTITUTE_COMBINATIONS
+from modeling_elmo.substitutes_elmo import SUBSTITUTE_COMBINATIONS, non_finite_score_problem
 
 VOCAB = 40
 SPECIAL = (0, 1, 2)
@@ -224,6 +226,20 @@ def test_pipeline_on_no_words_gives_no_substitutes():
         substitutes("a b", position=2)
 
 
+@pytest.mark.parametrize(("position", "shown"), [(True, "True (bool)"), ([1], "[1] (list)"), (1.0, "1.0 (float)")])
+def test_a_position_that_is_not_an_int_is_refused_in_one_line(position, shown: str):
+    """`position=True` indexed the scores as a mask and failed with "list indices must be integers or slices, not
+    list"; a list or a float failed as obscurely. A numpy integer is an index."""
+    substitutes = _pipeline_of(_language_model())
+    expected = (
+        f"^position must be a word's index \\(an int: 0 for the first word\\), got {re.escape(shown)}; leave it out "
+        "for every word's substitutes$"
+    )
+    with pytest.raises(ValueError, match=expected):
+        substitutes("a b", position=position)
+    assert substitutes("a b", position=np.int64(1), top_k=3) == substitutes("a b", position=1, top_k=3)
+
+
 def _folder_without_the_softmax(kind: str, folder: Path) -> Path:
     """A biLM folder or a task-head folder, saved with `vocab.txt` beside it (or not: `head without vocab.txt`)."""
     torch.manual_seed(0)
@@ -306,3 +322,47 @@ def test_remote_code_refuses_substitutes_from_a_folder_without_the_softmax(tmp_p
     assert completed.returncode == 0, completed.stderr[-3000:]
     module, _, message = completed.stdout.strip().partition(" ")
     assert module.startswith("transformers_modules.") and message == _no_softmax_refusal(folder, "ElmoModel")
+
+
+def _language_model_folder_with_a_nan(folder: Path) -> Path:
+    """A language-model folder (with `vocab.txt`) whose softmax holds one NaN: it loads with a warning."""
+    model = _language_model()
+    with torch.no_grad():
+        model.softmax.weight[5, 3] = float("nan")
+    model.save_pretrained(folder)
+    ElmoTokenizer().save_pretrained(folder)
+    (folder / "vocab.txt").write_text("\n".join(_words()) + "\n", encoding="utf-8")
+    return folder
+
+
+def test_non_finite_scores_are_refused_in_one_line(tmp_path: Path):
+    """A NaN weight made every score NaN, which the pipeline answered with (the load only warns): `substitutes` and
+    the pipeline refuse it, naming the word and the damaged weight."""
+    folder = _language_model_folder_with_a_nan(tmp_path / "model")
+    expected = (
+        r"^the substitutes of word 0 of sentence 0 have a non-finite log-probability \(nan\): the weight "
+        r"softmax\.weight holds a non-finite value \(nan\) at index \[5, 3\]: the weights are damaged; download or "
+        r"convert the model again$"
+    )
+    with pytest.raises(ValueError, match=expected):
+        pipeline("elmo-substitutes", model=str(folder))("a b", position=1)
+    model = ElmoForBidirectionalLM.from_pretrained(folder).eval()
+    inputs = ElmoTokenizer()([["a", "b"], []], is_split_into_words=True, return_tensors="pt", padding=True)
+    with pytest.raises(ValueError, match=expected):
+        model.substitutes(**inputs)
+
+
+def test_non_finite_scores_of_finite_weights_are_called_an_overflow():
+    """Without a damaged weight the cause is the activations' range (padding's scores are not looked at)."""
+    log_scores = torch.zeros(1, 3, 2)
+    log_scores[0, 2, 1] = float("inf")  # padding
+    log_scores[0, 1, 0] = float("-inf")
+    word_mask = torch.tensor([[True, True, False]])
+    assert non_finite_score_problem(log_scores, word_mask, None) == (
+        "the substitutes of word 1 of sentence 0 have a non-finite log-probability (-inf): the model's activations "
+        "overflow float32's range; check the model's weights"
+    )
+    assert non_finite_score_problem(log_scores.bfloat16(), word_mask, None).endswith(
+        "the model's activations went beyond torch.bfloat16's range; compute in float32"
+    )
+    assert non_finite_score_problem(log_scores[:, :1], word_mask[:, :1], None) is None

@@ -296,6 +296,22 @@ def test_a_batch_of_no_words_padded_to_a_bucket(default_folder: Path, graph: str
     assert not mask.any() and not layers.any()
 
 
+@pytest.mark.parametrize("graph", ["model.onnx", "model_quantized.onnx"])
+@pytest.mark.parametrize("char_id", [-1, -262, -300, 262])
+def test_character_ids_outside_the_table_fail_the_run(default_folder: Path, graph: str, char_id: int) -> None:
+    """Gather reads a negative index from the end of its table: -1 ran as character 261 where `ElmoModel` refuses
+    it. The graph fails on it as on an id over 261 (onnxruntime's error names the character embedding's Gather),
+    and, as in `ElmoModel`, ids at padding are not read."""
+    session = onnxruntime.InferenceSession(str(default_folder / graph))
+    inputs = _encode([["The", "café"], ["x"]])
+    inputs["input_ids"][0, 1, 3] = char_id
+    with pytest.raises(Exception, match=r"Gather.*out of data bounds, idx=262"):
+        session.run(None, inputs)
+    inputs["input_ids"][0, 1, 3] = 100
+    inputs["input_ids"][1, 1, 3] = char_id  # padding
+    session.run(None, inputs)
+
+
 def test_the_mask_decides_the_words(bilm_folder: Path, fixture_model_folder: Path) -> None:
     """The words are the positions before the first 0 of the mask, whatever the ids say (as `ElmoModel` with the
     same mask), and a mask that goes on after a 0 is cut there; a mask of another shape than the ids' fails."""
@@ -781,13 +797,20 @@ def test_a_failure_of_the_quantiser_is_one_line_and_leaves_the_old_output(
 MISSED_BARS = {
     "float32 parity 1e-2": (
         "_parity",
-        1e-2,
+        (1e-2, 0.5),
         "the float32 graph differs from PyTorch float32 by 1.00e-02 on the parity sentences, above the bar of 1e-05:"
         " nothing was written; the graph does not compute this model, report it with the model folder",
     ),
+    "float32 parity 1e-2 at values of 100": (
+        "_parity",
+        (1e-2, 100.0),
+        "the float32 graph differs from PyTorch float32 by 1.00e-02 on the parity sentences, above the bar of"
+        " 1.00e-03 (1e-05 x the largest |value|, 1.00e+02): nothing was written; the graph does not compute this"
+        " model, report it with the model folder",
+    ),
     "float32 parity NaN": (
         "_parity",
-        float("nan"),
+        (float("nan"), 0.5),
         "the float32 graph differs from PyTorch float32 by nan on the parity sentences, above the bar of 1e-05:"
         " nothing was written; the graph does not compute this model, report it with the model folder",
     ),
@@ -841,6 +864,27 @@ def test_a_graph_that_misses_its_bar_is_refused_in_one_line_keeping_nothing(
     assert main([*command, "--overwrite", "--triton-repository", str(tmp_path / "triton")]) == 2
     assert last_error_line(capsys) == f"elmo-convert: error: {output}: {refusal}"
     assert file_tree(tmp_path) == before  # no staging folder left, an old output as it was, no Triton model
+
+
+def test_the_float_bar_scales_with_the_values(fixture_model_folder: Path, tmp_path: Path, capsys) -> None:
+    """The bar was absolute: a head whose logits reach 1e5 (its classifier scaled), computed to a few float32 steps
+    (1e-2 here), was refused as a graph that does not compute the model. It scales with the largest |value|."""
+    torch.manual_seed(0)
+    head = ElmoForTokenClassification.from_pretrained(fixture_model_folder, num_labels=4).eval()
+    with torch.no_grad():
+        head.classifier.weight.mul_(1e5)
+        head.classifier.bias.mul_(1e5)
+    head.save_pretrained(tmp_path / "head")
+    ElmoTokenizer.from_pretrained(fixture_model_folder).save_pretrained(tmp_path / "head")
+    _export(tmp_path / "head", tmp_path / "onnx")
+    parity = float(re.search(r"max \|onnxruntime - PyTorch\| (\S+)\)", capsys.readouterr().out)[1])
+    inputs = ElmoTokenizer.from_pretrained(tmp_path / "head")(
+        PARITY_SENTENCES, is_split_into_words=True, padding=True, return_tensors="pt"
+    )
+    with torch.no_grad():
+        largest = float(head(**inputs).logits.abs().max())
+    print(f"logits up to {largest:.3g}: max |onnxruntime - PyTorch| {parity:.2e}, bar {1e-5 * largest:.2e}")
+    assert parity > 1e-5 and largest > 1e4 and parity <= 1e-5 * largest
 
 
 def test_the_pages_say_what_the_folder_holds(every_graph: dict) -> None:
