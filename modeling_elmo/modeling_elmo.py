@@ -914,7 +914,8 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
         # Word i sits at marked position i + 1: the forward LM predicts it from position i (having read <S> and
         # the words before it), the backward LM from position i + 2 (having read </S> and the words after it).
         hidden = torch.stack([forward_top[:, :-2], backward_top[:, 2:]])
-        return self.softmax.log_probabilities(hidden) * word_mask[..., None]
+        with _hooked_weights_loaded([self.softmax]):  # read outside the softmax's forward (offloaded by a device map)
+            return self.softmax.log_probabilities(hidden) * word_mask[..., None]
 
     def substitutes(
         self,

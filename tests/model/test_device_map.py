@@ -10,7 +10,7 @@ import pytest
 import torch
 from awkward_words import AWKWARD_WORDS
 from ragged_batches import run_batches
-from transformers import AutoModel
+from transformers import AutoModel, AutoModelForPreTraining
 
 from modeling_elmo import DEFAULT_MODEL, ElmoModel, ElmoTokenizer
 
@@ -95,3 +95,15 @@ def test_a_model_split_over_devices_gives_the_plain_models_vectors():
     width = plain.config.projection_dim
     assert_equal([layer[..., :width] for layer in actual[1:3]], [layer[..., :width] for layer in expected[1:3]])
     assert_equal(actual, expected, atol=1e-5)
+
+
+def test_the_language_models_predictions_with_its_weights_on_disk(tmp_path):
+    """`word_log_probabilities` (and so `substitutes`) reads the softmax outside its forward."""
+    plain = AutoModelForPreTraining.from_pretrained(DEFAULT_MODEL).eval()
+    offloaded = AutoModelForPreTraining.from_pretrained(
+        DEFAULT_MODEL, device_map="auto", max_memory={"cpu": 1_000_000}, offload_folder=tmp_path / "offload"
+    ).eval()
+    assert offloaded.softmax.weight.device.type == "meta", "the softmax is offloaded"
+    with torch.no_grad():
+        expected = plain.word_log_probabilities(**awkward_batch())
+        assert_equal([offloaded.word_log_probabilities(**awkward_batch())], [expected])
