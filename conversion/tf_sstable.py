@@ -27,9 +27,12 @@ def decode_block_handle(buffer: bytes, position: int, end: int) -> tuple[tuple[i
 def read_block(table: bytes, handle: tuple[int, int], what: str) -> bytes:
     """The contents of the block at `handle`, checksum verified."""
     offset, size = handle
-    end = offset + size + _BLOCK_TRAILER_BYTES
-    if end > len(table) - _FOOTER_BYTES:
-        raise Malformed(f"the {what} (bytes {offset} to {end}) runs past the end of the table")
+    end, blocks_end = offset + size + _BLOCK_TRAILER_BYTES, len(table) - _FOOTER_BYTES
+    if end > blocks_end:
+        raise Malformed(
+            f"the {what} (bytes {offset} to {end}) runs past the blocks, which end at byte {blocks_end} where the"
+            f" {_FOOTER_BYTES}-byte footer begins"
+        )
     stored = int.from_bytes(table[offset + size + 1 : end], "little")
     if unmask(stored) != crc32c(table[offset : offset + size + 1]):
         raise Malformed(f"the {what} at byte {offset} fails its checksum: the file is corrupt")
@@ -90,6 +93,10 @@ def table_entries(table: bytes) -> list[tuple[bytes, bytes]]:
     for _, handle_bytes in block_entries(read_block(table, index_handle, "index block"), "index block"):
         handle, _ = decode_block_handle(handle_bytes, 0, len(handle_bytes))
         entries.extend(block_entries(read_block(table, handle, "data block"), f"data block at byte {handle[0]}"))
-    if any(previous >= key for (previous, _), (key, _) in pairwise(entries)):
-        raise Malformed("its keys are out of order: the file is corrupt")
+    for (previous, _), (key, _) in pairwise(entries):
+        if previous == key:  # a dict of them would keep one in silence
+            name = key.decode("utf-8", errors="backslashreplace")
+            raise Malformed(f"the key {name!r} appears twice (two tensors of one name): the file is corrupt")
+        if previous > key:
+            raise Malformed("its keys are out of order: the file is corrupt")
     return entries

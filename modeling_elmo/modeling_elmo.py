@@ -54,6 +54,10 @@ logger = logging.get_logger(__name__)
 
 # The elements checked at once for a NaN or an infinity: a 1.6 GB softmax is checked without a 400 MB mask.
 _FINITE_CHECK_ELEMENTS = 1 << 24
+# The convolution outputs (words, filters, positions) the character CNN holds at once: 64 MB in float32, 655 words of
+# the bundled model or 163 at the original size. All of a batch's distinct words at once took 1 GB more for a line of
+# 10,000 words (the bundled model; 4 GB at the original size).
+_CNN_CHUNK_ELEMENTS = 1 << 24
 
 
 def non_finite_entry(tensor: torch.Tensor) -> tuple[list[int], float] | None:
@@ -173,8 +177,24 @@ class ElmoCharacterEncoder(nn.Module):
         keys = _packed_columns(char_ids, bits=(self.char_embedding.num_embeddings - 1).bit_length())
         first, inverse = _distinct_rows(keys if word_ids is None else torch.cat([keys, word_ids[:, None]], dim=1))
         if self.word_embedding is None:
-            return self._encode(char_ids[first])[inverse]
-        return self._encode(char_ids[first], word_ids[first])[inverse]
+            return self._encode_in_chunks(char_ids[first])[inverse]
+        return self._encode_in_chunks(char_ids[first], word_ids[first])[inverse]
+
+    def _encode_in_chunks(self, char_ids: torch.Tensor, word_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """[`_encode`] of a bounded number of words at a time (`_CNN_CHUNK_ELEMENTS`): memory stays flat for any
+        number of words; each word is encoded on its own, so its vector is the same in any chunk."""
+        filters = sum(convolution.out_channels for convolution in self.convolutions)
+        rows = max(1, _CNN_CHUNK_ELEMENTS // (filters * char_ids.shape[-1]))
+        if char_ids.shape[0] <= rows:
+            return self._encode(char_ids, word_ids)
+        return torch.cat(
+            [
+                self._encode(
+                    char_ids[start : start + rows], None if word_ids is None else word_ids[start : start + rows]
+                )
+                for start in range(0, char_ids.shape[0], rows)
+            ]
+        )
 
     def _encode(self, char_ids: torch.Tensor, word_ids: torch.Tensor | None = None) -> torch.Tensor:
         words = char_ids.shape[0]
@@ -289,6 +309,9 @@ class ElmoLstmStack(nn.Module):
     """The LSTM layers of one direction; layers after the first add their input to their output when
     `use_skip_connections` (the recurrent state keeps the output without it). The wavefront kernel keeps its
     stacked copies of the weights of the stacks it runs together, this one first, in `stacked_weights`.
+
+    It has no `forward`: the kernels of `lstm_elmo.py` read its layers' weights in bulk, both directions together
+    (see [`ElmoModel.contextualize`]).
     """
 
     def __init__(self, config: ElmoConfig) -> None:
@@ -307,26 +330,6 @@ class ElmoLstmStack(nn.Module):
         self.use_skip_connections = config.use_skip_connections
         self.stacked_weights = ElmoDerivedWeights()
 
-    def forward(
-        self,
-        inputs: torch.Tensor,
-        batch_sizes: list[int],
-        states: list[LstmState],
-        num_layers: int,
-        *,
-        dropout: float = 0.0,
-        **options,
-    ) -> tuple[list[torch.Tensor], list[LstmState]]:
-        """This direction alone: `inputs` (batch, time, P), rows sorted by length -> one output (batch, time, P)
-        and one final state per layer, for the first `num_layers` layers only: the layers above are not run and
-        keep their given state. `dropout` and the `options` (`implementation`, `onednn`, `cell`) as in
-        [`run_lstm_stacks`]."""
-        state = tuple(torch.stack([state[part] for state in states])[None] for part in (0, 1))
-        outputs, (h, c) = run_lstm_stacks(
-            [self], inputs[None], batch_sizes, state, num_layers, dropout=dropout, **options
-        )
-        return [output[0] for output in outputs], list(zip(h[0].unbind(0), c[0].unbind(0), strict=True))
-
 
 def _reversing_index(lengths: torch.Tensor, steps: int) -> torch.Tensor:
     """(batch, steps, 1): where each step of row b comes from when its first `lengths[b]` steps are reversed
@@ -342,12 +345,69 @@ def _reverse_each_row(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return x.gather(1, index.expand_as(x))
 
 
+@contextlib.contextmanager
+def _hooked_weights_loaded(modules: Sequence[nn.Module]) -> Iterator[None]:
+    """Within the block, the weights of `modules` and their submodules loaded where accelerate's big-model hooks
+    place them (`from_pretrained(device_map=..., offload_folder=...)`), and offloaded again after it.
+
+    Those hooks load a module's offloaded weights for the time of its own `forward` only, and the LSTM kernels read
+    the layers' weights in bulk, outside any `forward` (stacked for the wavefront, packed for oneDNN): so the hooks
+    run around the kernels instead. A model without hooks (loaded plainly) is left as it is.
+    """
+    hooked = [module for parent in modules for module in parent.modules() if hasattr(module, "_hf_hook")]
+    for module in hooked:
+        module._hf_hook.pre_forward(module)
+    try:
+        yield
+    finally:
+        for module in reversed(hooked):
+            module._hf_hook.post_forward(module, None)
+
+
+def _device_of(stack: ElmoLstmStack) -> torch.device:
+    """The one device that holds `stack`'s weights; a device map that splits a stack is refused (the kernels feed
+    each layer's outputs to the next, and stack the layers' weights, on one device)."""
+    devices = {parameter.device for parameter in stack.parameters()}
+    if len(devices) != 1:
+        names = ", ".join(sorted(str(device) for device in devices))
+        raise ValueError(
+            f"the weights of one LSTM stack lie on {names}: a device_map must keep each ElmoLstmStack on one"
+            ' device (it is in _no_split_modules; device_map="auto" does so)'
+        )
+    return devices.pop()
+
+
+def _run_each_stack_on_its_device(
+    stacks: Sequence[ElmoLstmStack],
+    inputs: torch.Tensor,
+    batch_sizes: list[int],
+    state: LstmState,
+    num_layers: int,
+    **options,
+) -> tuple[list[torch.Tensor], LstmState]:
+    """[`run_lstm_stacks`] for stacks whose weights lie on other devices than `inputs` (a model split over devices
+    by a device map): each stack runs alone on its weights' device, and the results come back to the inputs'."""
+    outputs, finals = [], []
+    for direction, stack in enumerate(stacks):
+        device, own = _device_of(stack), slice(direction, direction + 1)
+        own_state = tuple(part[own].to(device) for part in state)
+        layers, final = run_lstm_stacks([stack], inputs[own].to(device), batch_sizes, own_state, num_layers, **options)
+        outputs.append([layer.to(inputs.device) for layer in layers])
+        finals.append([part.to(inputs.device) for part in final])
+    return [torch.cat(layer) for layer in zip(*outputs, strict=True)], tuple(
+        torch.cat(part, dim=0) for part in zip(*finals, strict=True)
+    )
+
+
 class ElmoPreTrainedModel(PreTrainedModel):
     """Weight initialisation and loading for the ELMo models."""
 
     config_class = ElmoConfig
     base_model_prefix = "elmo"
     main_input_name = "input_ids"
+    # What a device map must keep on one device: a stack's layers (the kernels stack their weights and feed each
+    # layer's outputs to the next where they lie), and the character encoder (its layers run one after another on
+    # a batch's distinct words). The two stacks may lie apart: each then runs on its own device.
     _no_split_modules = ["ElmoCharacterEncoder", "ElmoLstmStack"]
 
     @classmethod
@@ -616,23 +676,33 @@ class ElmoModel(ElmoPreTrainedModel):
             the state after each row's last position, laid out as `state`.
         """
         _, batch, steps, _ = inputs.shape
-        stacks = (self.forward_lstm, self.backward_lstm)
-        options = dict(implementation=self.config.lstm_implementation, onednn=self.lstm_onednn, cell=self.lstm_cell)
         num_layers = self.config.num_hidden_layers if num_layers is None else num_layers
         if lengths is None:
             # Every row reads every position (the LM's windows): the rows stay where they are, and no host
             # synchronisation is needed for the batch sizes.
             initial = self._initial_states(state, batch, inputs, torch.arange(batch, device=inputs.device))
-            return run_lstm_stacks(stacks, inputs, [batch] * steps, initial, num_layers, dropout=dropout, **options)
+            return self._run_stacks(inputs, [batch] * steps, initial, num_layers, dropout)
         # The LSTMs run over rows sorted by length, longest first, computing only rows still running.
         sorted_lengths, order = lengths.sort(descending=True)
         batch_sizes = (sorted_lengths[None, :] > torch.arange(steps, device=inputs.device)[:, None]).sum(dim=1)
         initial = self._initial_states(state, batch, inputs, order)
-        outputs, (h, c) = run_lstm_stacks(
-            stacks, inputs[:, order], batch_sizes.tolist(), initial, num_layers, dropout=dropout, **options
-        )
+        outputs, (h, c) = self._run_stacks(inputs[:, order], batch_sizes.tolist(), initial, num_layers, dropout)
         restore = order.argsort()
         return [output[:, restore] for output in outputs], (h[:, :, restore], c[:, :, restore])
+
+    def _run_stacks(
+        self, inputs: torch.Tensor, batch_sizes: list[int], state: LstmState, num_layers: int, dropout: float
+    ) -> tuple[list[torch.Tensor], LstmState]:
+        """[`run_lstm_stacks`] over both stacks with this model's options, their weights loaded by accelerate's hooks
+        where a device map offloaded them, and each on its own device where one split them over devices."""
+        stacks = (self.forward_lstm, self.backward_lstm)
+        options = dict(implementation=self.config.lstm_implementation, onednn=self.lstm_onednn, cell=self.lstm_cell)
+        with _hooked_weights_loaded(stacks):
+            if all(_device_of(stack) == inputs.device for stack in stacks):
+                return run_lstm_stacks(stacks, inputs, batch_sizes, state, num_layers, dropout=dropout, **options)
+            return _run_each_stack_on_its_device(
+                stacks, inputs, batch_sizes, state, num_layers, dropout=dropout, **options
+            )
 
     def compile_lstm_cells(self, **compile_options) -> None:
         """Fuse the element-wise gate arithmetic of every LSTM step with `torch.compile` (dynamic shapes: batch
@@ -864,7 +934,8 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
         # Word i sits at marked position i + 1: the forward LM predicts it from position i (having read <S> and
         # the words before it), the backward LM from position i + 2 (having read </S> and the words after it).
         hidden = torch.stack([forward_top[:, :-2], backward_top[:, 2:]])
-        return self.softmax.log_probabilities(hidden) * word_mask[..., None]
+        with _hooked_weights_loaded([self.softmax]):  # read outside the softmax's forward (offloaded by a device map)
+            return self.softmax.log_probabilities(hidden) * word_mask[..., None]
 
     def substitutes(
         self,

@@ -67,7 +67,9 @@ class ElmoDerivedWeights:
     """Tensors derived from a module's weights (packed for oneDNN, stacked for batched products), made on first
     use and made again when a source weight changes (another tensor or storage, or the same one modified in
     place: its version counter moves). Not part of the state dict; each copy takes as much memory as its
-    sources. Only for computations that want no gradient: the copies are detached."""
+    sources, and is dropped when a source is freed (weights that accelerate's hooks load for one forward and
+    offload after it keep no copy in memory). Only for computations that want no gradient: the copies are
+    detached."""
 
     def __init__(self) -> None:
         # name -> (the sources, weakly; their storages and versions when derived; the derived tensor)
@@ -87,8 +89,15 @@ class ElmoDerivedWeights:
             or any(ref() is not source for ref, source in zip(entry[0], sources, strict=True))
         ):
             with torch.no_grad():
-                entry = self._packed[name] = (tuple(weakref.ref(s) for s in sources), versions, derive())
+                forget = functools.partial(self._forget_if_freed, name)
+                entry = self._packed[name] = (tuple(weakref.ref(s, forget) for s in sources), versions, derive())
         return entry[2]
+
+    def _forget_if_freed(self, name: str, _freed: weakref.ref) -> None:
+        """Drop the copy under `name` if one of its sources is gone (not one derived since from live sources)."""
+        entry = self._packed.get(name)
+        if entry is not None and any(ref() is None for ref in entry[0]):
+            del self._packed[name]
 
 
 class ElmoOneDnnWeights(ElmoDerivedWeights):

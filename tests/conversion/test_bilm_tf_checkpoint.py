@@ -30,7 +30,7 @@ from elmo_transformers.conversion.bilm_tf_checkpoint import checkpoint_name
 from elmo_transformers.conversion.cli import main
 from elmo_transformers.conversion.tf_checkpoint import list_tf_checkpoint, read_tf_checkpoint, resolve_checkpoint_prefix
 from elmo_transformers.conversion.tf_crc32c import crc32c
-from elmo_transformers.conversion.tf_sstable import block_entries, decode_block_handle, read_block
+from elmo_transformers.conversion.tf_sstable import block_entries, decode_block_handle, read_block, table_entries
 from modeling_elmo import ElmoForBidirectionalLM, ElmoModel
 
 DATA = Path(__file__).parent / "data" / "bilm_tf_checkpoint"
@@ -383,3 +383,55 @@ def test_help_has_an_example() -> None:
         check=True,
     )
     assert "elmo-convert bilm-tf-checkpoint --checkpoint" in completed.stdout and "--overwrite" in completed.stdout
+
+
+def _varint(number: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((number & 0x7F) | (0x80 if number > 0x7F else 0))
+        number >>= 7
+        if not number:
+            return bytes(out)
+
+
+def _block(entries: list[tuple[bytes, bytes]]) -> bytes:
+    """An uncompressed SSTable block holding every key whole (one restart point), with its trailer."""
+    body = b"".join(_varint(0) + _varint(len(key)) + _varint(len(value)) + key + value for key, value in entries)
+    body += (0).to_bytes(4, "little") + (1).to_bytes(4, "little")
+    crc = crc32c(body + b"\x00")
+    masked = (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+    return body + b"\x00" + masked.to_bytes(4, "little")
+
+
+def _table(entries: list[tuple[bytes, bytes]], data_block_size: int | None = None) -> bytes:
+    """An SSTable of one data block holding `entries`, then the index block and the footer, as TensorFlow lays
+    them out; `data_block_size` is the size the index gives the data block (by default its true size)."""
+    data = _block(entries)
+    size = len(data) - 5 if data_block_size is None else data_block_size
+    index = _block([(entries[-1][0], _varint(0) + _varint(size))])
+    handles = _varint(0) + _varint(0) + _varint(len(data)) + _varint(len(index) - 5)
+    return data + index + handles.ljust(40, b"\x00") + (0xDB4775248B80FB57).to_bytes(8, "little")
+
+
+def test_an_index_with_a_tensor_name_twice_is_refused(copy: Path) -> None:
+    index = copy / "model.ckpt-1.index"
+    entries = table_entries(index.read_bytes())
+    index.write_bytes(_table(entries))
+    assert set(list_tf_checkpoint(copy)) == set(list_tf_checkpoint(DATA)), "the rebuilt index reads as the original"
+    twice = next(position for position, (key, _) in enumerate(entries) if key == b"lm/softmax/W")
+    index.write_bytes(_table([*entries[: twice + 1], *entries[twice:]]))
+    with pytest.raises(ConversionError, match="the key 'lm/softmax/W' appears twice") as refusal:
+        list_tf_checkpoint(copy)
+    assert "model.ckpt-1.index: not a readable TensorFlow checkpoint index" in str(refusal.value)
+
+
+def test_a_block_handle_into_the_footer_is_refused(copy: Path) -> None:
+    """The data block's handle reaches 10 bytes into the 48-byte footer: refused as running past the blocks, before
+    any checksum is read from the footer's bytes."""
+    index = copy / "model.ckpt-1.index"
+    entries = table_entries(index.read_bytes())
+    blocks = len(_table(entries)) - 48
+    index.write_bytes(_table(entries, data_block_size=blocks + 10 - 5))
+    assert len(index.read_bytes()) == blocks + 48, "the handle's varints kept their length"
+    with pytest.raises(ConversionError, match=f"data block \\(bytes 0 to {blocks + 10}\\) runs past the blocks, which"):
+        list_tf_checkpoint(copy)

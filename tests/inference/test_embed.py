@@ -9,6 +9,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -984,24 +985,49 @@ def test_a_device_other_than_the_cpu_is_refused_for_a_graph(tmp_path: Path, caps
     )
 
 
-@pytest.mark.parametrize("layer", [0, 1, 2])
-def test_a_non_finite_vector_of_any_layer_is_refused(
-    layer: int, fixture_model_folder: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A NaN in one layer alone (the token layer, 0, included) never reaches the file."""
-    run = Embedder.run
+# Where one value is put in a batch of two lines: (row, word, column); a negative word counts from the row's end.
+PLACES = {"first word, forward half": (0, 0, 0), "last word, backward half": (0, -1, -1), "the other line": (1, -1, 5)}
 
-    def with_a_nan(self: Embedder, prepared):
+
+@pytest.mark.parametrize("place", list(PLACES))
+@pytest.mark.parametrize("layer", [0, 1, 2])
+@pytest.mark.parametrize(
+    ("value", "options", "refusal"),
+    [
+        (float("nan"), [], "has a vector holding nan computed in float32: "),
+        (float("-inf"), [], "has a vector holding -inf computed in float32: "),
+        (1e6, ["--storage-dtype", "float16"], "has a value of magnitude 1e+06, beyond float16's range (65504): "),
+    ],
+    ids=["nan", "infinity", "beyond float16"],
+)
+def test_a_value_that_cannot_be_stored_in_any_layer_or_word_is_refused(
+    value: float,
+    options: list[str],
+    refusal: str,
+    layer: int,
+    place: str,
+    fixture_model_folder: Path,
+    tmp_path: Path,
+    capsys,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One value that the file cannot hold (a NaN or an infinity: the model's check; beyond float16's range: the
+    storage's) in one layer alone (the token layer, 0, included), at either end of a line, in either half of the
+    vector, in either line of a batch, never reaches the file: the check skips no layer, word, column or line."""
+    run = Embedder.run
+    row, word, column = PLACES[place]
+
+    def with_the_value(self: Embedder, prepared):
         pending = run(self, prepared)
         with torch.inference_mode():
-            pending.vectors[0, layer, 0, 0] = float("nan")  # (batch, L+1, words, width)
+            pending.vectors[row, layer, word % int(pending.lengths[row]), column] = value  # (batch, L+1, words, 2P)
         return pending
 
-    monkeypatch.setattr(Embedder, "run", with_a_nan)
-    source = _write_lines(tmp_path / "in.txt", SENTENCES[:1])
-    code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", fixture_model_folder)
-    assert code == 2
-    assert err.startswith("elmo-embed: error: line 1 (dataset 0) has a vector holding nan computed in float32:")
+    monkeypatch.setattr(Embedder, "run", with_the_value)
+    source = _write_lines(tmp_path / "in.txt", SENTENCES[:2])
+    code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", fixture_model_folder, *options)
+    assert code == 2 and err.count("\n") == 1, err
+    assert re.match(r"elmo-embed: error: line [12] \(dataset [01]\) ", err) and refusal in err, err
     assert not (tmp_path / "out.hdf5").exists()
 
 

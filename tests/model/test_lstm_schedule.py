@@ -98,17 +98,17 @@ def test_the_wavefront_equals_layer_by_layer(shape: str, positions_per_chunk: in
 
 
 def test_one_stack_alone_runs_the_same() -> None:
-    """`ElmoLstmStack.forward` (one direction; the wavefront of one stack) as its layers one after another."""
+    """One direction alone (the wavefront of one stack, as a model split over devices runs each) as its layers one
+    after another."""
     stack = make_stacks("clipped, 3 layers")[1]
     inputs, batch_sizes, (h, c) = make_inputs((stack,))
-    states = list(zip(h[1].unbind(0), c[1].unbind(0), strict=True))
-    outputs, finals = stack(inputs[1], batch_sizes, states, 3)
+    outputs, (final_h, final_c) = wavefront([stack], inputs[1:], batch_sizes, (h[1:], c[1:]), 3)
     layer_input = inputs[1]
     for index, layer in enumerate(stack.layers):
-        expected, expected_state = run_lstm_layer(layer, layer_input, batch_sizes, states[index])
+        expected, expected_state = run_lstm_layer(layer, layer_input, batch_sizes, (h[1, index], c[1, index]))
         expected = expected + layer_input if index else expected
-        torch.testing.assert_close(outputs[index], expected, rtol=0, atol=1e-12)
-        for actual_part, expected_part in zip(finals[index], expected_state, strict=True):
+        torch.testing.assert_close(outputs[index][0], expected, rtol=0, atol=1e-12)
+        for actual_part, expected_part in zip((final_h[0, index], final_c[0, index]), expected_state, strict=True):
             torch.testing.assert_close(actual_part, expected_part, rtol=0, atol=1e-12)
         layer_input = expected
 

@@ -88,3 +88,26 @@ def test_no_rows_give_no_rows(quantized) -> None:
     """A product with no rows (a loop step no sentence reaches, where a graph computes only the running rows)."""
     session, weight = quantized
     assert session.run(None, {"x": np.zeros((0, weight.shape[0]), np.float32)})[0].shape == (0, weight.shape[1])
+
+
+def test_a_row_of_zeros_keeps_a_positive_scale_and_quantises_to_the_zero_point() -> None:
+    """A row of zeros, or one whose largest value over 127 underflows float32, would get the scale 0 without the
+    floor on a row's scale: QuantizeLinear then divides by 0, which onnxruntime 1.32 turns into uint8 0 (-128 past
+    the zero point) or 255, and the zero scale after the product hides it but for the sign (-0.0). With the floor the
+    scale stays positive and every zero is the zero point, exactly 0."""
+    weight = np.random.default_rng(3).standard_normal((16, 8)).astype(np.float32)
+    model = _product(weight)
+    model.graph.node[1].input[1] = "zero_bias"  # no bias, so that the product's own zeros come out
+    model.graph.initializer.append(numpy_helper.from_array(np.zeros(8, np.float32), "zero_bias"))
+    quantize_rows(model, ["product"])
+    inside = {"product_row_scale": TensorProto.FLOAT, "product_uint8": TensorProto.UINT8}
+    model.graph.output.extend(helper.make_tensor_value_info(name, dtype, None) for name, dtype in inside.items())
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    rows = np.random.default_rng(4).standard_normal((4, 16)).astype(np.float32)
+    rows[1] = 0
+    rows[2] = 0
+    rows[2, 3] = 1e-44  # a subnormal: its row's largest value over 127 is 0 in float32
+    product, scales, quantised = session.run(None, {"x": rows})
+    assert np.isfinite(scales).all() and (scales > 0).all(), scales
+    assert (quantised[1:3] == 128).all(), quantised[1:3]
+    assert (product[1:3] == 0).all() and not np.signbit(product[1:3]).any(), product[1:3]

@@ -1,0 +1,109 @@
+"""Big-model loading (`from_pretrained(device_map=..., offload_folder=...)`): offloaded weights, and a model split over
+devices, give the plain model's vectors. accelerate's hooks load a module's offloaded weights only for its own
+`forward`, and the LSTM kernels read the layers' weights outside it (see `ElmoModel._run_stacks`)."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+import torch
+from awkward_words import AWKWARD_WORDS
+from ragged_batches import run_batches
+from transformers import AutoModel, AutoModelForPreTraining
+
+from modeling_elmo import DEFAULT_MODEL, ElmoModel, ElmoTokenizer
+
+requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+# Awkward words and empty sentences in one ragged batch.
+SENTENCES = [AWKWARD_WORDS, [], ["the", "cat", "x" * 60], [""]]
+
+
+def awkward_batch(device: str = "cpu") -> dict[str, torch.Tensor]:
+    inputs = ElmoTokenizer()(SENTENCES, is_split_into_words=True, padding=True, return_tensors="pt")
+    return {name: tensor.to(device) for name, tensor in inputs.items()}
+
+
+def every_layer(model: ElmoModel, device: str = "cpu") -> list[torch.Tensor]:
+    with torch.no_grad():
+        output = model(**awkward_batch(device), output_hidden_states=True, use_cache=True)
+    return [tensor.cpu() for tensor in (*output.hidden_states, *output.state)]
+
+
+def assert_equal(actual: list[torch.Tensor], expected: list[torch.Tensor], atol: float = 0.0) -> None:
+    for index, (a, e) in enumerate(zip(actual, expected, strict=True)):
+        torch.testing.assert_close(a, e, rtol=0, atol=atol, msg=lambda m, i=index: f"#{i}: {m}")
+
+
+def kept_copies(model: ElmoModel) -> list[str]:
+    """The derived copies of LSTM weights (packed, stacked) that the model still holds."""
+    gc.collect()
+    stacks = (model.forward_lstm, model.backward_lstm)
+    caches = [stack.stacked_weights for stack in stacks] + [layer.onednn_weights for s in stacks for layer in s.layers]
+    return [name for cache in caches for name in cache._packed]
+
+
+# 1 MB: the whole model on disk; 9 MB: the character encoder in memory and both LSTM stacks on disk.
+@pytest.mark.parametrize("cpu_bytes", [1_000_000, 9_000_000])
+@pytest.mark.parametrize("implementation", ["layer_by_layer", "wavefront"])
+def test_weights_offloaded_to_disk_give_the_plain_models_vectors(cpu_bytes: int, implementation: str, tmp_path):
+    plain = AutoModel.from_pretrained(DEFAULT_MODEL, lstm_implementation=implementation).eval()
+    offloaded = AutoModel.from_pretrained(
+        DEFAULT_MODEL,
+        lstm_implementation=implementation,
+        device_map="auto",
+        max_memory={"cpu": cpu_bytes},
+        offload_folder=tmp_path / "offload",
+    ).eval()
+    assert offloaded.forward_lstm.layers[0].state_projection.weight.device.type == "meta", "the stacks are offloaded"
+    expected = every_layer(plain)
+    for _ in range(2):  # the weights are offloaded again after a forward, and loaded again for the next
+        assert_equal(every_layer(offloaded), expected)
+        assert kept_copies(offloaded) == [], "copies of the offloaded weights stay in memory"
+        assert offloaded.backward_lstm.layers[1].input_projection.weight.device.type == "meta"
+    assert_equal(run_batches(offloaded), run_batches(plain))  # state carried from one batch to the next
+
+
+def test_a_device_map_that_splits_a_stack_is_refused():
+    model = AutoModel.from_pretrained(DEFAULT_MODEL).eval()
+    model.backward_lstm.layers[1].to("meta")
+    with pytest.raises(ValueError, match="must keep each ElmoLstmStack on one device") as refusal:
+        every_layer(model)
+    assert "cpu, meta" in str(refusal.value)
+
+
+@requires_cuda
+def test_weights_offloaded_to_the_cpu_run_on_the_gpu_as_the_plain_model():
+    plain = AutoModel.from_pretrained(DEFAULT_MODEL).eval().to("cuda")
+    offloaded = AutoModel.from_pretrained(DEFAULT_MODEL, device_map="auto", max_memory={0: 9_000_000, "cpu": 10**9})
+    assert "cpu" in offloaded.hf_device_map.values(), offloaded.hf_device_map
+    assert_equal(every_layer(offloaded.eval(), "cuda"), every_layer(plain, "cuda"))
+
+
+@requires_cuda
+def test_a_model_split_over_devices_gives_the_plain_models_vectors():
+    """The backward stack on the GPU, the rest on the CPU: each stack runs where its weights lie."""
+    from accelerate import dispatch_model
+
+    plain = AutoModel.from_pretrained(DEFAULT_MODEL).eval()
+    split = AutoModel.from_pretrained(DEFAULT_MODEL).eval()
+    dispatch_model(split, {"char_encoder": "cpu", "forward_lstm": "cpu", "backward_lstm": 0}, main_device="cpu")
+    assert split.backward_lstm.layers[0].input_projection.weight.device.type == "cuda"
+    actual, expected = every_layer(split), every_layer(plain)
+    # The forward direction ran on the CPU as in the plain model; the backward one on the GPU (another kernel).
+    width = plain.config.projection_dim
+    assert_equal([layer[..., :width] for layer in actual[1:3]], [layer[..., :width] for layer in expected[1:3]])
+    assert_equal(actual, expected, atol=1e-5)
+
+
+def test_the_language_models_predictions_with_its_weights_on_disk(tmp_path):
+    """`word_log_probabilities` (and so `substitutes`) reads the softmax outside its forward."""
+    plain = AutoModelForPreTraining.from_pretrained(DEFAULT_MODEL).eval()
+    offloaded = AutoModelForPreTraining.from_pretrained(
+        DEFAULT_MODEL, device_map="auto", max_memory={"cpu": 1_000_000}, offload_folder=tmp_path / "offload"
+    ).eval()
+    assert offloaded.softmax.weight.device.type == "meta", "the softmax is offloaded"
+    with torch.no_grad():
+        expected = plain.word_log_probabilities(**awkward_batch())
+        assert_equal([offloaded.word_log_probabilities(**awkward_batch())], [expected])
