@@ -47,7 +47,12 @@ from modeling_elmo.tokenization_elmo import ElmoTokenizer
 
 from .model_card import PARITY_SENTENCES
 from .saving import require_room
-from .triton_repository import triton_model_folders, triton_model_names, write_triton_model
+from .triton_repository import (
+    refuse_unusable_repository,
+    triton_model_folders,
+    triton_model_names,
+    write_triton_model,
+)
 
 if TYPE_CHECKING:
     from onnxruntime import InferenceSession  # the [onnx] extra, imported when an export runs
@@ -113,6 +118,8 @@ def export_onnx(
     from .onnx_graph import build_graph
 
     model_dir, output = Path(model_dir), Path(output)
+    if triton_repository is not None:
+        refuse_unusable_repository(triton_repository, output=output, model=model_dir)
     model = _load(model_dir)
     architecture = type(model).__name__
     metadata = {

@@ -24,6 +24,7 @@ __all__ = [
     "MAX_BATCH_SIZE",
     "MAX_QUEUE_DELAY_MICROSECONDS",
     "model_config",
+    "refuse_unusable_repository",
     "triton_dims",
     "triton_model_folders",
     "triton_model_names",
@@ -81,15 +82,28 @@ def model_config(name: str, signature: GraphSignature) -> str:
     )
 
 
-def _refuse_the_output_itself(repository: Path, names: list[str], output: Path) -> None:
-    """A model folder that is the export's output, or holds it, or lies in it, would be written twice."""
-    resolved = output.resolve()
-    for name in names:
-        model = (repository / name).resolve()
-        if model == resolved or model in resolved.parents or resolved in model.parents:
+def _overlaps(folder: Path, other: Path) -> bool:
+    """Whether one of the two paths is the other or lies inside it (links resolved)."""
+    folder, other = folder.resolve(), other.resolve()
+    return folder == other or folder in other.parents or other in folder.parents
+
+
+def refuse_unusable_repository(repository: str | Path, *, output: Path, model: Path) -> None:
+    """Refuse, before anything is written, a repository that cannot hold the export's models: a file (or a path
+    through one), or a folder overlapping the input `model` (its models would travel with the model folder, or be
+    read as part of it) or the `--output` folder (one would be written into the other)."""
+    repository = Path(repository)
+    existing = next(path for path in (repository.absolute(), *repository.absolute().parents) if path.exists())
+    if not existing.is_dir():
+        raise ConversionError(
+            f"--triton-repository {repository}: {existing} is a file, not a folder: name a folder for the model"
+            " repository"
+        )
+    for flag, other in (("the input --model", model), ("--output", output)):
+        if _overlaps(repository, other):
             raise ConversionError(
-                f"--triton-repository {repository}: its model {name} would be {output} or overlap it; name another"
-                " repository or --output"
+                f"--triton-repository {repository} overlaps {flag} {other} (one holds the other, or they are the"
+                " same): name a repository apart from it"
             )
 
 
@@ -104,7 +118,6 @@ def triton_model_folders(
         yield {}
         return
     repository, names = Path(repository), triton_model_names(output.name, quantize=quantize)
-    _refuse_the_output_itself(repository, names, output)
     with ExitStack() as stack:
         yield {
             name: stack.enter_context(atomic_output_folder(repository / name, overwrite=overwrite, inputs=inputs))

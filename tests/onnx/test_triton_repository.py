@@ -4,7 +4,10 @@ atomically, an existing model refused without --overwrite."""
 
 from __future__ import annotations
 
+import errno
 import importlib.util
+import os
+import shutil
 from pathlib import Path
 from types import ModuleType
 
@@ -12,7 +15,7 @@ import pytest
 
 pytest.importorskip("onnxruntime")
 import onnx
-from command_output import file_tree, last_error_line
+from command_output import exit_status_after_ctrl_c, file_tree, last_error_line
 from google.protobuf import text_format
 
 from elmo_transformers.conversion.cli import main
@@ -130,11 +133,102 @@ def test_an_existing_triton_model_is_refused_without_overwrite(
     assert config.read_text(encoding="utf-8").startswith("# Triton model elmo")
 
 
-def test_a_triton_model_that_would_be_the_output_is_refused(fixture_model_folder: Path, tmp_path: Path, capsys) -> None:
-    command = ["onnx", "--model", str(fixture_model_folder), "--output", str(tmp_path / "elmo")]
-    assert main([*command, "--triton-repository", str(tmp_path)]) == 2
+def _every_path(folder: Path) -> list[str]:
+    """Every file and folder under `folder` (empty folders included), relative to it."""
+    return sorted(str(path.relative_to(folder)) for path in folder.rglob("*"))
+
+
+@pytest.fixture
+def model_copy(fixture_model_folder: Path, tmp_path: Path) -> Path:
+    """A copy of the fixture model folder, which a test may find written into (the shared one must stay clean)."""
+    return Path(shutil.copytree(fixture_model_folder, tmp_path / "model"))
+
+
+@pytest.mark.parametrize("where", ["inside the model", "the model itself", "holding the model"])
+def test_a_repository_overlapping_the_model_is_refused(model_copy: Path, tmp_path: Path, capsys, where: str) -> None:
+    """It was not checked: `--triton-repository M` wrote a Triton model into the input folder M."""
+    repository = {"inside the model": model_copy / "models", "the model itself": model_copy}.get(where, tmp_path)
+    before = _every_path(tmp_path)
+    command = ["onnx", "--model", str(model_copy), "--output", str(tmp_path / "out" / "elmo")]
+    assert main([*command, "--triton-repository", str(repository)]) == 2
     assert last_error_line(capsys) == (
-        f"elmo-convert: error: --triton-repository {tmp_path}: its model elmo would be {tmp_path / 'elmo'} or overlap"
-        " it; name another repository or --output"
+        f"elmo-convert: error: --triton-repository {repository} overlaps the input --model {model_copy} (one holds"
+        " the other, or they are the same): name a repository apart from it"
     )
-    assert not any(tmp_path.iterdir())
+    assert _every_path(tmp_path) == before
+
+
+@pytest.mark.parametrize("where", ["inside the output", "the output itself", "holding the output"])
+def test_a_repository_overlapping_the_output_is_refused(
+    fixture_model_folder: Path, tmp_path: Path, capsys, where: str
+) -> None:
+    """Only a model folder that was exactly the output was refused: `--output R/onnx/elmo` with the repository R,
+    or a repository inside the output, were written."""
+    output = tmp_path / "onnx" / "elmo"
+    repository = {"inside the output": output / "models", "the output itself": output}.get(where, tmp_path)
+    command = ["onnx", "--model", str(fixture_model_folder), "--output", str(output)]
+    assert main([*command, "--triton-repository", str(repository)]) == 2
+    assert last_error_line(capsys) == (
+        f"elmo-convert: error: --triton-repository {repository} overlaps --output {output} (one holds the other, or"
+        " they are the same): name a repository apart from it"
+    )
+    assert _every_path(tmp_path) == []
+
+
+@pytest.mark.parametrize("file", ["repository", "above it"])
+def test_a_repository_that_is_a_file_is_refused(fixture_model_folder: Path, tmp_path: Path, capsys, file: str) -> None:
+    """It said "File exists: FILE/x.lock cannot be created"."""
+    (tmp_path / "models").write_text("not a folder", encoding="utf-8")
+    repository = tmp_path / "models" if file == "repository" else tmp_path / "models" / "triton"
+    command = ["onnx", "--model", str(fixture_model_folder), "--output", str(tmp_path / "elmo")]
+    assert main([*command, "--triton-repository", str(repository)]) == 2
+    assert last_error_line(capsys) == (
+        f"elmo-convert: error: --triton-repository {repository}: {tmp_path / 'models'} is a file, not a folder: name"
+        " a folder for the model repository"
+    )
+    assert _every_path(tmp_path) == ["models"]
+
+
+def test_a_full_disk_under_the_repository_blames_the_repository(
+    fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """With --no-space-check, a disk that fills while the Triton models are written: the line named --output."""
+    repository, copy = tmp_path / "models", shutil.copyfile
+
+    def full_under_the_repository(source, target, *args, **kwargs):
+        if repository in Path(target).parents:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return copy(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(shutil, "copyfile", full_under_the_repository)
+    command = ["onnx", "--model", str(fixture_model_folder), "--output", str(tmp_path / "elmo"), "--no-space-check"]
+    assert main([*command, "--triton-repository", str(repository)]) == 2
+    assert last_error_line(capsys) == (
+        f"elmo-convert: error: {repository / 'elmo'}: the disk is full: nothing was written; free some space or write"
+        " elsewhere"
+    )
+    assert _every_path(tmp_path) == []
+
+
+def test_a_refused_repository_leaves_no_folder_it_created(fixture_model_folder: Path, tmp_path: Path, capsys) -> None:
+    """The output's parent, made for it, stayed behind empty when the repository was refused."""
+    command = ["onnx", "--model", str(fixture_model_folder), "--output", str(tmp_path / "new" / "elmo")]
+    assert main([*command, "--triton-repository", str(tmp_path / "new")]) == 2
+    assert _every_path(tmp_path) == []
+
+
+@pytest.mark.parametrize("stage", ["_parity", "_write_triton_models"])
+def test_an_interrupted_export_leaves_no_folder_it_created_and_every_folder_that_was_there(
+    fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, stage: str
+) -> None:
+    """Ctrl-C left the repository (made for its lock) and the output's new parents behind, empty."""
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(f"elmo_transformers.conversion.onnx_export.{stage}", interrupted)
+    (tmp_path / "mine").mkdir()  # the user's empty folder: it stays
+    command = ["onnx", "--model", str(fixture_model_folder), "--output", str(tmp_path / "mine" / "a" / "elmo")]
+    command += ["--triton-repository", str(tmp_path / "mine" / "b" / "models")]
+    assert exit_status_after_ctrl_c(lambda: main(command)) == 130
+    assert _every_path(tmp_path) == ["mine"]
