@@ -1,16 +1,16 @@
 """A real Triton Inference Server for the tests: the tritonserver 2.51.0 binary and python backend of nvidia-pytriton
-0.7.0's wheel (PyPI), started on 127.0.0.1, spoken to over HTTP (KServe v2: a JSON header, the strings as binary data) with the standard
-library.
+0.7.0's wheel (PyPI), started on 127.0.0.1, spoken to over HTTP with the standard library (KServe v2: a JSON header,
+the strings as binary data).
 
 The wheel has no onnxruntime backend (no registry has it), so a graph model is served by `stand_in_for_onnxruntime`:
 the same config with the python backend, whose `model.py` (`onnxruntime_stand_in.py`) runs the graph on onnxruntime.
 
 The python backend's stub embeds the Python found first on PATH, with that environment's site-packages and no other
-(it ignores PYTHONPATH), and the 2.51 stub needs numpy < 2 (with numpy 2 its stub crashed reading a string tensor:
-"unpack_from requires a buffer of at least ..."). So the server
-gets a virtual environment of its own, holding numpy 1.26 (its wheel for this Python, from PyPI) and onnxruntime
-(this one's, linked: built for numpy 2, it also runs on 1.26), and nothing else: a front end that imported torch or
-transformers would fail to load there.
+(it ignores PYTHONPATH), and the 2.51 stub needs numpy < 2 (with numpy 2 it crashed reading a string tensor:
+"unpack_from requires a buffer of at least ..."). So the server gets a virtual environment of its own, holding
+numpy 1.26 (its wheel for this Python, from PyPI) and onnxruntime (this one's, linked: built for numpy 2, it also
+runs on 1.26, which `stub_environment` checks), and nothing else: a front end that imported torch or transformers
+would fail to load there.
 """
 
 from __future__ import annotations
