@@ -34,6 +34,7 @@ from triton_server import (
 )
 
 from elmo_transformers.conversion.cli import main
+from elmo_transformers.conversion.triton_repository import external_data_files
 from modeling_elmo import ElmoForSequenceClassification, ElmoForTokenClassification, ElmoTokenizer
 
 # ONNX's element types as Triton's config names them.
@@ -110,7 +111,8 @@ def test_each_graph_is_a_triton_model_whose_config_declares_the_graph(
         assert [(tensor.name, data_type(tensor.data_type), list(tensor.dims)) for tensor in declared] == [
             (value.name, TRITON_TYPES[value.type.tensor_type.elem_type], _dims(value)) for value in actual
         ]
-    assert {path.name for path in (repository / name).rglob("*")} == {"config.pbtxt", "1", "model.onnx"}
+    data = external_data_files(sources[name])  # (its weights' file, where they lie beside the graph)
+    assert {path.name for path in (repository / name).rglob("*")} == {"config.pbtxt", "1", "model.onnx", *data}
 
 
 def _config(folder: Path, model_config_pb2: ModuleType):
@@ -354,10 +356,11 @@ def served(text_export: Path, test_cache: Path) -> Iterator[TritonServer]:
         yield server
 
 
-def _graph_outputs(graph: Path, sentences: list[str]) -> dict[str, np.ndarray]:
-    """The graph's outputs for `sentences` fed ElmoTokenizer's output (padded to the longest), by name."""
+def _graph_outputs(graph: Path, sentences: list[str], tokenizer_folder: Path | None = None) -> dict[str, np.ndarray]:
+    """The graph's outputs for `sentences` fed ElmoTokenizer's output (padded to the longest; the tokenizer of
+    `tokenizer_folder`, by default the graph's folder), by name."""
     session = onnxruntime.InferenceSession(str(graph), providers=["CPUExecutionProvider"])
-    tokenizer = ElmoTokenizer.from_pretrained(graph.parent)
+    tokenizer = ElmoTokenizer.from_pretrained(tokenizer_folder or graph.parent)
     outputs = session.run(None, dict(tokenizer(sentences, padding=True, return_tensors="np")))
     return {tensor.name: output for tensor, output in zip(session.get_outputs(), outputs, strict=True)}
 
@@ -444,3 +447,25 @@ def test_the_text_encoders_model_alone_encodes_each_request_as_the_tokenizer_doe
     assert responses[-1].error.message == (
         "text row 1 is not UTF-8 (invalid start byte at byte 2): send each sentence as UTF-8"
     )
+
+
+def test_a_graph_with_external_data_brings_its_data_into_the_triton_model(
+    fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A graph whose weights lie in a file beside it (ONNX external data, `model.onnx_data`): its Triton model holds
+    that file too, under the name the graph gives it, and opens on onnxruntime with the ONNX folder's outputs."""
+    save = onnx.save
+
+    def with_external_data(model, target, *args, **kwargs) -> None:
+        data = Path(target).name + "_data"
+        save(model, target, save_as_external_data=True, location=data, size_threshold=1024)
+
+    monkeypatch.setattr(onnx, "save", with_external_data)
+    _export(fixture_model_folder, tmp_path / "elmo", tmp_path / "models", "--quantize", "int8")
+    for model, graph in (("elmo", "model.onnx"), ("elmo_int8", "model_quantized.onnx")):
+        assert (tmp_path / "elmo" / f"{graph}_data").is_file()
+        files = sorted(path.name for path in (tmp_path / "models" / model / "1").iterdir())
+        assert files == sorted(["model.onnx", f"{graph}_data"])
+        sentences = ["Hello , world", ""]
+        copy = _graph_outputs(tmp_path / "models" / model / "1" / "model.onnx", sentences, tmp_path / "elmo")
+        _assert_same_outputs(copy, _graph_outputs(tmp_path / "elmo" / graph, sentences))
