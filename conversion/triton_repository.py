@@ -22,6 +22,7 @@ from pathlib import Path
 
 from elmo_transformers.common.atomic_output import atomic_output_folder
 from elmo_transformers.common.errors import ConversionError
+from elmo_transformers.common.model_folder import record_checksums
 from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, GraphSignature, GraphTensor
 from modeling_elmo import text_elmo
 
@@ -253,9 +254,13 @@ def write_triton_models(
 ) -> None:
     """Fill the staging folder of each model of the export `name` (`triton_model_names` -> folder): each graph
     model of `graphs` (`graph_model_names` -> its graph file in `onnx_folder`, of `signature`), the front end's and
-    each graph model's ensemble."""
+    each graph model's ensemble; each folder records its files' sha256 in SHA256SUMS (`sha256sum -c` reads it)."""
     encoder = name + TEXT_ENCODER_SUFFIX
     _write_text_encoder(folders[encoder], encoder, onnx_folder, signature)
     for model, graph in graphs.items():
         _write_graph_model(folders[model], model, onnx_folder / graph, signature)
         _write_ensemble(folders[model + TEXT_SUFFIX], model + TEXT_SUFFIX, encoder, model, signature)
+    for folder in folders.values():
+        record_checksums(
+            folder, sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file())
+        )

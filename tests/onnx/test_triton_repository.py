@@ -9,6 +9,7 @@ import importlib.util
 import json
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -112,7 +113,8 @@ def test_each_graph_is_a_triton_model_whose_config_declares_the_graph(
             (value.name, TRITON_TYPES[value.type.tensor_type.elem_type], _dims(value)) for value in actual
         ]
     data = external_data_files(sources[name])  # (its weights' file, where they lie beside the graph)
-    assert {path.name for path in (repository / name).rglob("*")} == {"config.pbtxt", "1", "model.onnx", *data}
+    files = {"config.pbtxt", "1", "model.onnx", "SHA256SUMS", *data}
+    assert {path.name for path in (repository / name).rglob("*")} == files
 
 
 def _config(folder: Path, model_config_pb2: ModuleType):
@@ -160,7 +162,23 @@ def test_each_graph_has_an_ensemble_from_raw_text_to_its_outputs(
         (encoder, -1, {"text": "text"}, {name: name for name in inputs}),
         (graph, -1, {name: name for name in inputs}, {name: name for name in outputs}),
     ]
-    assert sorted(path.name for path in (repository / f"{graph}_text").rglob("*")) == ["1", "config.pbtxt"]
+    assert sorted(path.name for path in (repository / f"{graph}_text").rglob("*")) == [
+        "1",
+        "SHA256SUMS",
+        "config.pbtxt",
+    ]
+
+
+def test_every_model_folder_records_its_files_sha256(exports: tuple[Path, dict[str, Path]]) -> None:
+    """As every folder this package writes: `sha256sum -c --strict` passes and the record names every file."""
+    repository, _ = exports
+    for folder in (path for path in repository.iterdir() if path.is_dir()):
+        files = sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file())
+        recorded = [line.split("  ", 1)[1] for line in (folder / "SHA256SUMS").read_text(encoding="utf-8").splitlines()]
+        assert recorded == [file for file in files if file != "SHA256SUMS"], folder.name
+        if shutil.which("sha256sum"):
+            check = ["sha256sum", "-c", "--strict", "--quiet", "SHA256SUMS"]
+            assert subprocess.run(check, cwd=folder, capture_output=True).returncode == 0, folder.name
 
 
 def test_the_configs_dims_for_the_bilm(exports: tuple[Path, dict[str, Path]], model_config_pb2: ModuleType) -> None:
