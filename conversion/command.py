@@ -124,7 +124,9 @@ def _onnx_arguments(parser: argparse.ArgumentParser) -> None:
         "--triton-repository",
         metavar="REPO",
         help="also write each graph as a model of this Triton model repository: REPO/NAME/config.pbtxt and"
-        " REPO/NAME/1/model.onnx, NAME the --output folder's name (the int8 graph: NAME_int8)",
+        " REPO/NAME/1/model.onnx, NAME the --output folder's name (the int8 graph: NAME_int8), and raw text into them:"
+        " the front end NAME_text_encoder (python backend, numpy only) and an ensemble per graph, NAME_text (and"
+        " NAME_int8_text), whose input is one sentence per batch row",
     )
 
 

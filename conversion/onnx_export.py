@@ -48,7 +48,13 @@ from modeling_elmo.tokenization_elmo import ElmoTokenizer
 
 from .model_card import PARITY_SENTENCES
 from .saving import require_room
-from .triton_repository import triton_model_folders, triton_model_names, write_triton_model
+from .triton_repository import (
+    graph_model_names,
+    refuse_unusable_repository,
+    triton_model_folders,
+    triton_model_names,
+    write_triton_models,
+)
 
 if TYPE_CHECKING:
     from onnxruntime import InferenceSession  # the [onnx] extra, imported when an export runs
@@ -118,6 +124,8 @@ def export_onnx(
     from .onnx_graph import build_graph
 
     model_dir, output = Path(model_dir), Path(output)
+    if triton_repository is not None:
+        refuse_unusable_repository(triton_repository, output=output, model=model_dir)
     model = _load(model_dir)
     architecture = type(model).__name__
     metadata = {
@@ -129,13 +137,15 @@ def export_onnx(
         graph = build_graph(model, metadata)
     except ValueError as error:
         raise ConversionError(f"{model_dir}: {error}") from None
+    # The Triton models' folders outside the ONNX folder's: a full disk while the ONNX folder is written is told by
+    # the innermost, naming --output (the Triton models' writer names the repository itself).
     with ExitStack() as outputs:
-        folder = outputs.enter_context(atomic_output_folder(output, overwrite=overwrite, inputs=(model_dir,)))
         triton_folders = outputs.enter_context(
             triton_model_folders(
                 triton_repository, output, quantize=bool(quantize), overwrite=overwrite, inputs=(model_dir,)
             )
         )
+        folder = outputs.enter_context(atomic_output_folder(output, overwrite=overwrite, inputs=(model_dir,)))
         require_room(
             output,
             _peak_bytes(graph, model_dir, quantize=bool(quantize)),
@@ -153,7 +163,8 @@ def export_onnx(
         graphs = [FLOAT_GRAPH, *([QUANTIZED_GRAPH] if quantize else [])]
         _write_model_page(folder, model_dir, model, result, output.name)
         record_checksums(folder)
-        _write_triton_models(triton_folders, folder, graphs, graph_signature(model.config, architecture), space_check)
+        signature = graph_signature(model.config, architecture)
+        _write_triton_models(triton_folders, triton_repository, output.name, folder, graphs, signature, space_check)
     return result
 
 
@@ -184,20 +195,36 @@ def _write_and_measure_int8(model: torch.nn.Module, folder: Path, output: Path) 
 
 
 def _write_triton_models(
-    triton_folders: dict[str, Path], folder: Path, graphs: list[str], signature: GraphSignature, space_check: bool
+    triton_folders: dict[str, Path],
+    repository: str | Path | None,
+    name: str,
+    folder: Path,
+    graphs: list[str],
+    signature: GraphSignature,
+    space_check: bool,
 ) -> None:
-    """Each of the ONNX folder's `graphs` (float32, then int8) as the Triton model of `triton_folders` (name ->
-    staging folder, in the same order), once the disk is known to hold the copies."""
+    """The Triton models of the export `name` (`triton_repository.write_triton_models`) into `triton_folders` (name
+    -> staging folder), the graph models' copies of the ONNX folder's float32 graph and, where `graphs` holds it,
+    its int8 graph, once the disk is known to hold the copies; a full disk meanwhile names the `repository`."""
     if not triton_folders:
         return
+    models = graph_model_names(name, quantize=QUANTIZED_GRAPH in graphs)
+    graph_files = dict(zip(models, (FLOAT_GRAPH, QUANTIZED_GRAPH), strict=False))
     require_room(
         next(iter(triton_folders.values())),
-        sum((folder / graph).stat().st_size for graph in graphs),
+        sum((folder / graph).stat().st_size for graph in graph_files.values()),
         "the Triton models' copies of the graphs",
         space_check=space_check,
     )
-    for (name, triton_folder), graph in zip(triton_folders.items(), graphs, strict=True):
-        write_triton_model(triton_folder, name, folder / graph, signature)
+    try:
+        write_triton_models(triton_folders, name, folder, graph_files, signature)
+    except OSError as error:
+        if not is_disk_full(error):
+            raise
+        raise ConversionError(
+            f"--triton-repository {repository}: the disk is full: nothing was written; free some space or write the"
+            " repository elsewhere"
+        ) from error
 
 
 def _load(model_dir: Path) -> torch.nn.Module:

@@ -30,7 +30,7 @@ from .substitutes_elmo import (
     combine_lm_log_probabilities,
     non_finite_score_problem,
 )
-from .vocabulary_elmo import BILM_TF_SPECIAL_WORD_IDS, framed_char_ids
+from .text_elmo import BILM_TF_SPECIAL_WORD_IDS, framed_char_ids
 
 __all__ = [
     "FIRST_MIX_WEIGHTS_PREFIX",

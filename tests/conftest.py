@@ -134,3 +134,9 @@ def small_disk(tmp_path: Path) -> Iterator[Callable[[str], Path | None]]:
     yield mount
     for folder in mounted:
         subprocess.run(["umount", str(folder)], check=True)
+
+
+@pytest.fixture(scope="session")
+def test_cache() -> Path:
+    """$ELMO_TEST_CACHE: where the files fetched from PyPI for the tests are kept between runs."""
+    return _cache_root()

@@ -68,3 +68,18 @@ def test_a_failed_file_leaves_the_old_output(tmp_path):
     with atomic_output_file(target, overwrite=True) as staging:
         staging.write_bytes(b"new")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["model_card.md"] and target.read_bytes() == b"new"
+
+
+@pytest.mark.parametrize("writer", [atomic_output_folder, atomic_output_file])
+def test_a_failed_output_leaves_no_folder_made_for_it_and_every_folder_that_was_there(tmp_path, writer):
+    """The folders above a new output, made for its staging path and lock, stayed behind empty."""
+    (tmp_path / "mine").mkdir()
+    for failure in (KeyboardInterrupt, RuntimeError):
+        with pytest.raises(failure), writer(tmp_path / "mine" / "new" / "deeper" / "out"):
+            raise failure
+        assert [path.name for path in tmp_path.rglob("*")] == ["mine"]
+    (tmp_path / "mine" / "new").mkdir()
+    (tmp_path / "mine" / "new" / "theirs").write_bytes(b"")  # a folder that was there, and its file, stay
+    with pytest.raises(RuntimeError), writer(tmp_path / "mine" / "new" / "out"):
+        raise RuntimeError("killed")
+    assert sorted(path.name for path in tmp_path.rglob("*")) == ["mine", "new", "theirs"]
