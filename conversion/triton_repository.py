@@ -21,8 +21,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from elmo_transformers.common.atomic_output import atomic_output_folder
-from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.checksums import record_checksums
+from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, GraphSignature, GraphTensor
 from modeling_elmo import text_elmo
 
