@@ -17,7 +17,7 @@ from pathlib import Path
 
 from elmo_transformers.common.atomic_output import atomic_output_folder
 from elmo_transformers.common.errors import ConversionError
-from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, GraphSignature, GraphTensor
+from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, GraphSignature, GraphTensor, graph_weights
 
 __all__ = [
     "INT8_SUFFIX",
@@ -113,7 +113,11 @@ def triton_model_folders(
 
 
 def write_triton_model(folder: Path, name: str, graph: Path, signature: GraphSignature) -> None:
-    """Fill the model folder `folder` of the model `name`: `config.pbtxt` and version 1, a copy of `graph`."""
+    """Fill the model folder `folder` of the model `name`: `config.pbtxt` and version 1, a copy of `graph` and of its
+    weights' file, under the name the graph refers to it by (`graph_weights`)."""
     (folder / "1").mkdir()
     shutil.copyfile(graph, folder / "1" / FLOAT_GRAPH)
+    weights = graph_weights(graph)
+    if weights.is_file():
+        shutil.copyfile(weights, folder / "1" / weights.name)
     (folder / "config.pbtxt").write_text(model_config(name, signature), encoding="utf-8")

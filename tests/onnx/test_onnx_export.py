@@ -23,10 +23,12 @@ import onnx
 import onnxruntime
 from command_output import exit_status_after_ctrl_c, file_tree, last_error_line
 from onnx import numpy_helper
+from transformers.dynamic_module_utils import get_relative_import_files
 from without_the_package import run_without_the_package
 
+from elmo_transformers.common.checksums import file_sha256
 from elmo_transformers.common.errors import EmbedError
-from elmo_transformers.common.onnx_layout import LAYOUT_KEY, open_graph
+from elmo_transformers.common.onnx_layout import LAYOUT_KEY, graph_bytes, graph_weights, open_graph
 from elmo_transformers.conversion.cli import main
 from elmo_transformers.conversion.model_card import PARITY_SENTENCES
 from elmo_transformers.conversion.onnx_export import (
@@ -175,8 +177,23 @@ def test_the_model_pages_code_runs(bilm_folder: Path, monkeypatch: pytest.Monkey
 
 def test_the_folder_is_a_model_folder(bilm_folder: Path) -> None:
     names = {path.name for path in bilm_folder.iterdir()}
-    assert {"model.onnx", "config.json", "README.md", "tokenizer_config.json"} <= names
+    assert {"model.onnx", "model.onnx_data", "config.json", "README.md", "tokenizer_config.json"} <= names
     assert not any(name.endswith(".safetensors") for name in names)
+
+
+def test_the_folder_holds_the_tokenizers_code_not_the_models(default_folder: Path) -> None:
+    """The folder carried the whole model code (modeling_elmo.py, lstm_elmo.py, ...) only so that its tokenizer
+    loads: now the tokenizer's module and what it imports relatively, as transformers' remote code copies them (the
+    folder's tokenizer loads from them alone: `test_the_tokenizers_output_goes_into_each_graph_without_the_package`)."""
+    import modeling_elmo
+
+    code = {path.name for path in default_folder.glob("*.py")}
+    package = Path(modeling_elmo.__file__).parent
+    tokenizer = package / "tokenization_elmo.py"
+    assert code == {tokenizer.name, *(Path(name).name for name in get_relative_import_files(str(tokenizer)))}
+    assert not code & {"modeling_elmo.py", "lstm_elmo.py", "mixing_elmo.py", "softmax_elmo.py", "onednn_elmo.py"}
+    for name in code:
+        assert (default_folder / name).read_bytes() == (package / name).read_bytes(), name
 
 
 def _head(kind: type, source: Path, folder: Path, **config) -> Path:
@@ -418,7 +435,7 @@ def test_the_int8_graph_has_8_bit_lstm_weights_and_keeps_the_cosine(default_fold
     # The input, state and output products of 2 layers x 2 directions, 2 per highway layer, the token projection.
     assert len(integer_weights) == 3 * 2 * 2 + 2 * config.num_highway_layers + 1
     assert {weight.data_type for weight in integer_weights} == {onnx.TensorProto.INT8}
-    assert (folder / "model_quantized.onnx").stat().st_size < 0.5 * (folder / "model.onnx").stat().st_size
+    assert graph_bytes(folder / "model_quantized.onnx") < 0.5 * graph_bytes(folder / "model.onnx")
     mean, minimum = graph_cosine(
         open_graph(folder / "model.onnx", EmbedError),
         open_graph(folder / "model_quantized.onnx", EmbedError),
@@ -460,7 +477,10 @@ def test_a_folder_without_a_graph_is_one_line(fixture_model_folder: Path) -> Non
 
 
 def _copied_folder(folder: Path, target: Path) -> Path:
+    """A copy of `folder` without its SHA256SUMS: the files changed below are not refused as damaged, so that the
+    check under test is the one that speaks."""
     shutil.copytree(folder, target)
+    (target / "SHA256SUMS").unlink()
     return target
 
 
@@ -496,7 +516,8 @@ def _edit_json(path: Path, **changes) -> None:
 
 
 def _another_models_graph(folder: Path, default_folder: Path) -> None:
-    shutil.copyfile(default_folder / "model.onnx", folder / "model.onnx")
+    for graph in (default_folder / "model.onnx", graph_weights(default_folder / "model.onnx")):
+        shutil.copyfile(graph, folder / graph.name)
 
 
 def _another_models_config(folder: Path, default_folder: Path) -> None:
@@ -625,7 +646,6 @@ def test_elmo_embed_on_the_graph_equals_the_pytorch_run(
 ) -> None:
     import h5py
 
-    from elmo_transformers.common.model_card import file_sha256
     from elmo_transformers.inference.embed import main as embed
 
     source = tmp_path / "in.txt"
@@ -637,7 +657,8 @@ def test_elmo_embed_on_the_graph_equals_the_pytorch_run(
             outputs[name] = {key: file[key][()] for key in file if key.isdigit()}
             assert file.attrs["elmo_embed_backend"] == {"graph": "onnxruntime", "torch": "pytorch"}[name]
             weights[name] = file.attrs["elmo_embed_model_sha256"]
-    assert weights["graph"] == file_sha256(bilm_folder / "model.onnx")  # a re-exported graph does not resume
+    # The graph's weights (a re-exported graph does not resume)
+    assert weights["graph"] == file_sha256(graph_weights(bilm_folder / "model.onnx"))
     assert weights["torch"] == file_sha256(fixture_model_folder / "model.safetensors")
     assert outputs["graph"].keys() == outputs["torch"].keys() == {"0", "1", "2", "3"}
     for key, expected in outputs["torch"].items():
@@ -653,7 +674,6 @@ def test_a_folder_holding_only_the_int8_graph_is_run_with_a_notice(
     `OnnxEmbedder` runs the graph it is asked for: without model.onnx, the float32 graph is refused in one line."""
     import h5py
 
-    from elmo_transformers.common.model_card import file_sha256
     from elmo_transformers.inference.embed import main as embed
 
     folder = tmp_path / "int8-only"
@@ -674,7 +694,7 @@ def test_a_folder_holding_only_the_int8_graph_is_run_with_a_notice(
             else []
         )
         with h5py.File(output, "r") as file:
-            assert file.attrs["elmo_embed_model_sha256"] == file_sha256(model / graph)
+            assert file.attrs["elmo_embed_model_sha256"] == file_sha256(graph_weights(model / graph))
     with pytest.raises(EmbedError, match=r"no ONNX graph model\.onnx \(write one with elmo-convert onnx\)$"):
         OnnxEmbedder(str(folder), layers="all")
 

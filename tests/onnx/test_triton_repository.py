@@ -15,6 +15,7 @@ import onnx
 from command_output import file_tree, last_error_line
 from google.protobuf import text_format
 
+from elmo_transformers.common.onnx_layout import graph_weights
 from elmo_transformers.conversion.cli import main
 from modeling_elmo import ElmoForSequenceClassification, ElmoForTokenClassification, ElmoTokenizer
 
@@ -86,13 +87,15 @@ def test_each_graph_is_a_triton_model_whose_config_declares_the_graph(
     assert config.max_batch_size == 32 and config.HasField("dynamic_batching")
     assert config.dynamic_batching.max_queue_delay_microseconds == 5000
     assert (repository / name / "1" / "model.onnx").read_bytes() == sources[name].read_bytes()
+    weights = graph_weights(sources[name])  # (the graph refers to its weights by this name)
+    assert (repository / name / "1" / weights.name).read_bytes() == weights.read_bytes()
     graph = onnx.load(str(sources[name]), load_external_data=False).graph
     data_type = model_config_pb2.DataType.Name
     for declared, actual in ((config.input, graph.input), (config.output, graph.output)):
         assert [(tensor.name, data_type(tensor.data_type), list(tensor.dims)) for tensor in declared] == [
             (value.name, TRITON_TYPES[value.type.tensor_type.elem_type], _dims(value)) for value in actual
         ]
-    assert {path.name for path in (repository / name).rglob("*")} == {"config.pbtxt", "1", "model.onnx"}
+    assert {path.name for path in (repository / name).rglob("*")} == {"config.pbtxt", "1", "model.onnx", weights.name}
 
 
 def test_the_configs_dims_for_the_bilm(exports: tuple[Path, dict[str, Path]], model_config_pb2: ModuleType) -> None:
