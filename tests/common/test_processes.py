@@ -45,3 +45,29 @@ def test_ctrl_c_is_raised_once_the_block_is_done() -> None:
             done.append("the rest of the block")
     assert done == ["the rest of the block"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, "the previous handler is back"
+
+
+@pytest.mark.parametrize(
+    ("environment", "expected"),
+    [
+        ({}, False),
+        ({"WORLD_SIZE": "1", "RANK": "0"}, False),
+        ({"LOCAL_RANK": "0"}, True),  # torchrun's and accelerate launch's
+        ({"WORLD_SIZE": "2"}, True),
+        ({"PMI_SIZE": "1", "WORLD_SIZE": "4"}, False),  # the first world size set counts, as accelerate reads them
+        ({"OMPI_COMM_WORLD_SIZE": "3"}, True),  # MPI's
+    ],
+)
+def test_a_launched_process_is_told_from_the_environment_as_accelerate_tells_it(
+    monkeypatch: pytest.MonkeyPatch, environment: dict[str, str], expected: bool
+) -> None:
+    """A run of one process (elmo-embed on a graph) imports neither accelerate nor torch: whether a launcher started
+    it is read from the environment, as accelerate's `PartialState` reads it."""
+    for name in ("LOCAL_RANK", "RANK", "WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert processes.launched() is expected
+    if not expected:  # then the run's one process is the main one, and nothing is sent
+        assert processes.is_main_process()
+        assert processes.on_main_process(lambda: None, error=processes.ElmoError) is None
