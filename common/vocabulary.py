@@ -1,5 +1,5 @@
 """bilm-tf's vocabulary file: one word per line, its id the line's index, starting with the special words
-`<S>`, `</S>`, `<UNK>` (`modeling_elmo.vocabulary_elmo.BILM_TF_SPECIAL_WORDS`). Read here, one way, for every use:
+`<S>`, `</S>`, `<UNK>` (`modeling_elmo.text_elmo.BILM_TF_SPECIAL_WORDS`). Read here, one way, for every use:
 the converters (the softmax of a checkpoint, the token layer of a vocabulary) and pretraining (`LmVocabulary`),
 each of which checks what else it needs of the words."""
 

@@ -24,7 +24,7 @@ from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.options import config_from_options, read_options
 from elmo_transformers.common.vocabulary import read_vocabulary
 from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM
-from modeling_elmo.vocabulary_elmo import BILM_TF_SPECIAL_WORDS
+from modeling_elmo.text_elmo import BILM_TF_SPECIAL_WORDS
 
 from .allennlp_hdf5 import weight_mappings
 from .model_card import SourceDescription, model_page_source

@@ -11,8 +11,9 @@ from huggingface_hub.dataclasses import strict, validated_field
 from huggingface_hub.errors import StrictDataclassClassValidationError, StrictDataclassFieldValidationError
 from transformers import PreTrainedConfig
 
+from .text_elmo import BILM_TF_CHAR_IDS
+
 __all__ = [
-    "BILM_TF_CHAR_IDS",
     "BILM_TF_CHAR_VOCAB_SIZE",
     "ELMO_AUTO_MAP",
     "ELMO_CONFIG_FIELDS",
@@ -42,7 +43,6 @@ ORIGINAL_CHAR_CNN_FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 
 # bilm-tf's character map. A word is its UTF-8 bytes (ids 1..256: byte + 1) between a begin-of-word and an
 # end-of-word character, then padding characters; the sentence markers <S> and </S> are one character each between
 # the same two. Ids are bilm-tf's plus one, which frees id 0 for "no character" (262 ids for its 261 characters).
-BILM_TF_CHAR_IDS = {"bos": 257, "eos": 258, "bow": 259, "eow": 260, "pad": 261}
 BILM_TF_CHAR_VOCAB_SIZE = max(BILM_TF_CHAR_IDS.values()) + 1
 
 
@@ -332,7 +332,7 @@ class ElmoConfig(PreTrainedConfig):
     @property
     def special_char_ids(self) -> dict[str, int]:
         """The ids of the characters that frame words and build the sentence markers (`bow`, `eow`, `bos`, `eos`,
-        `pad`), as `vocabulary_elmo.framed_char_ids` and the tokenizer's `special_char_ids` take them."""
+        `pad`), as `text_elmo.framed_char_ids` and the tokenizer's `special_char_ids` take them."""
         return {
             "bow": self.bow_char_id,
             "eow": self.eow_char_id,

@@ -25,7 +25,7 @@ from .mixing_elmo import ElmoLayerMix
 from .onednn_elmo import ElmoDerivedWeights, ElmoOneDnnWeights
 from .softmax_elmo import ElmoSoftmax
 from .substitutes_elmo import DEFAULT_SUBSTITUTE_COMBINATION, ElmoSubstitutesOutput, combine_lm_log_probabilities
-from .vocabulary_elmo import BILM_TF_SPECIAL_WORD_IDS, framed_char_ids
+from .text_elmo import BILM_TF_SPECIAL_WORD_IDS, framed_char_ids
 
 __all__ = [
     "FIRST_MIX_WEIGHTS_PREFIX",

@@ -28,7 +28,7 @@ import torch
 from transformers.utils import ModelOutput
 
 from .softmax_elmo import log_uniform_probability
-from .vocabulary_elmo import BILM_TF_SPECIAL_WORD_IDS
+from .text_elmo import BILM_TF_SPECIAL_WORD_IDS
 
 __all__ = [
     "DEFAULT_SUBSTITUTE_COMBINATION",

@@ -7,8 +7,9 @@ ELMoForManyLangs models instead read code points through a character vocabulary,
 word embedding: the same tokenizer with `char_vocab.json` (and `word_vocab.json`) does that.
 
 This module adapts them to transformers' `PreTrainedTokenizer` (its ids are 2-D per sentence: `_encode_plus`,
-`pad` and `decode` are its own); the words come from `splitting_elmo.split_words`, their ids from the rule in
-`vocabulary_elmo`, kept for words met again in a `word_cache_elmo.WordCache`.
+`pad` and `decode` are its own). The words, their ids and the cache of the words met again are the text front end's
+(`text_elmo`: numpy alone, the one home of the split and the id rule, also used without this class by
+`text_elmo.ElmoTextEncoder`).
 """
 
 from __future__ import annotations
@@ -24,17 +25,18 @@ import torch
 from transformers import BatchEncoding, PreTrainedTokenizer
 from transformers.tokenization_utils_base import PaddingStrategy, TruncationStrategy
 
-from .configuration_elmo import BILM_TF_CHAR_IDS
-from .splitting_elmo import split_words
-from .vocabulary_elmo import (
+from .text_elmo import (
+    BILM_TF_CHAR_IDS,
     BOS_WORD,
+    DEFAULT_WORD_CACHE_SIZE,
     EOS_WORD,
+    WordCache,
+    split_words,
     word_to_char_ids,
     word_to_code_point_ids,
     words_to_char_ids,
     words_to_code_point_ids,
 )
-from .word_cache_elmo import DEFAULT_WORD_CACHE_SIZE, WordCache
 
 __all__ = ["ElmoTokenizer", "pad_sentences"]
 

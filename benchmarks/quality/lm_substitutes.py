@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 
 from modeling_elmo import DEFAULT_MODEL, ElmoForBidirectionalLM, ElmoTokenizer
 from modeling_elmo.substitutes_elmo import SUBSTITUTE_COMBINATIONS, combine_lm_log_probabilities
-from modeling_elmo.vocabulary_elmo import BILM_TF_SPECIAL_WORD_IDS
+from modeling_elmo.text_elmo import BILM_TF_SPECIAL_WORD_IDS
 
 CUTOFFS = (1, 10, 100)
 

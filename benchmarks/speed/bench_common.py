@@ -27,7 +27,7 @@ import torch.nn.functional as F
 
 from elmo_transformers.conversion.variants import VARIANTS
 from modeling_elmo import DEFAULT_MODEL, ElmoConfig, ElmoModel
-from modeling_elmo.vocabulary_elmo import BILM_TF_SPECIAL_WORDS
+from modeling_elmo.text_elmo import BILM_TF_SPECIAL_WORDS
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 ALLENNLP_FOLDER = REPOSITORY / "benchmarks" / "allennlp"

@@ -22,7 +22,7 @@ from bench_common import REPOSITORY, flops_per_position, measure_matmul_peak
 
 from elmo_transformers.conversion.variants import VARIANTS
 from elmo_transformers.training.pretraining.pretrain import LmTrainer, parse_args
-from modeling_elmo.vocabulary_elmo import BILM_TF_SPECIAL_WORDS
+from modeling_elmo.text_elmo import BILM_TF_SPECIAL_WORDS
 
 SHAPES = {
     "default": (json.loads((REPOSITORY / "training/recipes/default_model_options.json").read_text()), 16_000),

@@ -26,7 +26,7 @@ import torch
 from torch.autograd.profiler import record_function
 
 from modeling_elmo import DEFAULT_MODEL, ElmoModel, ElmoTokenizer
-from modeling_elmo.vocabulary_elmo import BILM_TF_SPECIAL_WORDS
+from modeling_elmo.text_elmo import BILM_TF_SPECIAL_WORDS
 
 MARKERS = {*BILM_TF_SPECIAL_WORDS, ""}
 CHAR_ENCODER = "char_encoder"

@@ -27,8 +27,8 @@ def test_saved_folder_has_code_and_full_auto_map(fixture_model_folder: Path) -> 
     names = {path.name for path in fixture_model_folder.iterdir()}
     assert {"config.json", "model.safetensors", "tokenizer_config.json"} <= names
     assert {"configuration_elmo.py", "modeling_elmo.py", "lstm_elmo.py", "tokenization_elmo.py"} <= names
-    # what the tokenizer imports: its word splitter, its character-id rule and its word cache
-    assert {"splitting_elmo.py", "vocabulary_elmo.py", "word_cache_elmo.py"} <= names
+    # what the tokenizer and the config import: the text front end (the word splitter, the character-id rule)
+    assert "text_elmo.py" in names
     assert not any(name.endswith((".bin", ".pt", ".pkl")) for name in names)
     auto_map = json.loads((fixture_model_folder / "config.json").read_text())["auto_map"]
     assert auto_map["AutoConfig"] == "configuration_elmo.ElmoConfig"

@@ -1,4 +1,4 @@
-"""The character-id rule of `vocabulary_elmo`: each batched form gives, for every word, the row its one-word rule
+"""The character-id rule of `text_elmo`: each batched form gives, for every word, the row its one-word rule
 gives, on awkward words (unicode, cuts at 48 bytes or code points, empty words, bilm-tf's marker words), and the
 one-word rule is bilm-tf's."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from awkward_words import AWKWARD_WORDS
 
-from modeling_elmo.configuration_elmo import BILM_TF_CHAR_IDS
-from modeling_elmo.vocabulary_elmo import (
+from modeling_elmo.text_elmo import (
+    BILM_TF_CHAR_IDS,
     BILM_TF_SPECIAL_WORD_IDS,
     BILM_TF_SPECIAL_WORDS,
     word_to_char_ids,

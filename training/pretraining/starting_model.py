@@ -14,7 +14,7 @@ from elmo_transformers.common.errors import DataFileError
 from elmo_transformers.common.model_folder import require_model_folder
 from elmo_transformers.common.options import config_from_options, read_options
 from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM, ElmoTokenizer
-from modeling_elmo.vocabulary_elmo import UNK_WORD
+from modeling_elmo.text_elmo import UNK_WORD
 
 from .vocabulary import LmVocabulary
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from elmo_transformers.common.errors import DataFileError
 from elmo_transformers.common.vocabulary import read_vocabulary
-from modeling_elmo.vocabulary_elmo import BILM_TF_SPECIAL_WORDS, UNK_WORD
+from modeling_elmo.text_elmo import BILM_TF_SPECIAL_WORDS, UNK_WORD
 
 __all__ = ["LmVocabulary"]
 

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from modeling_elmo.softmax_elmo import IGNORE_INDEX
-from modeling_elmo.vocabulary_elmo import BOS_WORD, EOS_WORD
+from modeling_elmo.text_elmo import BOS_WORD, EOS_WORD
 
 from .text_stream import SentenceStream
 from .vocabulary import LmVocabulary

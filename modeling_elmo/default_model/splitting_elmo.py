@@ -1,1 +1,0 @@
-../splitting_elmo.py

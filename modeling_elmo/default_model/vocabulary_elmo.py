@@ -1,1 +1,0 @@
-../vocabulary_elmo.py

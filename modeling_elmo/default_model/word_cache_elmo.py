@@ -1,1 +1,0 @@
-../word_cache_elmo.py
