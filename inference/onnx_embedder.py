@@ -17,6 +17,7 @@ import numpy as np
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, graph_files, open_graph
 from elmo_transformers.common.processes import is_main_process
+from modeling_elmo.text_elmo import ElmoTextEncoder
 
 from .batch_embedder import BatchEmbedder, PendingVectors, PreparedBatch, recorded_sha256
 
@@ -84,10 +85,13 @@ class OnnxEmbedder(BatchEmbedder):
             raise EmbedError(f"{graph}: the graph of a task head (logits), not of the biLM: export the biLM")
         self.layers = layers
         self.input_names = [tensor.name for tensor in self.session.get_inputs()]
-        self.encoder = _TokenizerFrontEnd.from_folder(folder)
+        try:
+            self.encoder = ElmoTextEncoder.from_folder(folder)
+        except ValueError as error:  # (it names the file and what is wrong with it)
+            raise EmbedError(str(error)) from None
         # The graph's sizes, which `open_graph` found to be those of config.json.
         _, self.num_layers, _, self.width = outputs["hidden_states"].shape
-        _check_framing(graph, self.encoder.encode_words([["a"]])["input_ids"].shape[-1], self.session)
+        _check_framing(graph, self.encoder.max_characters_per_token, self.session)
 
     def split_words(self, text: str) -> list[str]:
         return self.encoder.split(text)
@@ -121,26 +125,6 @@ def _check_framing(graph: Path, characters: int, session) -> None:
             f"{graph.parent}: tokenizer_config.json frames words of {characters} characters, but the graph reads"
             f" {expected} (max_characters_per_token): the model and its tokenizer must frame words alike"
         )
-
-
-class _TokenizerFrontEnd:
-    """The text front end's interface (`from_folder`, `split`, `encode_words`) over `ElmoTokenizer`: the adapter until
-    the numpy front end lands (it imports torch and transformers)."""
-
-    def __init__(self, tokenizer) -> None:
-        self.tokenizer = tokenizer
-
-    @classmethod
-    def from_folder(cls, folder: Path) -> _TokenizerFrontEnd:
-        from modeling_elmo import ElmoTokenizer
-
-        return cls(ElmoTokenizer.from_pretrained(folder))
-
-    def split(self, text: str) -> list[str]:
-        return self.tokenizer.tokenize(text)
-
-    def encode_words(self, sentences: list[list[str]]) -> dict[str, np.ndarray]:
-        return dict(self.tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="np"))
 
 
 @dataclass
