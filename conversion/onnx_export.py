@@ -394,15 +394,20 @@ vectors never depend on its batch mates.
 The graph takes the folder's tokenizer's output as it is: `input_ids`, int64, `(batch, words, {chars})`, and
 `attention_mask`, int64, `(batch, words)` (`AutoTokenizer.from_pretrained(folder, trust_remote_code=True)` with
 `padding=True, return_tensors="np"`; it returns no other key). The tokenizer is the folder's own code, which needs
-`transformers` (and `torch`, which it imports); without them, the numpy function below gives the same inputs.
+`transformers`. Without it, the folder's `text_elmo.py` (numpy alone: the tokenizer's split of raw text and its ids,
+which the tokenizer itself calls) gives the same inputs:
 
 ```python
-import onnxruntime
-from transformers import AutoTokenizer
+import importlib.util
 
-tokenizer = AutoTokenizer.from_pretrained("{name}", trust_remote_code=True)
+import onnxruntime
+
+spec = importlib.util.spec_from_file_location("text_elmo", "{name}/text_elmo.py")
+text_elmo = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(text_elmo)
+encoder = text_elmo.ElmoTextEncoder.from_folder("{name}")
 session = onnxruntime.InferenceSession("{name}/{float_graph}")
-outputs = session.run(None, dict(tokenizer(["Hello world .", "Hi !"], padding=True, return_tensors="np")))
+outputs = session.run(None, encoder.encode_text(["Hello world.", "Hi!"]))  # raw lines (encode_words: split ones)
 ```
 
 **The mask decides a sentence's words**, not the ids: its words are the positions before the first 0 of its

@@ -160,8 +160,8 @@ def test_plain_numpy_char_ids_are_the_tokenizers(bilm_folder: Path) -> None:
 
 
 def test_the_model_pages_code_runs(bilm_folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Both ways the model page feeds the graph, run as a reader runs them (the numpy function after the three
-    lines of the tokenizer, with their session), give the graph's outputs."""
+    """Both ways the model page feeds the graph, run as a reader runs them (the numpy function after the folder's
+    text front end, with its session), give the graph's outputs."""
     page = (bilm_folder / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", page, re.DOTALL)
     monkeypatch.chdir(bilm_folder.parent)
