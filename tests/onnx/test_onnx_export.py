@@ -945,3 +945,35 @@ def test_a_folder_of_linked_files_as_the_hubs_cache_holds_it_embeds(default_fold
         linked = OnnxEmbedder(str(snapshot), layers="all", quantized=quantized).embed(sentences)
         direct = OnnxEmbedder(str(default_folder), layers="all", quantized=quantized).embed(sentences)
         assert all(np.array_equal(a, b) for a, b in zip(linked, direct, strict=True))
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (
+            {"max_characters_per_token": 40},
+            "{folder}: tokenizer_config.json frames words of 40 characters, but the graph reads 50"
+            " (max_characters_per_token): the model and its tokenizer must frame words alike",
+        ),
+        (
+            {"pad_token": "[PAD]"},
+            "{folder}/tokenizer_config.json: pad_token must be '<pad>' (id 0, a row of no word), got '[PAD]'",
+        ),
+    ],
+)
+def test_a_front_end_that_does_not_fit_the_graph_is_one_line_before_any_output(
+    bilm_folder: Path, tmp_path: Path, capsys, change: dict, problem: str
+) -> None:
+    """The graph path reads the folder's tokenizer_config.json with the numpy front end, not the tokenizer (whose
+    agreement with config.json `model_folder_problem` checked): a framing the graph does not read, or a file the
+    front end refuses, is one line, and nothing is written."""
+    from elmo_transformers.inference.embed import main as embed
+
+    folder = _copied_folder(bilm_folder, tmp_path / "graph")
+    _edit_json(folder / "tokenizer_config.json", **change)
+    source = tmp_path / "in.txt"
+    source.write_text("a bb\n", encoding="utf-8")
+    before = sorted(tmp_path.iterdir())
+    assert embed([str(source), str(tmp_path / "out.hdf5"), "--model", str(folder)]) == 2
+    assert capsys.readouterr().err == f"elmo-embed: error: {problem.format(folder=folder)}\n"
+    assert sorted(tmp_path.iterdir()) == before
