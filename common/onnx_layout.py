@@ -53,9 +53,9 @@ _CONFIG_FILE = "config.json"
 # transformers' number of labels of a config without id2label (PreTrainedConfig's default, which config.json omits).
 _DEFAULT_NUM_LABELS = 2
 # A graph's weights are ONNX external data in one file beside it, "<graph>_data" (optimum's model.onnx_data):
-# onnxruntime reads that file rather than parsing the weights out of the graph's protobuf, which took 0.9-1.3 s for
-# the float32 graph of the original shape (374 MB) against 0.3 s so (docs/onnx.md#opening-the-graph). Tensors under
-# this many bytes stay in the graph.
+# onnxruntime reads that file rather than parsing the weights out of the graph's protobuf, which took 1.0 s for the
+# float32 graph of the original shape (374 MB) against 0.4 s so (docs/onnx.md#opening-the-graph-issue-41). Tensors
+# under this many bytes stay in the graph.
 _EXTERNAL_DATA_MIN_BYTES = 1024
 
 
@@ -98,7 +98,7 @@ def _hoist_initializers(model: onnx.ModelProto) -> None:
     """Move every subgraph's initializers (the weights of the biLSTM's Scan loops) to the main graph, from which the
     subgraphs read them as outer-scope values: onnxruntime 1.32 refuses a subgraph's external data held in a linked
     file (a symbolic link, as the Hub's cache makes, or a hard link), and takes the main graph's. The vectors are the
-    same to the bit, and as fast (docs/onnx.md#opening-the-graph)."""
+    same to the bit, and as fast (docs/onnx.md#opening-the-graph-issue-41)."""
     main = model.graph
     names = {tensor.name for tensor in main.initializer}
     subgraphs = [attribute.g for node in main.node for attribute in node.attribute if attribute.HasField("g")]
