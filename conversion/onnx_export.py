@@ -381,6 +381,7 @@ serves every batch size and sentence length, empty sentences included: the biLST
 | file | what |
 | --- | --- |
 | `{float_graph}` | float32 graph ({float_mb:.1f} MB); max abs difference to PyTorch float32: {parity:.2e} |
+| `{float_graph}_data` | its weights (ONNX external data: onnxruntime reads them from beside the graph) |
 {quantized_row}| `config.json` | the source's config; `architectures` is `{architecture}`, what the graph computes |
 {sources_row}
 The export keeps a graph only if it passes these bars on its parity sentences: the float32 graph within
@@ -475,7 +476,8 @@ def _write_model_page(folder: Path, source: Path, model: torch.nn.Module, result
             )
         )
         quantized_row = (
-            f"| `{QUANTIZED_GRAPH}` | int8 weights and activations in the LSTM, highway and projection products"
+            f"| `{QUANTIZED_GRAPH}` | int8 weights and activations in the LSTM, highway and projection products (its"
+            f" weights in `{QUANTIZED_GRAPH}_data`)"
             f" ({result.quantized_bytes / 1e6:.1f} MB){measured}; a sentence alone vs in a batch:"
             f" {result.batch_difference:.1e} |\n"
         )
