@@ -124,3 +124,22 @@ def test_a_client_with_numpy_and_onnxruntime_alone_encodes_raw_text_with_the_fol
     with torch.no_grad():
         layers = ElmoModel.from_pretrained(DEFAULT_MODEL).eval()(**expected, output_hidden_states=True).hidden_states
     assert np.abs(client["vectors"] - torch.stack(layers, dim=1).numpy()).max() <= 1e-5
+
+
+@pytest.mark.slow
+def test_processes_of_accelerate_launch_share_a_graphs_lines_as_one_process_embeds_them(
+    default_folder: Path, tmp_path: Path
+) -> None:
+    """A run of one process on a graph leaves accelerate out; under `accelerate launch` (2 CPU processes, gloo) the
+    processes still share the lines, and the file is that of one process, bit for bit."""
+    from embed_launch import AWKWARD_LINES, embed_in_one_process, launch_embed
+
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(AWKWARD_LINES) + "\n", encoding="utf-8")
+    arguments = ["--model", str(default_folder), "--batch-size", "2", "--max-words", "8"]
+    launched = launch_embed(source, tmp_path / "two.hdf5", *arguments)
+    assert launched.returncode == 0, launched.stderr[-3000:]
+    embed_in_one_process(source, tmp_path / "one.hdf5", *arguments)
+    two, one = _vectors(tmp_path / "two.hdf5"), _vectors(tmp_path / "one.hdf5")
+    assert two.keys() == one.keys() == {str(line) for line in range(len(AWKWARD_LINES))}
+    assert all(np.array_equal(two[key], one[key]) for key in one)
