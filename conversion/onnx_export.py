@@ -79,6 +79,8 @@ _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".onnx", ".h5", ".pt")
 FLOAT_PARITY_BAR = 1e-5
 INT8_COSINE_BAR = 0.99
 INT8_BATCH_BAR = 1e-4
+# The text front end's conformance file (raw lines, their words, ids and mask), beside it in the package.
+_CONFORMANCE_FILE = "text_elmo_conformance.json"
 # The class of each architecture `exported_architecture` names.
 _EXPORTED_CLASSES = {
     model.__name__: model for model in (ElmoModel, ElmoForTokenClassification, ElmoForSequenceClassification)
@@ -226,11 +228,13 @@ def _model_files(model_dir: Path) -> list[Path]:
 def _front_end_files() -> list[Path]:
     """The code an ONNX folder holds: this package's tokenizer module and the modules it imports relatively (found as
     transformers' remote code finds them), which `AutoTokenizer.from_pretrained(folder, trust_remote_code=True)`
-    loads; not the model's code (modeling_elmo.py, lstm_elmo.py, ...), which serves no graph."""
+    loads, the numpy text front end (text_elmo.py) among them; not the model's code (modeling_elmo.py, lstm_elmo.py,
+    ...), which serves no graph. And the front end's conformance file, for a client written in another language."""
     from transformers.dynamic_module_utils import get_relative_import_files
 
     tokenizer = Path(inspect.getfile(ElmoTokenizer))
-    return [tokenizer, *sorted(map(Path, get_relative_import_files(str(tokenizer))))]
+    conformance = tokenizer.with_name(_CONFORMANCE_FILE)
+    return [tokenizer, *sorted(map(Path, get_relative_import_files(str(tokenizer)))), conformance]
 
 
 def _copy_model_files(model_dir: Path, folder: Path, architecture: str) -> None:

@@ -192,6 +192,8 @@ def test_the_folder_holds_the_tokenizers_code_not_the_models(default_folder: Pat
     tokenizer = package / "tokenization_elmo.py"
     assert code == {tokenizer.name, *(Path(name).name for name in get_relative_import_files(str(tokenizer)))}
     assert "text_elmo.py" in code  # the numpy front end, which a client without transformers runs
+    conformance = default_folder / "text_elmo_conformance.json"  # for a client in another language
+    assert conformance.read_bytes() == (package / conformance.name).read_bytes()
     assert not code & {"modeling_elmo.py", "lstm_elmo.py", "mixing_elmo.py", "softmax_elmo.py", "onednn_elmo.py"}
     for name in code:
         assert (default_folder / name).read_bytes() == (package / name).read_bytes(), name
