@@ -7,24 +7,17 @@ One home for both sides: `conversion/` writes folders of this layout, `inference
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-from transformers.utils import CONFIG_NAME
+from typing import TYPE_CHECKING, Any
 
 from elmo_transformers.common.errors import ElmoError, first_line
 from elmo_transformers.common.extras import require_extra
-from elmo_transformers.common.model_folder import require_model_folder
-from modeling_elmo import (
-    ElmoConfig,
-    ElmoForSequenceClassification,
-    ElmoForTokenClassification,
-    ElmoModel,
-    ElmoPreTrainedModel,
-)
 
 if TYPE_CHECKING:
+    import onnx
     import onnxruntime
 
 __all__ = [
@@ -33,11 +26,17 @@ __all__ = [
     "LAYOUT_KEY",
     "LAYOUT_VERSION",
     "QUANTIZED_GRAPH",
+    "GraphConfig",
     "GraphSignature",
     "GraphTensor",
-    "exported_class",
+    "exported_architecture",
+    "graph_bytes",
+    "graph_files",
     "graph_signature",
+    "graph_weights",
     "open_graph",
+    "read_graph_config",
+    "save_graph",
 ]
 
 FLOAT_GRAPH = "model.onnx"  # optimum's names for an exported model and its quantised copy
@@ -47,13 +46,130 @@ QUANTIZED_GRAPH = "model_quantized.onnx"
 LAYOUT_KEY = "elmo_onnx_layout"
 LAYOUT_VERSION = "2"  # 2: the tokenizer's attention_mask goes in, hidden_states is batch-first
 ARCHITECTURE_KEY = "elmo_architecture"
-_HEADS = {head.__name__: head for head in (ElmoForTokenClassification, ElmoForSequenceClassification)}
+# The task heads that have a graph of their own; any other architecture is exported as the biLM.
+_HEAD_ARCHITECTURES = ("ElmoForTokenClassification", "ElmoForSequenceClassification")
+# transformers' CONFIG_NAME: importing transformers (a second) is what a folder's reader does without.
+_CONFIG_FILE = "config.json"
+# transformers' number of labels of a config without id2label (PreTrainedConfig's default, which config.json omits).
+_DEFAULT_NUM_LABELS = 2
+# A graph's weights are ONNX external data in one file beside it, "<graph>_data" (optimum's model.onnx_data):
+# onnxruntime reads that file rather than parsing the weights out of the graph's protobuf, which took 1.0 s for the
+# float32 graph of the original shape (374 MB) against 0.4 s so (docs/onnx.md#opening-the-graph-issue-41). Tensors
+# under this many bytes stay in the graph.
+_EXTERNAL_DATA_MIN_BYTES = 1024
 
 
-def exported_class(config: ElmoConfig) -> type[ElmoPreTrainedModel]:
-    """What `elmo-convert onnx` exports of a folder with this config: its task head where it has a graph of one,
-    else the biLM (`ElmoModel`; a language model's softmax is left out)."""
-    return _HEADS.get((config.architectures or [""])[0], ElmoModel)
+def graph_weights(graph: str | Path) -> Path:
+    """The file of the graph `graph`'s weights (external data), beside it: model.onnx -> model.onnx_data."""
+    graph = Path(graph)
+    return graph.with_name(graph.name + "_data")
+
+
+def graph_files(graph: str | Path) -> list[Path]:
+    """The files of the graph `graph`: the graph, and its weights' file where it has one (a folder exported before
+    the weights went beside the graph holds them inside it)."""
+    weights = graph_weights(graph)
+    return [Path(graph), *([weights] if weights.is_file() else [])]
+
+
+def graph_bytes(graph: str | Path) -> int:
+    """The size of the graph `graph` on disk: its files (`graph_files`) together."""
+    return sum(path.stat().st_size for path in graph_files(graph))
+
+
+def save_graph(model: onnx.ModelProto, path: Path) -> None:
+    """Write `model` as the graph `path` with its weights beside it (`graph_weights`); the file must not exist (onnx
+    appends to it). The weights of its subgraphs (the loops') move to its main graph first (`_hoist_initializers`).
+    `model`'s tensors become references to the file."""
+    import onnx
+
+    _hoist_initializers(model)
+    onnx.save(
+        model,
+        path,
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location=graph_weights(path).name,
+        size_threshold=_EXTERNAL_DATA_MIN_BYTES,
+    )
+
+
+def _hoist_initializers(model: onnx.ModelProto) -> None:
+    """Move every subgraph's initializers (the weights of the biLSTM's Scan loops) to the main graph, from which the
+    subgraphs read them as outer-scope values: onnxruntime 1.32 refuses a subgraph's external data held in a linked
+    file (a symbolic link, as the Hub's cache makes, or a hard link), and takes the main graph's. The vectors are the
+    same to the bit, and as fast (docs/onnx.md#opening-the-graph-issue-41)."""
+    main = model.graph
+    names = {tensor.name for tensor in main.initializer}
+    subgraphs = [attribute.g for node in main.node for attribute in node.attribute if attribute.HasField("g")]
+    while subgraphs:
+        graph = subgraphs.pop()
+        for tensor in graph.initializer:
+            if tensor.name in names:
+                raise ValueError(f"the initializer {tensor.name} is defined twice: its subgraph's cannot move")
+            names.add(tensor.name)
+        main.initializer.extend(graph.initializer)
+        del graph.initializer[:]
+        subgraphs.extend(attribute.g for node in graph.node for attribute in node.attribute if attribute.HasField("g"))
+
+
+def exported_architecture(architectures: list[str] | None) -> str:
+    """What `elmo-convert onnx` exports of a folder whose config.json names `architectures`: its task head where it
+    has a graph of one, else the biLM (`ElmoModel`; a language model's softmax is left out)."""
+    architecture = (architectures or [""])[0]
+    return architecture if architecture in _HEAD_ARCHITECTURES else "ElmoModel"
+
+
+@dataclass(frozen=True)
+class GraphConfig:
+    """What a folder's config.json says of its graph (`graph_signature`): the exported architecture and the sizes
+    of the graph's inputs and outputs. Read from config.json's fields (`of`), so that a reader of an ONNX folder needs
+    neither transformers nor torch (`read_graph_config`)."""
+
+    architecture: str
+    max_characters_per_token: int
+    projection_dim: int
+    num_hidden_layers: int
+    num_labels: int
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any]) -> GraphConfig:
+        """The graph's config of config.json's fields `config` (or an `ElmoConfig`'s `to_dict()`); a ValueError
+        names a size that is missing or not a positive integer."""
+        sizes = {}
+        for name in ("max_characters_per_token", "projection_dim", "num_hidden_layers"):
+            value = config.get(name)
+            if name not in config:
+                raise ValueError(f"no {name}, which sizes the graph")
+            if type(value) is not int or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {json.dumps(value)}")
+            sizes[name] = value
+        labels = config.get("id2label") or {}
+        num_labels = len(labels) if isinstance(labels, Mapping) and labels else _DEFAULT_NUM_LABELS
+        return cls(exported_architecture(config.get("architectures")), num_labels=num_labels, **sizes)
+
+    @property
+    def hidden_size(self) -> int:
+        """Width of every output layer: the forward and backward halves (`ElmoConfig.hidden_size`)."""
+        return 2 * self.projection_dim
+
+
+def read_graph_config(folder: Path, error: type[ElmoError]) -> GraphConfig:
+    """The `GraphConfig` of `folder`'s config.json; a one-line `error` where there is none, it is not a JSON object,
+    or a size of the graph is missing or wrong."""
+    config_file = folder / _CONFIG_FILE
+    if not config_file.is_file():
+        raise error(f"{folder}: not a model folder (no {_CONFIG_FILE})")  # as `model_folder_problem` says it
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+        if not isinstance(config, dict):
+            raise ValueError(f"a JSON {type(config).__name__}")
+    except (ValueError, UnicodeDecodeError) as problem:
+        raise error(f"{config_file}: not a JSON object: {problem}") from None
+    try:
+        return GraphConfig.of(config)
+    except ValueError as problem:
+        raise error(f"{config_file}: {problem}") from None
 
 
 @dataclass(frozen=True)
@@ -79,9 +195,9 @@ class GraphSignature:
     outputs: tuple[GraphTensor, ...]
 
 
-def graph_signature(config: ElmoConfig, architecture: str) -> GraphSignature:
-    """The inputs and outputs of layout `LAYOUT_VERSION` of the graph of `architecture` (a class name) for a
-    folder's config: the one statement of them, which the export declares in the graph
+def graph_signature(config: GraphConfig) -> GraphSignature:
+    """The inputs and outputs of layout `LAYOUT_VERSION` of the graph of a folder's config (its architecture and
+    sizes): the one statement of them, which the export declares in the graph
     (`conversion.onnx_graph.build_graph`) and `open_graph` checks a graph against.
 
     The inputs are the keys `ElmoTokenizer` returns (`return_tensors="np"`), so that its output goes in as it is:
@@ -90,7 +206,7 @@ def graph_signature(config: ElmoConfig, architecture: str) -> GraphSignature:
     dynamic batching needs: of the biLM `last_hidden_state` (batch, words, 2P), `hidden_states` (batch, L+1, words,
     2P), `word_mask` (batch, words) bool; of a token head `logits` (batch, words, labels), of a sequence head
     `logits` (batch, labels)."""
-    chars = config.max_characters_per_token
+    chars, architecture = config.max_characters_per_token, config.architecture
     inputs = (
         GraphTensor("input_ids", "int64", ("batch", "words", chars), ("max_characters_per_token",)),
         GraphTensor("attention_mask", "int64", ("batch", "words")),
@@ -112,9 +228,9 @@ def graph_signature(config: ElmoConfig, architecture: str) -> GraphSignature:
 
 
 def open_graph(path: str | Path, error: type[ElmoError], *, threads: int | None = None) -> onnxruntime.InferenceSession:
-    """An onnxruntime session (CPU) of the graph at `path`, once checked against its folder: the folder is a model
-    folder (`require_model_folder`), this version reads the graph's layout, and its architecture, inputs and outputs
-    are those the folder's config.json makes (`graph_signature`). A one-line `error` for a missing file or
+    """An onnxruntime session (CPU) of the graph at `path`, once checked against its folder: the folder's config.json
+    gives the graph's sizes (`read_graph_config`), this version reads the graph's layout, and its architecture,
+    inputs and outputs are those the config makes (`graph_signature`). A one-line `error` for a missing file or
     config.json, a graph that does not load, another layout, a graph of another model, or a missing extra."""
     require_extra("onnx", f"running {path}", error)
     import onnxruntime
@@ -122,7 +238,7 @@ def open_graph(path: str | Path, error: type[ElmoError], *, threads: int | None 
     path = Path(path)
     if not path.is_file():
         raise error(f"{path.parent}: no ONNX graph {path.name} (write one with elmo-convert onnx)")
-    require_model_folder(path.parent, error)
+    config = read_graph_config(path.parent, error)
     options = onnxruntime.SessionOptions()
     if threads:
         options.intra_op_num_threads = threads
@@ -138,8 +254,7 @@ def open_graph(path: str | Path, error: type[ElmoError], *, threads: int | None 
             f"{path}: {found}, this version of elmo-transformers reads layout {LAYOUT_VERSION}: export the model "
             "again with elmo-convert onnx"
         )
-    config_file = path.parent / CONFIG_NAME
-    problem = _mismatch(session, metadata.get(ARCHITECTURE_KEY), ElmoConfig.from_pretrained(path.parent), config_file)
+    problem = _mismatch(session, metadata.get(ARCHITECTURE_KEY), config, path.parent / _CONFIG_FILE)
     if problem:
         raise error(
             f"{path}: {problem}: the graph and config.json are of different models; export the model again with"
@@ -149,17 +264,17 @@ def open_graph(path: str | Path, error: type[ElmoError], *, threads: int | None 
 
 
 def _mismatch(
-    session: onnxruntime.InferenceSession, architecture: str | None, config: ElmoConfig, config_file: Path
+    session: onnxruntime.InferenceSession, architecture: str | None, config: GraphConfig, config_file: Path
 ) -> str | None:
     """The first way the graph's architecture (its metadata), inputs or outputs differ from what `config` (read
     from `config_file`) makes them; None when they agree."""
-    expected_architecture = exported_class(config).__name__
+    expected_architecture = config.architecture
     if architecture != expected_architecture:
         return (
             f"its {ARCHITECTURE_KEY} is {architecture!r}, but {config_file} makes it {expected_architecture!r}"
             " (architectures)"
         )
-    signature = graph_signature(config, expected_architecture)
+    signature = graph_signature(config)
     for kind, declared, expected in (
         ("input", session.get_inputs(), signature.inputs),
         ("output", session.get_outputs(), signature.outputs),

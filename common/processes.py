@@ -4,26 +4,65 @@ a process that stops ends the others' waits in one line.
 Every process runs the command, but the processes of one run must not refuse each other: the main process alone
 takes an output's lock (`elmo_transformers.common.output_lock`) and checks what is there, and every process raises
 its refusal, so that all of them stop with the same one line instead of waiting for the main one at the next
-collective call. Without a launcher there is one process, the main one, and nothing is sent.
+collective call. Without a launcher there is one process, the main one, and nothing is sent: accelerate (and torch,
+which it imports) is then not imported at all (`launched`), so that `elmo-embed` on a graph runs without them.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TypeVar
-
-from accelerate import PartialState
-from accelerate.utils import broadcast_object_list
 
 from .errors import ElmoError
 
-__all__ = ["deferred_interrupts", "leave_process_group", "on_main_process", "wait_for_everyone"]
+__all__ = [
+    "OneProcess",
+    "deferred_interrupts",
+    "is_main_process",
+    "launched",
+    "leave_process_group",
+    "on_main_process",
+    "wait_for_everyone",
+]
 
 Result = TypeVar("Result")
+# The world sizes by which accelerate's `PartialState` tells a launched process (`_prepare_backend`), the first one set
+# counting: MPI's launchers' and torchrun's (which `accelerate launch` runs), besides LOCAL_RANK.
+_WORLD_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE", "WORLD_SIZE")
+
+
+def launched() -> bool:
+    """Whether a launcher started this process as one of a run's several, read from the environment as accelerate's
+    `PartialState` reads it (LOCAL_RANK set, or a world size above 1), without importing accelerate (and torch)."""
+    if int(os.environ.get("LOCAL_RANK", -1)) != -1:
+        return True
+    world_size = next((int(os.environ[name]) for name in _WORLD_SIZE_VARIABLES if name in os.environ), 1)
+    return world_size > 1
+
+
+@dataclass(frozen=True)
+class OneProcess:
+    """The processes of a run that no launcher started (`launched` is False): this one alone, the main one, as
+    accelerate's `PartialState` would describe it, known without importing accelerate."""
+
+    process_index: int = 0
+    num_processes: int = 1
+    is_main_process: bool = True
+
+
+def is_main_process() -> bool:
+    """Whether this is the main process of the run (the only one without a launcher): the one that reports."""
+    if not launched():
+        return True
+    from accelerate import PartialState
+
+    return PartialState().is_main_process
 
 
 def _together(call: Callable[[], Result], *, error: type[ElmoError], advice: str) -> Result:
@@ -37,22 +76,35 @@ def _together(call: Callable[[], Result], *, error: type[ElmoError], advice: str
 
 def wait_for_everyone(*, error: type[ElmoError], advice: str = "") -> None:
     """Wait until every process of the run gets here (see `_together` for a process that never does)."""
+    if not launched():
+        return
+    from accelerate import PartialState
+
     _together(PartialState().wait_for_everyone, error=error, advice=advice)
 
 
 def on_main_process(check: Callable[[], None], *, error: type[ElmoError]) -> None:
     """Run `check` on the main process only; an `error` it raises is raised on every process (as `error`)."""
     refusal: list[str | None] = [None]
-    if PartialState().is_main_process:
+    if is_main_process():
         try:
             check()
         except error as raised:
             refusal = [str(raised)]
-    (message,) = _together(lambda: broadcast_object_list(refusal), error=error, advice="")
+    (message,) = _broadcast(refusal, error=error)
     if message is not None:
         # Every process holds the refusal before any ends: the launcher stops the others once one has ended.
         wait_for_everyone(error=error)
         raise error(message)
+
+
+def _broadcast(objects: list[Result], *, error: type[ElmoError]) -> list[Result]:
+    """The main process's `objects`, on every process (as they are without a launcher)."""
+    if not launched():
+        return objects
+    from accelerate.utils import broadcast_object_list
+
+    return _together(lambda: broadcast_object_list(objects), error=error, advice="")
 
 
 @contextmanager
@@ -86,7 +138,11 @@ def leave_process_group() -> None:
     gloo's threads, which the group's destructor joins, hold none to free. A caller that holds a DDP model frees it
     before (`LmTrainer.leave_process_group`): destroying the group while DDP's Reducer still held it deadlocked.
     A Ctrl-C meanwhile is raised once the group is left (`deferred_interrupts`): inside the collection it could only
-    be printed, and a teardown cut halfway could abort the process."""
+    be printed, and a teardown cut halfway could abort the process. Without a launcher there is no group."""
+    if not launched():
+        return
+    from accelerate import PartialState
+
     with deferred_interrupts():
         gc.collect()
         PartialState().destroy_process_group()

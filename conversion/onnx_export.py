@@ -1,10 +1,10 @@
 """`elmo-convert onnx`: a model folder -> a folder holding its ONNX graph, served by onnxruntime.
 
 The folder is a Hub model folder in optimum's convention: `model.onnx` (and `model_quantized.onnx` with
-`--quantize int8`), the source's config.json, tokenizer files and model code (the tokenizer loads with
-`AutoTokenizer`), and a model page saying how to feed the graph without this package and what the export
-measured. The graph is written node by node (`onnx_graph.py`); `--quantize int8` quantises its large products, each
-row of activations by itself (`onnx_int8.py`).
+`--quantize int8`), each with its weights beside it (`model.onnx_data`), the source's config.json and tokenizer files,
+the tokenizer's code (it loads with `AutoTokenizer`; not the model's), and a model page saying how to feed the graph
+without this package and what the export measured. The graph is written node by node (`onnx_graph.py`);
+`--quantize int8` quantises its large products, each row of activations by itself (`onnx_int8.py`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib.metadata
+import inspect
 import json
 import os
 import shutil
@@ -38,12 +39,14 @@ from elmo_transformers.common.onnx_layout import (
     LAYOUT_VERSION,
     QUANTIZED_GRAPH,
     GraphSignature,
-    exported_class,
+    exported_architecture,
+    graph_bytes,
     graph_signature,
     open_graph,
+    save_graph,
 )
 from elmo_transformers.common.run_folder import TRAINING_RECORDS
-from modeling_elmo import ElmoConfig, ElmoModel
+from modeling_elmo import ElmoConfig, ElmoForSequenceClassification, ElmoForTokenClassification, ElmoModel
 from modeling_elmo.tokenization_elmo import ElmoTokenizer
 
 from .model_card import PARITY_SENTENCES
@@ -84,6 +87,12 @@ _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".onnx", ".h5", ".pt")
 FLOAT_PARITY_BAR = 1e-5
 INT8_COSINE_BAR = 0.99
 INT8_BATCH_BAR = 1e-4
+# The text front end's conformance file (raw lines, their words, ids and mask), beside it in the package.
+_CONFORMANCE_FILE = "text_elmo_conformance.json"
+# The class of each architecture `exported_architecture` names.
+_EXPORTED_CLASSES = {
+    model.__name__: model for model in (ElmoModel, ElmoForTokenClassification, ElmoForSequenceClassification)
+}
 # The Hub pipeline tag of each exported architecture: what the graph computes.
 _PIPELINE_TAGS = {
     "ElmoModel": "feature-extraction",
@@ -121,7 +130,7 @@ def export_onnx(
     classification head); `quantize="int8"` adds the 8-bit graph, `triton_repository` a Triton model of each graph
     in that repository (`triton_repository.triton_model_names`)."""
     require_extra("onnx", "elmo-convert onnx", ConversionError)
-    from .onnx_graph import build_graph
+    from .onnx_graph import build_graph, graph_config
 
     model_dir, output = Path(model_dir), Path(output)
     if triton_repository is not None:
@@ -153,9 +162,7 @@ def export_onnx(
             space_check=space_check,
         )
         _copy_model_files(model_dir, folder, architecture)
-        import onnx
-
-        onnx.save(graph, folder / FLOAT_GRAPH)
+        save_graph(graph, folder / FLOAT_GRAPH)
         result = _write_and_measure_int8(model, folder, output) if quantize else _measure(model, folder)[0]
         problem = measurement_problem(result)
         if problem:
@@ -163,7 +170,7 @@ def export_onnx(
         graphs = [FLOAT_GRAPH, *([QUANTIZED_GRAPH] if quantize else [])]
         _write_model_page(folder, model_dir, model, result, output.name)
         record_checksums(folder)
-        signature = graph_signature(model.config, architecture)
+        signature = graph_signature(graph_config(model))
         _write_triton_models(triton_folders, triton_repository, output.name, folder, graphs, signature, space_check)
     return result
 
@@ -173,7 +180,7 @@ def _measure(model: torch.nn.Module, folder: Path) -> tuple[OnnxExport, Inferenc
     session = open_graph(folder / FLOAT_GRAPH, ConversionError)
     tokenizer = ElmoTokenizer.from_pretrained(folder)
     parity, magnitude = _parity(model, session, tokenizer)
-    result = OnnxExport(type(model).__name__, parity, (folder / FLOAT_GRAPH).stat().st_size, magnitude)
+    result = OnnxExport(type(model).__name__, parity, graph_bytes(folder / FLOAT_GRAPH), magnitude)
     return result, session, tokenizer
 
 
@@ -188,7 +195,7 @@ def _write_and_measure_int8(model: torch.nn.Module, folder: Path, output: Path) 
     )
     return replace(
         result,
-        quantized_bytes=(folder / QUANTIZED_GRAPH).stat().st_size,
+        quantized_bytes=graph_bytes(folder / QUANTIZED_GRAPH),
         cosine=cosine,
         batch_difference=batch_difference(quantized, tokenizer, PARITY_SENTENCES),
     )
@@ -212,7 +219,7 @@ def _write_triton_models(
     graph_files = dict(zip(models, (FLOAT_GRAPH, QUANTIZED_GRAPH), strict=False))
     require_room(
         next(iter(triton_folders.values())),
-        sum((folder / graph).stat().st_size for graph in graph_files.values()),
+        sum(graph_bytes(folder / graph) for graph in graph_files.values()),
         "the Triton models' copies of the graphs",
         space_check=space_check,
     )
@@ -232,27 +239,40 @@ def _load(model_dir: Path) -> torch.nn.Module:
     require_model_folder(model_dir, ConversionError)
     if not any(model_dir.glob("*.safetensors")):
         raise ConversionError(f"{model_dir}: no model.safetensors (export from the model folder elmo-convert wrote)")
-    model_class = exported_class(ElmoConfig.from_pretrained(model_dir))
+    model_class = _EXPORTED_CLASSES[exported_architecture(ElmoConfig.from_pretrained(model_dir).architectures)]
     return model_class.from_pretrained(model_dir, dtype=torch.float32).eval()
 
 
 def _model_files(model_dir: Path) -> list[Path]:
-    """The source's files that the ONNX folder copies: its config, tokenizer files and code, and its SOURCES.md
-    (the biLM's training corpus, when it has one); not its weights, its model page, its SHA256SUMS (the folder
-    records its own) nor the records of the pretraining run that made it (`TRAINING_RECORDS`: its language model's
-    perplexity and the run's arguments, which say nothing of a graph without the softmax)."""
+    """The source's files that the ONNX folder copies: its config, tokenizer files and SOURCES.md (the biLM's
+    training corpus, when it has one); not its weights, its code (the folder holds the front end's instead:
+    `_front_end_files`), its model page, its SHA256SUMS (the folder records its own) nor the records of the
+    pretraining run that made it (`TRAINING_RECORDS`: its language model's perplexity and the run's arguments, which
+    say nothing of a graph without the softmax)."""
     left_out = ("README.md", CHECKSUMS_FILE, *TRAINING_RECORDS)
     return [
         path
         for path in sorted(model_dir.iterdir())
-        if path.is_file() and path.suffix not in _WEIGHT_SUFFIXES and path.name not in left_out
+        if path.is_file() and path.suffix not in (*_WEIGHT_SUFFIXES, ".py") and path.name not in left_out
     ]
 
 
+def _front_end_files() -> list[Path]:
+    """The code an ONNX folder holds: this package's tokenizer module and the modules it imports relatively (found as
+    transformers' remote code finds them), which `AutoTokenizer.from_pretrained(folder, trust_remote_code=True)`
+    loads, the numpy text front end (text_elmo.py) among them; not the model's code (modeling_elmo.py, lstm_elmo.py,
+    ...), which serves no graph. And the front end's conformance file, for a client written in another language."""
+    from transformers.dynamic_module_utils import get_relative_import_files
+
+    tokenizer = Path(inspect.getfile(ElmoTokenizer))
+    conformance = tokenizer.with_name(_CONFORMANCE_FILE)
+    return [tokenizer, *sorted(map(Path, get_relative_import_files(str(tokenizer)))), conformance]
+
+
 def _copy_model_files(model_dir: Path, folder: Path, architecture: str) -> None:
-    """Copy `_model_files`; the config's `architectures` becomes the exported one, what the folder holds (the
-    source's may be the language model, whose softmax is not in the graph)."""
-    for path in _model_files(model_dir):
+    """Copy `_model_files` and `_front_end_files`; the config's `architectures` becomes the exported one, what the
+    folder holds (the source's may be the language model, whose softmax is not in the graph)."""
+    for path in [*_model_files(model_dir), *_front_end_files()]:
         shutil.copyfile(path, folder / path.name)
     config = json.loads((folder / CONFIG_NAME).read_text(encoding="utf-8"))
     config["architectures"] = [architecture]
@@ -290,7 +310,7 @@ def _peak_bytes(graph, model_dir: Path, *, quantize: bool) -> int:
     """The most the folder holds while it is written: the float graph and the copied files, and with `quantize`
     the int8 graph, counted as half the float graph (its products' weights take a quarter of their float bytes:
     0.25 times the graph at the original shape, 0.27 for the bundled model; the rewrite is done in memory)."""
-    copies = sum(path.stat().st_size for path in _model_files(model_dir))
+    copies = sum(path.stat().st_size for path in [*_model_files(model_dir), *_front_end_files()])
     return graph.ByteSize() + (graph.ByteSize() // 2 if quantize else 0) + copies
 
 
@@ -302,7 +322,7 @@ def _quantize_in_one_line(folder: Path, output: Path) -> None:
     try:
         quantize_graph(source, folder / QUANTIZED_GRAPH)
     except Exception as failure:  # onnx's, protobuf's and onnxruntime's own types
-        if is_disk_full(failure) or shutil.disk_usage(folder).free < source.stat().st_size:
+        if is_disk_full(failure) or shutil.disk_usage(folder).free < graph_bytes(source):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)) from failure
         raise ConversionError(
             f"{output}: onnxruntime's quantiser failed ({first_line(failure)}): nothing was written; export without"
@@ -333,9 +353,9 @@ def quantize_graph(source: Path, target: Path) -> None:
 
     from .onnx_int8 import quantize_rows
 
-    graph = onnx.load(source)
+    graph = onnx.load(source)  # (its weights too, from beside it)
     quantize_rows(graph, product_node_names(graph))
-    onnx.save(graph, target)
+    save_graph(graph, target)
 
 
 def graph_cosine(float_graph, quantized_graph, tokenizer: ElmoTokenizer, sentences) -> tuple[float, float]:
@@ -402,6 +422,7 @@ serves every batch size and sentence length, empty sentences included: the biLST
 | file | what |
 | --- | --- |
 | `{float_graph}` | float32 graph ({float_mb:.1f} MB); max abs difference to PyTorch float32: {parity:.2e} |
+| `{float_graph}_data` | its weights (ONNX external data: onnxruntime reads them from beside the graph) |
 {quantized_row}| `config.json` | the source's config; `architectures` is `{architecture}`, what the graph computes |
 {sources_row}
 The export keeps a graph only if it passes these bars on its parity sentences: the float32 graph within
@@ -416,15 +437,20 @@ vectors never depend on its batch mates.
 The graph takes the folder's tokenizer's output as it is: `input_ids`, int64, `(batch, words, {chars})`, and
 `attention_mask`, int64, `(batch, words)` (`AutoTokenizer.from_pretrained(folder, trust_remote_code=True)` with
 `padding=True, return_tensors="np"`; it returns no other key). The tokenizer is the folder's own code, which needs
-`transformers` (and `torch`, which it imports); without them, the numpy function below gives the same inputs.
+`transformers`. Without it, the folder's `text_elmo.py` (numpy alone: the tokenizer's split of raw text and its ids,
+which the tokenizer itself calls) gives the same inputs:
 
 ```python
-import onnxruntime
-from transformers import AutoTokenizer
+import importlib.util
 
-tokenizer = AutoTokenizer.from_pretrained("{name}", trust_remote_code=True)
+import onnxruntime
+
+spec = importlib.util.spec_from_file_location("text_elmo", "{name}/text_elmo.py")
+text_elmo = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(text_elmo)
+encoder = text_elmo.ElmoTextEncoder.from_folder("{name}")
 session = onnxruntime.InferenceSession("{name}/{float_graph}")
-outputs = session.run(None, dict(tokenizer(["Hello world .", "Hi !"], padding=True, return_tensors="np")))
+outputs = session.run(None, encoder.encode_text(["Hello world.", "Hi!"]))  # raw lines (encode_words: split ones)
 ```
 
 **The mask decides a sentence's words**, not the ids: its words are the positions before the first 0 of its
@@ -492,7 +518,8 @@ def _write_model_page(folder: Path, source: Path, model: torch.nn.Module, result
             )
         )
         quantized_row = (
-            f"| `{QUANTIZED_GRAPH}` | int8 weights and activations in the LSTM, highway and projection products"
+            f"| `{QUANTIZED_GRAPH}` | int8 weights and activations in the LSTM, highway and projection products (its"
+            f" weights in `{QUANTIZED_GRAPH}_data`)"
             f" ({result.quantized_bytes / 1e6:.1f} MB){measured}; a sentence alone vs in a batch:"
             f" {result.batch_difference:.1e} |\n"
         )

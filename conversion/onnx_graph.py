@@ -24,7 +24,7 @@ import onnx
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
-from elmo_transformers.common.onnx_layout import GraphTensor, graph_signature
+from elmo_transformers.common.onnx_layout import GraphConfig, GraphTensor, graph_signature
 from modeling_elmo import ElmoLayerMix, ElmoModel
 from modeling_elmo.modeling_elmo import ElmoForTokenClassification, ElmoLstmLayer, ElmoTaskModel
 from modeling_elmo.text_elmo import framed_char_ids
@@ -85,6 +85,11 @@ class _Builder:
         return self.op("Shape", x, start=axis, end=axis + 1)
 
 
+def graph_config(model: ElmoModel | ElmoTaskModel) -> GraphConfig:
+    """What the graph of `model` is exported as: its config's sizes, and its own class (what the graph computes)."""
+    return GraphConfig.of({**model.config.to_dict(), "architectures": [type(model).__name__]})
+
+
 def build_graph(model: ElmoModel | ElmoTaskModel, metadata: dict[str, str]) -> onnx.ModelProto:
     """The ONNX model of `model` (in eval mode, float32): an `ElmoModel` or a task head, with the inputs and outputs
     of `graph_signature` (layout `LAYOUT_VERSION`). `metadata` goes into the model's metadata_props."""
@@ -92,7 +97,7 @@ def build_graph(model: ElmoModel | ElmoTaskModel, metadata: dict[str, str]) -> o
     if config.word_embedding_dim:
         raise ValueError("models with a word embedding (ELMoForManyLangs') are not exported to ONNX")
     graph = _Builder(itertools.count())
-    signature = graph_signature(config, type(model).__name__)
+    signature = graph_signature(graph_config(model))
     input_ids, attention_mask = (tensor.name for tensor in signature.inputs)
     word_mask = _word_mask(graph, input_ids, attention_mask)
     with torch.no_grad():

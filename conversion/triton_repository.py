@@ -23,7 +23,7 @@ from pathlib import Path
 from elmo_transformers.common.atomic_output import atomic_output_folder
 from elmo_transformers.common.checksums import record_checksums
 from elmo_transformers.common.errors import ConversionError
-from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, GraphSignature, GraphTensor
+from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, GraphSignature, GraphTensor, graph_weights
 from modeling_elmo import text_elmo
 
 __all__ = [
@@ -34,7 +34,6 @@ __all__ = [
     "TEXT_INPUT",
     "TEXT_SUFFIX",
     "ensemble_config",
-    "external_data_files",
     "graph_model_names",
     "model_config",
     "refuse_unusable_repository",
@@ -200,34 +199,15 @@ def triton_model_folders(
         }
 
 
-def external_data_files(graph: Path) -> list[str]:
-    """The names of the files holding the tensors of `graph` that are ONNX external data, as its tensors name them
-    (relative to the graph's folder), in the graph and in its loops' bodies."""
-    import onnx
-
-    bodies, names = [onnx.load(graph, load_external_data=False).graph], set()
-    while bodies:
-        body = bodies.pop()
-        attributes = [attribute for node in body.node for attribute in node.attribute]
-        tensors = [*body.initializer, *(attribute.t for attribute in attributes if attribute.HasField("t"))]
-        names |= {
-            entry.value
-            for tensor in tensors
-            if tensor.data_location == onnx.TensorProto.EXTERNAL
-            for entry in tensor.external_data
-            if entry.key == "location"
-        }
-        bodies.extend(attribute.g for attribute in attributes if attribute.HasField("g"))
-    return sorted(names)
-
-
 def _write_graph_model(folder: Path, name: str, graph: Path, signature: GraphSignature) -> None:
     """The model folder of the graph model `name`: `config.pbtxt` and version 1, a copy of `graph` (as the
-    backend's default file name) and of the files of its external data, under the names the graph gives them."""
+    backend's default file name) and of its weights' file, under the name the graph refers to it by
+    (`graph_weights`)."""
     (folder / "1").mkdir()
     shutil.copyfile(graph, folder / "1" / FLOAT_GRAPH)
-    for data in external_data_files(graph):
-        shutil.copyfile(graph.parent / data, folder / "1" / data)
+    weights = graph_weights(graph)
+    if weights.is_file():
+        shutil.copyfile(weights, folder / "1" / weights.name)
     (folder / "config.pbtxt").write_text(model_config(name, signature), encoding="utf-8")
 
 

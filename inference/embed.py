@@ -2,7 +2,7 @@
 
 The options are `elmo_transformers.inference.options.EmbedOptions`, which builds the command line; the run itself is
 `elmo_transformers.inference.embedding.embed_file`, imported once the arguments are parsed: `--help` and argument
-errors come without loading torch and transformers.
+errors come without loading torch and transformers, and a run on a graph folder (one process) without them at all.
 """
 
 from __future__ import annotations
@@ -114,32 +114,29 @@ def _import_the_run(options: EmbedOptions) -> ModuleType:
     from modeling_elmo.native_elmo import set_native_libraries
 
     set_native_libraries()  # before the first kernel
-    from transformers.utils.logging import disable_progress_bar
-
     from . import embedding
 
-    disable_progress_bar()  # transformers' weight-loading bar; elmo-embed shows its own
     return embedding
 
 
 def _run(embedding: ModuleType, options: EmbedOptions, argv: list[str]) -> int:
     """Embed the file as `options` say, with the `embedding` module; the exit status, each failure in one line."""
-    from elmo_transformers.common.processes import leave_process_group
+    from elmo_transformers.common.processes import is_main_process, leave_process_group
 
     complete = False  # the output is published
     try:
         summary = embedding.embed_file(options, command=["elmo-embed", *argv])
         complete = True
-        if embedding.is_main_process():
+        if is_main_process():
             print(summary.describe(options.output, options.max_words))
         leave_process_group()
     except ElmoError as error:
         # Under `accelerate launch` an error that every process raised alike is printed once, by the main process.
-        if isinstance(error, embedding.ProcessFailure) or embedding.is_main_process():
+        if isinstance(error, embedding.ProcessFailure) or is_main_process():
             return report_error("elmo-embed", error)
         return 2
     except KeyboardInterrupt as interrupt:
-        if not embedding.is_main_process():
+        if not is_main_process():
             return 130
         complete = complete or isinstance(interrupt, embedding.OutputComplete)
         return report_interruption("elmo-embed", _interrupted_state(options.output, complete))

@@ -1,14 +1,13 @@
-"""Load an ELMo model folder and turn batches of sentences into float32 NumPy vectors of the chosen layers."""
+"""Load an ELMo model folder into PyTorch and turn batches of sentences into float32 NumPy vectors of the chosen
+layers (`Embedder`, the `BatchEmbedder` of a model folder)."""
 
 from __future__ import annotations
 
 import pickle
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 from safetensors import SafetensorError
 from transformers import PreTrainedConfig
@@ -23,71 +22,19 @@ from modeling_elmo import ElmoConfig, ElmoLayerMix, ElmoModel, ElmoTokenizer
 from modeling_elmo.mixing_elmo import MIX_MODES_WITH_WEIGHTS
 from modeling_elmo.modeling_elmo import FIRST_MIX_WEIGHTS_PREFIX
 
+from .batch_embedder import BatchEmbedder, PendingVectors, PreparedBatch
 from .options import COMPUTE_DTYPES, LAYER_CHOICES
 
-__all__ = [
-    "LAYER_CHOICES",
-    "TORCH_DTYPES",
-    "BatchEmbedder",
-    "Embedder",
-    "PendingVectors",
-    "PreparedBatch",
-    "default_device",
-    "resolve_model",
-]
+__all__ = ["LAYER_CHOICES", "TORCH_DTYPES", "Embedder", "default_device"]
 
 _HEADS = ("ElmoForTokenClassification", "ElmoForSequenceClassification")
 # The compute dtypes (--dtype) as torch's.
 TORCH_DTYPES = {name: getattr(torch, name) for name in COMPUTE_DTYPES}
 
 
-def resolve_model(model: str | None) -> str:
-    """The model to load: `model`, or `modeling_elmo.DEFAULT_MODEL` when none is given (and one is defined)."""
-    if model is not None:
-        return model
-    default = getattr(modeling_elmo, "DEFAULT_MODEL", None)
-    if default is None:
-        raise EmbedError("there is no default model yet: pass --model DIR, a model folder written by elmo-convert")
-    return str(default)
-
-
 def default_device() -> str:
     """The default device: "cuda" where a GPU is available, else "cpu"."""
     return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-class BatchEmbedder:
-    """What `elmo-embed` uses of a model, whatever runs it: its tokenizer and `device`, the vectors' `width` and
-    `num_layers`, and the vectors of `layers` for batches of sentences (`prepare`, then `run`), computed in
-    `compute_dtype`. `backend` names what runs the model and `weights_file` the file it reads (None for a Hub
-    model), for the output's attributes."""
-
-    backend: str
-    compute_dtype: str
-    layers: str
-    width: int
-    num_layers: int
-    tokenizer: ElmoTokenizer
-    device: torch.device
-    weights_file: Path | None
-
-    def shape(self, words: int) -> tuple[int, ...]:
-        """Shape of one sentence's output: (L+1, words, width) for "all", (words, width) otherwise."""
-        return (self.num_layers, words, self.width) if self.layers == "all" else (words, self.width)
-
-    def embed(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
-        """The float32 vectors of each sentence (a non-empty list of words), of shape `self.shape(len(words))`.
-
-        The sentences are padded into one batch; the model computes every row on its own (no state is carried
-        from sentence to sentence), so a sentence gets the same vectors in any batch.
-        """
-        return self.run(self.prepare(sentences)).result()
-
-    def prepare(self, sentences: Sequence[Sequence[str]]) -> PreparedBatch:
-        raise NotImplementedError
-
-    def run(self, prepared: PreparedBatch) -> PendingVectors:
-        raise NotImplementedError
 
 
 class Embedder(BatchEmbedder):
@@ -122,6 +69,13 @@ class Embedder(BatchEmbedder):
         local_weights = Path(model) / SAFE_WEIGHTS_NAME
         self.weights_file = local_weights if local_weights.is_file() else None  # (None: a Hub model)
 
+    @property
+    def device_type(self) -> str:
+        return self.device.type
+
+    def split_words(self, text: str) -> list[str]:
+        return self.tokenizer.tokenize(text)
+
     def prepare(self, sentences: Sequence[Sequence[str]]) -> PreparedBatch:
         """The first step of `embed`, on the host: the tokenizer's padded batch (in pinned memory on a GPU, so that
         `run` copies it without waiting). Any thread may prepare batches while another runs the model."""
@@ -152,36 +106,12 @@ class Embedder(BatchEmbedder):
                 if self.layers == "average":
                     vectors = vectors.mean(dim=1)  # (batch, words, width)
             if not non_blocking:
-                return PendingVectors(vectors.cpu(), prepared.lengths)
+                return PendingVectors(vectors.cpu().numpy(), prepared.lengths)
             host = torch.empty(vectors.shape, dtype=vectors.dtype, pin_memory=True)
             host.copy_(vectors, non_blocking=True)
             copied = torch.cuda.Event()
             copied.record()
-        return PendingVectors(host, prepared.lengths, copied)
-
-
-@dataclass
-class PreparedBatch:
-    """A batch ready for `Embedder.run`: the tokenizer's tensors (batch, words, ...) and each sentence's length."""
-
-    tensors: dict[str, torch.Tensor]
-    lengths: list[int]
-
-
-@dataclass
-class PendingVectors:
-    """The vectors of a batch, (batch, [L+1,] words, width) on the host, once `copied` (a CUDA event) has passed."""
-
-    vectors: torch.Tensor
-    lengths: list[int]
-    copied: torch.cuda.Event | None = None
-
-    def result(self) -> list[np.ndarray]:
-        """Each sentence's float32 vectors, (L+1, words, width) or (words, width); waits for the copy first."""
-        if self.copied is not None:
-            self.copied.synchronize()  # reading the pinned memory before the copy has landed would read garbage
-        vectors = self.vectors.numpy()
-        return [vectors[row, ..., :length, :] for row, length in enumerate(self.lengths)]
+        return PendingVectors(host.numpy(), prepared.lengths, copied)  # (a view: read once `copied` has passed)
 
 
 def _load_model(model: str, dtype: torch.dtype) -> tuple[ElmoModel, list[str]]:

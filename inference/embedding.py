@@ -3,7 +3,9 @@
 The input is read in windows of a few thousand lines; each window is sorted by length into batches, embedded
 and written, so memory does not grow with the corpus (except the "sentence_to_index" mapping, which holds
 every distinct line, as AllenNLP's does: `--forget-sentences` leaves it out). The command line is
-`elmo_transformers.inference.embed`, which imports this module (and torch) only once its arguments are parsed.
+`elmo_transformers.inference.embed`, which imports this module only once its arguments are parsed. torch and
+accelerate are imported only where PyTorch runs the model, or several processes run (`accelerate launch`): a run of
+one process on a graph goes without them (and without transformers).
 
 A run reads as plan, run, finish: `_plan` checks the request, loads the model and measures the input
 (`_PreparedRun`); `_embed_lines` embeds the lines not yet stored into `OUT.partial` (`_EmbeddingPass`); `_finish`
@@ -20,22 +22,19 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-from accelerate import PartialState
 from tqdm.auto import tqdm
 
 from elmo_transformers.common.atomic_output import partial_path
-from elmo_transformers.common.checksums import CHECKSUM_WAY_ON, checksum_problem, file_sha256
 from elmo_transformers.common.disk_space import check_free_space, is_disk_full
 from elmo_transformers.common.errors import EmbedError, first_line
 from elmo_transformers.common.output_lock import output_lock
-from elmo_transformers.common.processes import on_main_process, wait_for_everyone
-from modeling_elmo.onednn_elmo import onednn_available
+from elmo_transformers.common.processes import OneProcess, launched, on_main_process, wait_for_everyone
 
+from .batch_embedder import BatchEmbedder, PendingVectors, PreparedBatch, recorded_sha256, resolve_model
 from .batching import Piece, batch_groups, bucketed_batches
-from .embedder import TORCH_DTYPES, BatchEmbedder, PendingVectors, PreparedBatch, resolve_model
 from .hdf5_output import (
     DamagedSegment,
     EmbeddingFile,
@@ -52,7 +51,10 @@ from .pipeline import run_stages
 from .settings import EmbedSettings
 from .storage import Storage
 
-__all__ = ["EmbedSummary", "OutputComplete", "ProcessFailure", "embed_file", "is_main_process", "process_device"]
+if TYPE_CHECKING:
+    from accelerate import PartialState
+
+__all__ = ["EmbedSummary", "OutputComplete", "ProcessFailure", "embed_file", "process_device"]
 
 # A window ends at this many lines to embed, or at this many words, whichever comes first.
 WINDOW_LINES = 4096
@@ -141,8 +143,7 @@ def embed_file(
     share the batches out (`_EmbeddingPass`), and the file is that of one process.
     """
     command = [Path(sys.argv[0]).name, *sys.argv[1:]] if command is None else list(command)
-    # One process, or those of `accelerate launch`: without a GPU (or with --device cpu) they join one CPU group (gloo).
-    processes = PartialState(cpu=options.device == "cpu" or not torch.accelerator.is_available())
+    processes = _run_processes(options, graph=holds_onnx_graph(resolve_model(options.model)))
     model = _check_request(options)
     device = process_device(options.device, processes)
     published = False  # the output, by this process
@@ -167,12 +168,18 @@ def embed_file(
     return summary
 
 
-def is_main_process() -> bool:
-    """Whether this is the main process of `accelerate launch` (or the only process): the one that reports."""
-    return PartialState().is_main_process
+def _run_processes(options: EmbedOptions, *, graph: bool) -> PartialState | OneProcess:
+    """The processes of this run: one, or those of `accelerate launch`, which without a GPU (or with --device cpu)
+    join one CPU group (gloo). A run of one process on a graph goes without accelerate and torch (`OneProcess`)."""
+    if graph and not launched():
+        return OneProcess()
+    import torch
+    from accelerate import PartialState
+
+    return PartialState(cpu=options.device == "cpu" or not torch.accelerator.is_available())
 
 
-def process_device(device: str | None, processes: PartialState) -> str | None:
+def process_device(device: str | None, processes: PartialState | OneProcess) -> str | None:
     """The device of this process: `device`, or with several processes (`accelerate launch`) each its own,
     accelerate's (cuda:LOCAL_RANK where there are GPUs)."""
     if processes.num_processes == 1 or device == "cpu":
@@ -217,7 +224,7 @@ def _plan(
     options: EmbedOptions,
     model: str,
     device: str | None,
-    processes: PartialState,
+    processes: PartialState | OneProcess,
     command: list[str],
     overlap: bool | None,
 ) -> _PreparedRun:
@@ -238,7 +245,7 @@ def _plan(
     split_words = _word_splitter(embedder, options) if count_words else None
     progress = processes.is_main_process
     size = _InputSize.of(options.input, split_words, words_json=options.tokenize, progress=progress)
-    overlap = embedder.device.type == "cuda" if overlap is None else overlap
+    overlap = embedder.device_type == "cuda" if overlap is None else overlap
     plan = _PreparedRun(settings, command, processes, embedder, size, overlap)
     if options.space_check:
         plan.check_free_space()
@@ -251,20 +258,17 @@ def _weights_sha256(weights: Path | None) -> str:
     wrong vectors."""
     if weights is None or not weights.is_file():
         return ""
-    sha256 = file_sha256(weights)
-    problem = checksum_problem(weights, sha256)
-    if problem:
-        raise EmbedError(f"{problem}; {CHECKSUM_WAY_ON}")
-    return sha256
+    return recorded_sha256(weights)
 
 
-def _warn_slow_compute_dtype(embedder: BatchEmbedder, compute_dtype: str, processes: PartialState) -> None:
-    if (
-        processes.is_main_process
-        and embedder.device.type == "cpu"
-        and compute_dtype != "float32"
-        and not onednn_available(TORCH_DTYPES[compute_dtype])
-    ):
+def _warn_slow_compute_dtype(embedder: BatchEmbedder, compute_dtype: str, processes: PartialState | OneProcess) -> None:
+    if not (processes.is_main_process and embedder.device_type == "cpu" and compute_dtype != "float32"):
+        return
+    from modeling_elmo.onednn_elmo import onednn_available  # (torch: PyTorch computes, in another dtype)
+
+    from .embedder import TORCH_DTYPES
+
+    if not onednn_available(TORCH_DTYPES[compute_dtype]):
         print(
             f"elmo-embed: warning: this CPU has no fast {compute_dtype} matrix products (no oneDNN {compute_dtype}"
             " kernels for it): float32 runs several times faster here",
@@ -274,7 +278,7 @@ def _warn_slow_compute_dtype(embedder: BatchEmbedder, compute_dtype: str, proces
 
 def _word_splitter(embedder: BatchEmbedder, options: EmbedOptions) -> Callable[[str], list[str]]:
     """How the run splits a line into words: the tokenizer's split with --tokenize, else at whitespace."""
-    return embedder.tokenizer.tokenize if options.tokenize else str.split
+    return embedder.split_words if options.tokenize else str.split
 
 
 @dataclass
@@ -285,7 +289,7 @@ class _PreparedRun:
 
     settings: EmbedSettings
     command: list[str]
-    processes: PartialState
+    processes: PartialState | OneProcess
     embedder: BatchEmbedder
     size: _InputSize
     overlap: bool
@@ -479,6 +483,10 @@ def _overflow_problem(line: int, vectors: np.ndarray, compute_dtype: str) -> str
     problem = f"line {line + 1} (dataset {line}) has a vector holding {value} computed in {compute_dtype}"
     if compute_dtype == "float32":
         return f"{problem}: the model's activations overflow float32's range; check the model's weights"
+    import torch  # (PyTorch computed, in another dtype)
+
+    from .embedder import TORCH_DTYPES
+
     limit = float(torch.finfo(TORCH_DTYPES[compute_dtype]).max)
     return (
         f"{problem}: the model's activations went beyond {compute_dtype}'s range ({limit:g}); compute in float32"

@@ -13,16 +13,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
-from accelerate import PartialState
 
 from elmo_transformers.common.errors import EmbedError
-from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, open_graph
-from modeling_elmo import ElmoConfig, ElmoTokenizer
+from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, graph_files, open_graph
+from elmo_transformers.common.processes import is_main_process
+from modeling_elmo.text_elmo import ElmoTextEncoder
 
-from .embedder import BatchEmbedder, Embedder, PendingVectors, PreparedBatch
+from .batch_embedder import BatchEmbedder, PendingVectors, PreparedBatch, recorded_sha256
 
 __all__ = ["OnnxEmbedder", "SortedBatch", "holds_onnx_graph", "open_embedder"]
+
+# The files of an ONNX folder that a run reads besides the graph's (the text front end's config among them): each is
+# compared with the folder's SHA256SUMS before the graph is opened.
+_READ_FILES = ("config.json", "tokenizer_config.json")
 
 
 def holds_onnx_graph(model: str | Path) -> bool:
@@ -35,14 +38,20 @@ def open_embedder(
     model: str, *, layers: str, compute_dtype: str = "float32", device: str | None = None
 ) -> BatchEmbedder:
     """`elmo-embed`'s embedder of `model`: `OnnxEmbedder` where the folder holds an exported graph (on CPU whatever
-    `device`), else `Embedder` (PyTorch) on `device`. The graph is the float32 one; a folder holding only the int8
-    graph is run with it, and a one-line notice says so (its vectors are near float32's, not equal)."""
+    `device`), else `Embedder` (PyTorch) on `device`, imported only then (with torch and transformers). The graph is
+    the float32 one; a folder holding only the int8 graph is run with it, and a one-line notice says so (its vectors
+    are near float32's, not equal)."""
     if not holds_onnx_graph(model):
+        from transformers.utils.logging import disable_progress_bar
+
+        from .embedder import Embedder
+
+        disable_progress_bar()  # transformers' weight-loading bar; elmo-embed shows its own
         return Embedder(model, layers=layers, compute_dtype=compute_dtype, device=device)
     if compute_dtype != "float32":
         raise EmbedError(f"--dtype {compute_dtype}: {model} holds an ONNX graph, which runs in float32 (on CPU)")
     quantized = not (Path(model) / FLOAT_GRAPH).is_file()
-    if quantized and PartialState().is_main_process:
+    if quantized and is_main_process():
         print(
             f"elmo-embed: notice: {model} holds no {FLOAT_GRAPH}: embedding with its int8 graph {QUANTIZED_GRAPH}"
             " (8-bit products: vectors near float32's, not equal to them)",
@@ -53,35 +62,45 @@ def open_embedder(
 
 class OnnxEmbedder(BatchEmbedder):
     """The graph of an `elmo-convert onnx` folder on onnxruntime (CPU), giving the vectors of `layers` ("all",
-    "top" or "average", as `Embedder`) for batches of sentences: `FLOAT_GRAPH`, or `QUANTIZED_GRAPH` if `quantized`."""
+    "top" or "average", as `Embedder`) for batches of sentences: `FLOAT_GRAPH`, or `QUANTIZED_GRAPH` if `quantized`.
+    The text front end (`modeling_elmo.text_elmo`, numpy alone) splits raw text and gives the graph its ids: neither
+    torch nor transformers is imported."""
 
     backend = "onnxruntime"
     compute_dtype = "float32"
+    device_type = "cpu"
 
     def __init__(self, model: str, *, layers: str, quantized: bool = False, threads: int | None = None) -> None:
         if layers not in ("all", "top", "average"):
             raise EmbedError(f"--layers {layers}: an ONNX folder serves all, top or average")
         folder = Path(model)
-        name = QUANTIZED_GRAPH if quantized else FLOAT_GRAPH
-        self.weights_file = folder / name
-        self.session = open_graph(self.weights_file, EmbedError, threads=threads)
-        if "hidden_states" not in {output.name for output in self.session.get_outputs()}:
-            raise EmbedError(f"{folder / name}: the graph of a task head (logits), not of the biLM: export the biLM")
+        graph = folder / (QUANTIZED_GRAPH if quantized else FLOAT_GRAPH)
+        *structure, self.weights_file = graph_files(graph)  # the weights: beside the graph, or inside it
+        for path in [*structure, *(folder / name for name in _READ_FILES)]:
+            if path.is_file():
+                recorded_sha256(path)  # (the weights file is compared once the run has its sha256)
+        self.session = open_graph(graph, EmbedError, threads=threads)
+        outputs = {output.name: output for output in self.session.get_outputs()}
+        if "hidden_states" not in outputs:
+            raise EmbedError(f"{graph}: the graph of a task head (logits), not of the biLM: export the biLM")
         self.layers = layers
         self.input_names = [tensor.name for tensor in self.session.get_inputs()]
-        self.tokenizer = ElmoTokenizer.from_pretrained(model)
-        config = ElmoConfig.from_pretrained(model)
-        self.device = torch.device("cpu")
-        self.width = 2 * config.projection_dim
-        self.num_layers = config.num_hidden_layers + 1
+        try:
+            self.encoder = ElmoTextEncoder.from_folder(folder)
+        except ValueError as error:  # (it names the file and what is wrong with it)
+            raise EmbedError(str(error)) from None
+        # The graph's sizes, which `open_graph` found to be those of config.json.
+        _, self.num_layers, _, self.width = outputs["hidden_states"].shape
+        _check_framing(graph, self.encoder.max_characters_per_token, self.session)
+
+    def split_words(self, text: str) -> list[str]:
+        return self.encoder.split(text)
 
     def prepare(self, sentences: Sequence[Sequence[str]]) -> SortedBatch:
-        """The tokenizer's padded batch, longest sentence first (the order the graph runs its rows in, so that it
+        """The front end's padded batch, longest sentence first (the order the graph runs its rows in, so that it
         keeps them as they come): the graph's inputs (`graph_signature`) are its keys."""
         order = sorted(range(len(sentences)), key=lambda row: -len(sentences[row]))  # stable: ties keep their order
-        inputs = self.tokenizer(
-            [list(sentences[row]) for row in order], is_split_into_words=True, padding=True, return_tensors="pt"
-        )
+        inputs = self.encoder.encode_words([list(sentences[row]) for row in order])
         tensors = {name: inputs[name] for name in self.input_names}
         return SortedBatch(tensors, [len(words) for words in sentences], order)
 
@@ -89,12 +108,23 @@ class OnnxEmbedder(BatchEmbedder):
         """The graph over the batch, its rows back in the sentences' order; the vectors are ready at once
         (`result()` does not wait)."""
         wanted = ["last_hidden_state"] if self.layers == "top" else ["hidden_states"]
-        (vectors,) = self.session.run(wanted, {name: tensor.numpy() for name, tensor in prepared.tensors.items()})
+        (vectors,) = self.session.run(wanted, dict(prepared.tensors))
         if self.layers == "average":
             vectors = vectors.mean(axis=1)  # hidden_states is (batch, L+1, words, width)
         restored = np.empty_like(vectors)
         restored[prepared.order] = vectors
-        return PendingVectors(torch.from_numpy(restored), prepared.lengths)
+        return PendingVectors(restored, prepared.lengths)
+
+
+def _check_framing(graph: Path, characters: int, session) -> None:
+    """Refuse a front end whose words are `characters` ids long where the graph reads words of another length (the
+    folder's tokenizer_config.json and config.json disagree)."""
+    expected = session.get_inputs()[0].shape[-1]
+    if characters != expected:
+        raise EmbedError(
+            f"{graph.parent}: tokenizer_config.json frames words of {characters} characters, but the graph reads"
+            f" {expected} (max_characters_per_token): the model and its tokenizer must frame words alike"
+        )
 
 
 @dataclass

@@ -2,15 +2,19 @@
 one run: words per second from starting the command to its finished hdf5 file (every layer), the best of
 alternating rounds, and how far the graphs' vectors are from PyTorch's.
 
-The model: random weights of a released shape (default the original, 2x4096_512_2048cnn_2xhighway) as options.json +
-weights.hdf5 (what `allennlp elmo` reads), converted with `elmo-convert allennlp` (PyTorch) and exported with
-`elmo-convert onnx --quantize int8` (the graphs; the int8 graph runs from a folder holding it alone). The lines:
-generated sentences of --min-words to --max-words words (`bench_common.make_sentences`). Each command runs in a
-process of its own with its defaults (threads: all cores); a round runs every backend once, the next round in the
-reverse order, so that the machine's load hits all alike.
+Two races (issue 41's targets):
+- the original shape at each of --sizes (default 300 and 1,500 lines): random weights of a released shape (default the
+  original, 2x4096_512_2048cnn_2xhighway) as options.json + weights.hdf5 (what `allennlp elmo` reads), converted with
+  `elmo-convert allennlp` (PyTorch) and exported with `elmo-convert onnx --quantize int8` (the graphs; the int8 graph
+  runs from a folder holding it alone), against AllenNLP;
+- a short run, --short-lines (default 5) lines: the bundled model's int8 graph against its PyTorch folder, whose wall
+  time is mostly the command's start (imports, opening the model), best of --short-rounds.
+The lines: generated sentences of --min-words to --max-words words (`bench_common.make_sentences`). Each command runs
+in a process of its own with its defaults (threads: all cores); a round runs every backend once, the next round in
+the reverse order, so that the machine's load hits all alike.
 
     bash benchmarks/allennlp/make_venv.sh            # AllenNLP 0.9.0's venv, once
-    python benchmarks/speed/bench_embed_backends.py  # 300 lines of 5-40 words, 2 rounds
+    python benchmarks/speed/bench_embed_backends.py  # 300 and 1,500 lines of 5-40 words, 2 rounds; 5 lines, 5 rounds
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ from bench_common import (
     markdown_table,
 )
 
-from elmo_transformers.inference.onnx_embedder import FLOAT_GRAPH
+from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, graph_files
+from modeling_elmo import DEFAULT_MODEL
 
 ALLENNLP, PYTORCH, FLOAT, INT8 = (
     "AllenNLP 0.9.0 `allennlp elmo`",
@@ -49,10 +54,12 @@ ALLENNLP, PYTORCH, FLOAT, INT8 = (
 def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shape", default="original", help="released shape of the random weights")
-    parser.add_argument("--lines", type=int, default=300, help="lines embedded (default %(default)s)")
+    parser.add_argument("--sizes", default="300,1500", help="lines embedded, each size a race (default %(default)s)")
     parser.add_argument("--min-words", type=int, default=5)
     parser.add_argument("--max-words", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds; the best counts (default 2)")
+    parser.add_argument("--short-lines", type=int, default=5, help="lines of the short run (0: none; default 5)")
+    parser.add_argument("--short-rounds", type=int, default=5, help="rounds of the short run (default 5)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--allennlp-venv", type=Path, default=Path(DEFAULT_ALLENNLP_VENV))
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/elmo-bench-embed-backends"))
@@ -66,22 +73,24 @@ def _arguments() -> argparse.Namespace:
 
 
 def _int8_alone(onnx_folder: Path) -> Path:
-    """A folder holding the export's files but the float32 graph (hard links): `elmo-embed` runs its int8 graph."""
+    """A folder holding the export's files but the float32 graph's (hard links): `elmo-embed` runs its int8 graph.
+    (The folder's SHA256SUMS still records the float32 graph's files: elmo-embed compares only those it reads.)"""
     folder = onnx_folder.with_name(onnx_folder.name + "-int8")
     folder.mkdir(exist_ok=True)
+    float_graph = {path.name for path in graph_files(onnx_folder / FLOAT_GRAPH)}
     for path in onnx_folder.iterdir():
-        if path.is_file() and path.name != FLOAT_GRAPH and not (folder / path.name).exists():
+        if path.is_file() and path.name not in float_graph and not (folder / path.name).exists():
             os.link(path, folder / path.name)
     return folder
 
 
 def _commands(args: argparse.Namespace, lines: Path) -> dict[str, tuple[list[str], Path]]:
-    """Each backend's command and the hdf5 file it writes."""
+    """Each backend's command on the original shape and the hdf5 file it writes."""
     options, weights = ensure_weights(args.work_dir, args.seed, args.shape)
     model = converted_model(args.work_dir, args.seed, args.shape)
     graphs = exported_graphs(model, args.work_dir / f"{args.shape}-seed{args.seed}-onnx")
     worker = [str(args.allennlp_venv / "bin" / "python"), str(ALLENNLP_FOLDER / "elmo_command_worker.py")]
-    embed = [sys.executable, "-m", "elmo_transformers.inference.embed", str(lines)]
+    embed = _embed_command(lines)
     outputs = {label: args.work_dir / f"{index}.hdf5" for index, label in enumerate((ALLENNLP, PYTORCH, FLOAT, INT8))}
     commands = {
         ALLENNLP: ([*worker, str(options), str(weights), str(lines), str(outputs[ALLENNLP])], outputs[ALLENNLP]),
@@ -94,6 +103,21 @@ def _commands(args: argparse.Namespace, lines: Path) -> dict[str, tuple[list[str
             output = args.work_dir / f"compared-{len(commands)}.hdf5"
             commands[f"{label} ({args.compare.name})"] = ([*embed, str(output), "--model", str(folder)], output)
     return commands
+
+
+def _short_commands(args: argparse.Namespace, lines: Path) -> dict[str, tuple[list[str], Path]]:
+    """The short run's commands: the bundled model's PyTorch folder and its int8 graph (a folder holding it alone)."""
+    graphs = _int8_alone(exported_graphs(Path(DEFAULT_MODEL), args.work_dir / "bundled-onnx"))
+    embed = _embed_command(lines)
+    outputs = {label: args.work_dir / f"short-{index}.hdf5" for index, label in enumerate((PYTORCH, INT8))}
+    return {
+        PYTORCH: ([*embed, str(outputs[PYTORCH]), "--model", str(DEFAULT_MODEL)], outputs[PYTORCH]),
+        INT8: ([*embed, str(outputs[INT8]), "--model", str(graphs)], outputs[INT8]),
+    }
+
+
+def _embed_command(lines: Path) -> list[str]:
+    return [sys.executable, "-m", "elmo_transformers.inference.embed", str(lines)]
 
 
 def _seconds(command: list[str], output: Path) -> float:
@@ -122,33 +146,71 @@ def _agreement(reference: Path, other: Path) -> tuple[float, float, float]:
     return largest, float(every.mean()), float(every.min())
 
 
-def main() -> None:
-    args = _arguments()
-    args.work_dir.mkdir(parents=True, exist_ok=True)
-    sentences = make_sentences(args.seed, args.lines, args.lines, args.min_words, args.max_words)
-    lines = args.work_dir / "lines.txt"
-    lines.write_text("".join(" ".join(words) + "\n" for words in sentences), encoding="utf-8")
-    words = sum(map(len, sentences))
-    commands = _commands(args, lines)
+def _race(commands: dict[str, tuple[list[str], Path]], rounds: int, words: int) -> tuple[dict[str, float], list[str]]:
+    """The best wall-clock seconds of each command over `rounds` alternating rounds, and the load averages at the
+    start and after each round."""
     best, loads = dict.fromkeys(commands, float("inf")), [load_averages(os.getloadavg())]
-    for round_index in range(args.rounds):
+    for round_index in range(rounds):
         order = list(commands) if round_index % 2 == 0 else list(reversed(commands))
         for label in order:
             seconds = _seconds(*commands[label])
-            print(f"round {round_index + 1}: {label}: {seconds:.1f} s ({words / seconds:,.0f} words/s)", flush=True)
+            print(f"round {round_index + 1}: {label}: {seconds:.2f} s ({words / seconds:,.0f} words/s)", flush=True)
             best[label] = min(best[label], seconds)
         loads.append(load_averages(os.getloadavg()))
+    return best, loads
+
+
+def _write_lines(path: Path, sentences: list[list[str]]) -> Path:
+    path.write_text("".join(" ".join(words) + "\n" for words in sentences), encoding="utf-8")
+    return path
+
+
+def _original_shape_race(args: argparse.Namespace, lines_count: int) -> None:
+    """The four backends on `lines_count` lines of the original shape: words/s and the ratios, then each graph's
+    agreement with PyTorch's vectors."""
+    sentences = make_sentences(args.seed, lines_count, lines_count, args.min_words, args.max_words)
+    lines = _write_lines(args.work_dir / f"lines-{lines_count}.txt", sentences)
+    words = sum(map(len, sentences))
+    commands = _commands(args, lines)
+    best, loads = _race(commands, args.rounds, words)
     speeds = {label: words / seconds for label, seconds in best.items()}
     rows = [
-        [label, f"{speed:,.0f}", f"{speed / speeds[ALLENNLP]:.2f}x", f"{speed / speeds[PYTORCH]:.2f}x"]
+        [
+            label,
+            f"{best[label]:.1f}",
+            f"{speed:,.0f}",
+            f"{speed / speeds[ALLENNLP]:.2f}x",
+            f"{speed / speeds[PYTORCH]:.2f}x",
+        ]
         for label, speed in speeds.items()
     ]
     print(f"{len(sentences)} lines, {words:,} words; {args.shape} shape, random weights (seed {args.seed})")
-    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; load averages at the start and after each round: {loads}")
-    print(markdown_table(rows, ["backend", "words/s (best round)", "vs AllenNLP", "vs PyTorch"]))
+    print(f"load averages at the start and after each round: {loads}")
+    print(markdown_table(rows, ["backend", "seconds (best round)", "words/s", "vs AllenNLP", "vs PyTorch"]))
     for label in [label for label in commands if label not in (ALLENNLP, PYTORCH)]:
         largest, mean, least = _agreement(commands[PYTORCH][1], commands[label][1])
         print(f"{label} vs PyTorch: largest difference {largest:.2e}; per-word cosine mean {mean:.6f}, min {least:.6f}")
+
+
+def _short_race(args: argparse.Namespace) -> None:
+    """The short run: the bundled model's int8 graph against its PyTorch folder, wall time and its ratio."""
+    sentences = make_sentences(args.seed, args.short_lines, args.short_lines, args.min_words, args.max_words)
+    lines = _write_lines(args.work_dir / f"lines-{args.short_lines}.txt", sentences)
+    words = sum(map(len, sentences))
+    best, loads = _race(_short_commands(args, lines), args.short_rounds, words)
+    print(f"{len(sentences)} lines, {words:,} words; the bundled model; load averages: {loads}")
+    rows = [[label, f"{seconds:.2f}", f"{seconds / best[PYTORCH]:.2f}x"] for label, seconds in best.items()]
+    print(markdown_table(rows, ["backend", "wall seconds (best round)", "vs PyTorch's wall time"]))
+
+
+def main() -> None:
+    args = _arguments()
+    args.work_dir.mkdir(parents=True, exist_ok=True)
+    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores")
+    if args.short_lines:
+        _short_race(args)
+    for size in map(int, args.sizes.split(",") if args.sizes else []):
+        _original_shape_race(args, size)
 
 
 if __name__ == "__main__":

@@ -21,10 +21,11 @@ class _Cycle:
 
 
 def test_the_group_is_left_after_its_garbage_is_collected(monkeypatch: pytest.MonkeyPatch) -> None:
+    from accelerate import PartialState
+
     collected_first: list[bool] = []
-    monkeypatch.setattr(
-        processes.PartialState, "destroy_process_group", lambda self: collected_first.append(alive() is None)
-    )
+    monkeypatch.setattr(processes, "launched", lambda: True)  # (a process of `accelerate launch`)
+    monkeypatch.setattr(PartialState, "destroy_process_group", lambda self: collected_first.append(alive() is None))
     gc.disable()  # only leave_process_group's collection may free the cycle
     try:
         cycle = _Cycle()
@@ -63,8 +64,11 @@ class _InterruptedWhenCollected(_Cycle):
 def test_ctrl_c_during_the_collection_is_raised_once_the_group_is_left(monkeypatch, capsys) -> None:
     """A Ctrl-C inside the collection, raised there, could only be printed ("Exception ignored in ...") and the
     interrupt was lost; deferred, the collection and the teardown finish and the KeyboardInterrupt comes after."""
+    from accelerate import PartialState
+
     destroyed: list[bool] = []
-    monkeypatch.setattr(processes.PartialState, "destroy_process_group", lambda self: destroyed.append(True))
+    monkeypatch.setattr(processes, "launched", lambda: True)  # (a process of `accelerate launch`)
+    monkeypatch.setattr(PartialState, "destroy_process_group", lambda self: destroyed.append(True))
     finished: list[str] = []
     gc.disable()  # only leave_process_group's collection may free the cycle
     try:
@@ -77,3 +81,29 @@ def test_ctrl_c_during_the_collection_is_raised_once_the_group_is_left(monkeypat
     assert destroyed == [True], "the group was not left"
     assert "Exception ignored" not in capsys.readouterr().err
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.parametrize(
+    ("environment", "expected"),
+    [
+        ({}, False),
+        ({"WORLD_SIZE": "1", "RANK": "0"}, False),
+        ({"LOCAL_RANK": "0"}, True),  # torchrun's and accelerate launch's
+        ({"WORLD_SIZE": "2"}, True),
+        ({"PMI_SIZE": "1", "WORLD_SIZE": "4"}, False),  # the first world size set counts, as accelerate reads them
+        ({"OMPI_COMM_WORLD_SIZE": "3"}, True),  # MPI's
+    ],
+)
+def test_a_launched_process_is_told_from_the_environment_as_accelerate_tells_it(
+    monkeypatch: pytest.MonkeyPatch, environment: dict[str, str], expected: bool
+) -> None:
+    """A run of one process (elmo-embed on a graph) imports neither accelerate nor torch: whether a launcher started
+    it is read from the environment, as accelerate's `PartialState` reads it."""
+    for name in ("LOCAL_RANK", "RANK", "WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert processes.launched() is expected
+    if not expected:  # then the run's one process is the main one, and nothing is sent
+        assert processes.is_main_process()
+        assert processes.on_main_process(lambda: None, error=processes.ElmoError) is None

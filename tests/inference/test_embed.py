@@ -890,9 +890,11 @@ def _flip_bytes_in_the_middle(path: Path) -> None:
         file.write(flipped)
 
 
-def _assert_damage_is_refused(folder: Path, weights_name: str, tmp_path: Path, capsys) -> None:
+def _assert_damage_is_refused(
+    folder: Path, weights_name: str, tmp_path: Path, capsys, *, loads_unrecorded: bool = True
+) -> None:
     """`folder`'s weights file, 64 bytes flipped, is refused in one line naming both checksums; without the
-    folder's SHA256SUMS the same file is embedded."""
+    folder's SHA256SUMS the same file is embedded (where it still loads: `loads_unrecorded`)."""
     weights = folder / weights_name
     expected = hashlib.sha256(weights.read_bytes()).hexdigest()
     assert f"{expected}  {weights_name}\n" in (folder / "SHA256SUMS").read_text(), "elmo-convert recorded it"
@@ -908,7 +910,8 @@ def _assert_damage_is_refused(folder: Path, weights_name: str, tmp_path: Path, c
     )
     assert not (tmp_path / "out.hdf5").exists()
     (folder / "SHA256SUMS").unlink()  # a folder that records no checksum (saved by save_pretrained) still works
-    assert _embed(capsys, source, tmp_path / "out.hdf5", "--model", folder)[0] == 0
+    if loads_unrecorded:
+        assert _embed(capsys, source, tmp_path / "out.hdf5", "--model", folder)[0] == 0
 
 
 def test_damaged_weights_that_load_are_refused_by_their_recorded_checksum(
@@ -959,16 +962,20 @@ def test_every_recorded_file_is_compared_not_only_the_weights(
     assert not (tmp_path / "out.hdf5").exists()
 
 
+@pytest.mark.parametrize("name", ["model.onnx", "model.onnx_data", "config.json", "tokenizer_config.json"])
 def test_a_damaged_graph_is_refused_by_its_recorded_checksum(
-    fixture_model_folder: Path, tmp_path: Path, capsys
+    fixture_model_folder: Path, tmp_path: Path, capsys, name: str
 ) -> None:
-    """64 bytes flipped inside model.onnx gave finite vectors off by up to 0.88, exit 0."""
+    """64 bytes flipped inside model.onnx gave finite vectors off by up to 0.88, exit 0. The graph's weights are
+    beside it (model.onnx_data), and its structure is compared before onnxruntime reads it; so are the files the
+    run reads besides (the graph's config, the text front end's)."""
     pytest.importorskip("onnxruntime")
     from elmo_transformers.conversion.cli import main as convert
 
     graph = tmp_path / "graph"
     assert convert(["onnx", "--model", str(fixture_model_folder), "--output", str(graph)]) == 0
-    _assert_damage_is_refused(graph, "model.onnx", tmp_path, capsys)
+    capsys.readouterr()  # (the export's own output)
+    _assert_damage_is_refused(graph, name, tmp_path, capsys, loads_unrecorded=name == "model.onnx_data")
 
 
 def test_a_device_other_than_the_cpu_is_refused_for_a_graph(tmp_path: Path, capsys) -> None:
@@ -1123,7 +1130,9 @@ def test_slow_low_precision_on_cpu_is_named(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A dtype without fast kernels on this CPU still embeds, with a warning that float32 is faster."""
-    monkeypatch.setattr(embed_module, "onednn_available", lambda dtype: dtype == torch.float32)
+    from modeling_elmo import onednn_elmo  # (imported where a run computes in another dtype than float32)
+
+    monkeypatch.setattr(onednn_elmo, "onednn_available", lambda dtype: dtype == torch.float32)
     source = _write_lines(tmp_path / "in.txt", SENTENCES)
     code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", fixture_model_folder, "--dtype", dtype)
     assert code == 0

@@ -607,11 +607,12 @@ def test_ctrl_c_while_leaving_the_process_group_says_the_output_is_complete(
         left.append("collected")
         return 0
 
+    from accelerate import PartialState
+
+    monkeypatch.setattr(processes, "launched", lambda: True)  # (a process of `accelerate launch`, which has a group)
     monkeypatch.setattr(processes, "gc", type("gc", (), {"collect": staticmethod(interrupted_collect)}))
-    destroy = processes.PartialState.destroy_process_group
-    monkeypatch.setattr(
-        processes.PartialState, "destroy_process_group", lambda self: left.append("destroyed") or destroy(self)
-    )
+    destroy = PartialState.destroy_process_group
+    monkeypatch.setattr(PartialState, "destroy_process_group", lambda self: left.append("destroyed") or destroy(self))
     source = _write_lines(tmp_path / "in.txt", LINES)
     output = tmp_path / "out.hdf5"
     try:

@@ -23,11 +23,12 @@ import onnx
 import onnxruntime
 from command_output import exit_status_after_ctrl_c, file_tree, last_error_line
 from onnx import numpy_helper
+from transformers.dynamic_module_utils import get_relative_import_files
 from without_the_package import run_without_the_package
 
-from elmo_transformers.common.checksums import record_checksums
+from elmo_transformers.common.checksums import file_sha256, record_checksums
 from elmo_transformers.common.errors import EmbedError
-from elmo_transformers.common.onnx_layout import LAYOUT_KEY, open_graph
+from elmo_transformers.common.onnx_layout import LAYOUT_KEY, graph_bytes, graph_weights, open_graph
 from elmo_transformers.conversion.cli import main
 from elmo_transformers.conversion.model_card import PARITY_SENTENCES
 from elmo_transformers.conversion.onnx_export import (
@@ -159,8 +160,8 @@ def test_plain_numpy_char_ids_are_the_tokenizers(bilm_folder: Path) -> None:
 
 
 def test_the_model_pages_code_runs(bilm_folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Both ways the model page feeds the graph, run as a reader runs them (the numpy function after the three
-    lines of the tokenizer, with their session), give the graph's outputs."""
+    """Both ways the model page feeds the graph, run as a reader runs them (the numpy function after the folder's
+    text front end, with its session), give the graph's outputs."""
     page = (bilm_folder / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", page, re.DOTALL)
     monkeypatch.chdir(bilm_folder.parent)
@@ -176,8 +177,26 @@ def test_the_model_pages_code_runs(bilm_folder: Path, monkeypatch: pytest.Monkey
 
 def test_the_folder_is_a_model_folder(bilm_folder: Path) -> None:
     names = {path.name for path in bilm_folder.iterdir()}
-    assert {"model.onnx", "config.json", "README.md", "tokenizer_config.json"} <= names
+    assert {"model.onnx", "model.onnx_data", "config.json", "README.md", "tokenizer_config.json"} <= names
     assert not any(name.endswith(".safetensors") for name in names)
+
+
+def test_the_folder_holds_the_tokenizers_code_not_the_models(default_folder: Path) -> None:
+    """The folder carried the whole model code (modeling_elmo.py, lstm_elmo.py, ...) only so that its tokenizer
+    loads: now the tokenizer's module and what it imports relatively, as transformers' remote code copies them (the
+    folder's tokenizer loads from them alone: `test_the_tokenizers_output_goes_into_each_graph_without_the_package`)."""
+    import modeling_elmo
+
+    code = {path.name for path in default_folder.glob("*.py")}
+    package = Path(modeling_elmo.__file__).parent
+    tokenizer = package / "tokenization_elmo.py"
+    assert code == {tokenizer.name, *(Path(name).name for name in get_relative_import_files(str(tokenizer)))}
+    assert "text_elmo.py" in code  # the numpy front end, which a client without transformers runs
+    conformance = default_folder / "text_elmo_conformance.json"  # for a client in another language
+    assert conformance.read_bytes() == (package / conformance.name).read_bytes()
+    assert not code & {"modeling_elmo.py", "lstm_elmo.py", "mixing_elmo.py", "softmax_elmo.py", "onednn_elmo.py"}
+    for name in code:
+        assert (default_folder / name).read_bytes() == (package / name).read_bytes(), name
 
 
 def _head(kind: type, source: Path, folder: Path, **config) -> Path:
@@ -435,7 +454,7 @@ def test_the_int8_graph_has_8_bit_lstm_weights_and_keeps_the_cosine(default_fold
     # The input, state and output products of 2 layers x 2 directions, 2 per highway layer, the token projection.
     assert len(integer_weights) == 3 * 2 * 2 + 2 * config.num_highway_layers + 1
     assert {weight.data_type for weight in integer_weights} == {onnx.TensorProto.INT8}
-    assert (folder / "model_quantized.onnx").stat().st_size < 0.5 * (folder / "model.onnx").stat().st_size
+    assert graph_bytes(folder / "model_quantized.onnx") < 0.5 * graph_bytes(folder / "model.onnx")
     mean, minimum = graph_cosine(
         open_graph(folder / "model.onnx", EmbedError),
         open_graph(folder / "model_quantized.onnx", EmbedError),
@@ -477,7 +496,10 @@ def test_a_folder_without_a_graph_is_one_line(fixture_model_folder: Path) -> Non
 
 
 def _copied_folder(folder: Path, target: Path) -> Path:
+    """A copy of `folder` without its SHA256SUMS: the files changed below are not refused as damaged, so that the
+    check under test is the one that speaks."""
     shutil.copytree(folder, target)
+    (target / "SHA256SUMS").unlink()
     return target
 
 
@@ -514,7 +536,8 @@ def _edit_json(path: Path, **changes) -> None:
 
 
 def _another_models_graph(folder: Path, default_folder: Path) -> None:
-    shutil.copyfile(default_folder / "model.onnx", folder / "model.onnx")
+    for graph in (default_folder / "model.onnx", graph_weights(default_folder / "model.onnx")):
+        shutil.copyfile(graph, folder / graph.name)
 
 
 def _another_models_config(folder: Path, default_folder: Path) -> None:
@@ -644,7 +667,6 @@ def test_elmo_embed_on_the_graph_equals_the_pytorch_run(
 ) -> None:
     import h5py
 
-    from elmo_transformers.common.checksums import file_sha256
     from elmo_transformers.inference.embed import main as embed
 
     source = tmp_path / "in.txt"
@@ -656,7 +678,8 @@ def test_elmo_embed_on_the_graph_equals_the_pytorch_run(
             outputs[name] = {key: file[key][()] for key in file if key.isdigit()}
             assert file.attrs["elmo_embed_backend"] == {"graph": "onnxruntime", "torch": "pytorch"}[name]
             weights[name] = file.attrs["elmo_embed_model_sha256"]
-    assert weights["graph"] == file_sha256(bilm_folder / "model.onnx")  # a re-exported graph does not resume
+    # The graph's weights (a re-exported graph does not resume)
+    assert weights["graph"] == file_sha256(graph_weights(bilm_folder / "model.onnx"))
     assert weights["torch"] == file_sha256(fixture_model_folder / "model.safetensors")
     assert outputs["graph"].keys() == outputs["torch"].keys() == {"0", "1", "2", "3"}
     for key, expected in outputs["torch"].items():
@@ -672,7 +695,6 @@ def test_a_folder_holding_only_the_int8_graph_is_run_with_a_notice(
     `OnnxEmbedder` runs the graph it is asked for: without model.onnx, the float32 graph is refused in one line."""
     import h5py
 
-    from elmo_transformers.common.checksums import file_sha256
     from elmo_transformers.inference.embed import main as embed
 
     folder = tmp_path / "int8-only"
@@ -694,7 +716,7 @@ def test_a_folder_holding_only_the_int8_graph_is_run_with_a_notice(
             else []
         )
         with h5py.File(output, "r") as file:
-            assert file.attrs["elmo_embed_model_sha256"] == file_sha256(model / graph)
+            assert file.attrs["elmo_embed_model_sha256"] == file_sha256(graph_weights(model / graph))
     with pytest.raises(EmbedError, match=r"no ONNX graph model\.onnx \(write one with elmo-convert onnx\)$"):
         OnnxEmbedder(str(folder), layers="all")
 
@@ -912,8 +934,9 @@ def test_the_pages_say_what_the_folder_holds(every_graph: dict) -> None:
 def test_a_full_disk_while_quantising_is_one_line(
     fixture_model_folder: Path, tmp_path: Path, small_disk, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
-    """The space check counts the int8 graph as half the float graph: the fixture's export (0.44 MB graph, 0.16 MB of
-    files, 0.12 MB int8 graph) needs 831 KB by that count, more than a disk of 700 KB. Past the check
+    """The space check counts the int8 graph as half the float graph: the fixture's export (0.44 MB graph, 0.07 MB of
+    files: config, tokenizer files and code; 0.12 MB int8 graph) needs 732 KB by that count, more than a disk of
+    700 KB. Past the check
     (--no-space-check) the float graph and the files fit and the int8 graph does not: the full disk is one line, and
     nothing is left. On a disk of 1.2 MB it exports."""
     disk = small_disk("700k")
@@ -931,7 +954,7 @@ def test_a_full_disk_while_quantising_is_one_line(
         r" has \d+\.\d KB free: free some space, write elsewhere, or pass --no-space-check to try anyway",
         last_error_line(capsys),
     )
-    assert refusal and 750 < float(refusal["needed"]) < 900  # 1.5 float graphs and the files: more than 700 KB
+    assert refusal and 710 < float(refusal["needed"]) < 900  # 1.5 float graphs and the files: more than 700 KB
     assert not any(disk.iterdir())
 
     if not os.path.ismount(disk):  # what the full disk does: the int8 graph cannot be written
@@ -953,3 +976,53 @@ def test_a_full_disk_while_quantising_is_one_line(
     roomy = small_disk("1200k") or tmp_path / "roomy"
     _export(fixture_model_folder, roomy / "out", "--quantize", "int8")
     assert {"model.onnx", "model_quantized.onnx"} <= {path.name for path in (roomy / "out").iterdir()}
+
+
+def test_a_folder_of_linked_files_as_the_hubs_cache_holds_it_embeds(default_folder: Path, tmp_path: Path) -> None:
+    """The Hub's cache holds a folder's files as symbolic links into its blobs (and a copy may hard-link them):
+    onnxruntime 1.32 refused the loops' weights in a linked file ("it is a symbolic link", "it has multiple hard
+    links"); now every weight is the main graph's, which it reads through a link. Both graphs embed, as from the
+    folder itself."""
+    snapshot, blobs = tmp_path / "snapshot", tmp_path / "blobs"
+    snapshot.mkdir()
+    blobs.mkdir()
+    for path in default_folder.iterdir():
+        shutil.copyfile(path, blobs / path.name)
+        (snapshot / path.name).symlink_to(blobs / path.name)
+    sentences = [["The", "café", "is", "open", "."], ["x" * 60]]
+    for quantized in (False, True):
+        linked = OnnxEmbedder(str(snapshot), layers="all", quantized=quantized).embed(sentences)
+        direct = OnnxEmbedder(str(default_folder), layers="all", quantized=quantized).embed(sentences)
+        assert all(np.array_equal(a, b) for a, b in zip(linked, direct, strict=True))
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (
+            {"max_characters_per_token": 40},
+            "{folder}: tokenizer_config.json frames words of 40 characters, but the graph reads 50"
+            " (max_characters_per_token): the model and its tokenizer must frame words alike",
+        ),
+        (
+            {"pad_token": "[PAD]"},
+            "{folder}/tokenizer_config.json: pad_token must be '<pad>' (id 0, a row of no word), got '[PAD]'",
+        ),
+    ],
+)
+def test_a_front_end_that_does_not_fit_the_graph_is_one_line_before_any_output(
+    bilm_folder: Path, tmp_path: Path, capsys, change: dict, problem: str
+) -> None:
+    """The graph path reads the folder's tokenizer_config.json with the numpy front end, not the tokenizer (whose
+    agreement with config.json `model_folder_problem` checked): a framing the graph does not read, or a file the
+    front end refuses, is one line, and nothing is written."""
+    from elmo_transformers.inference.embed import main as embed
+
+    folder = _copied_folder(bilm_folder, tmp_path / "graph")
+    _edit_json(folder / "tokenizer_config.json", **change)
+    source = tmp_path / "in.txt"
+    source.write_text("a bb\n", encoding="utf-8")
+    before = sorted(tmp_path.iterdir())
+    assert embed([str(source), str(tmp_path / "out.hdf5"), "--model", str(folder)]) == 2
+    assert capsys.readouterr().err == f"elmo-embed: error: {problem.format(folder=folder)}\n"
+    assert sorted(tmp_path.iterdir()) == before

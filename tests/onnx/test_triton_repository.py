@@ -34,8 +34,8 @@ from triton_server import (
     triton_server,
 )
 
+from elmo_transformers.common.onnx_layout import graph_weights
 from elmo_transformers.conversion.cli import main
-from elmo_transformers.conversion.triton_repository import external_data_files
 from modeling_elmo import ElmoForSequenceClassification, ElmoForTokenClassification, ElmoTokenizer
 
 # ONNX's element types as Triton's config names them.
@@ -106,14 +106,15 @@ def test_each_graph_is_a_triton_model_whose_config_declares_the_graph(
     assert config.max_batch_size == 32 and config.HasField("dynamic_batching")
     assert config.dynamic_batching.max_queue_delay_microseconds == 5000
     assert (repository / name / "1" / "model.onnx").read_bytes() == sources[name].read_bytes()
+    weights = graph_weights(sources[name])  # (the graph refers to its weights by this name)
+    assert (repository / name / "1" / weights.name).read_bytes() == weights.read_bytes()
     graph = onnx.load(str(sources[name]), load_external_data=False).graph
     data_type = model_config_pb2.DataType.Name
     for declared, actual in ((config.input, graph.input), (config.output, graph.output)):
         assert [(tensor.name, data_type(tensor.data_type), list(tensor.dims)) for tensor in declared] == [
             (value.name, TRITON_TYPES[value.type.tensor_type.elem_type], _dims(value)) for value in actual
         ]
-    data = external_data_files(sources[name])  # (its weights' file, where they lie beside the graph)
-    files = {"config.pbtxt", "1", "model.onnx", "SHA256SUMS", *data}
+    files = {"config.pbtxt", "1", "model.onnx", "SHA256SUMS", weights.name}
     assert {path.name for path in (repository / name).rglob("*")} == files
 
 
@@ -468,17 +469,10 @@ def test_the_text_encoders_model_alone_encodes_each_request_as_the_tokenizer_doe
 
 
 def test_a_graph_with_external_data_brings_its_data_into_the_triton_model(
-    fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fixture_model_folder: Path, tmp_path: Path
 ) -> None:
-    """A graph whose weights lie in a file beside it (ONNX external data, `model.onnx_data`): its Triton model holds
+    """A graph's weights lie in a file beside it (ONNX external data, `model.onnx_data`): its Triton model holds
     that file too, under the name the graph gives it, and opens on onnxruntime with the ONNX folder's outputs."""
-    save = onnx.save
-
-    def with_external_data(model, target, *args, **kwargs) -> None:
-        data = Path(target).name + "_data"
-        save(model, target, save_as_external_data=True, location=data, size_threshold=1024)
-
-    monkeypatch.setattr(onnx, "save", with_external_data)
     _export(fixture_model_folder, tmp_path / "elmo", tmp_path / "models", "--quantize", "int8")
     for model, graph in (("elmo", "model.onnx"), ("elmo_int8", "model_quantized.onnx")):
         assert (tmp_path / "elmo" / f"{graph}_data").is_file()
