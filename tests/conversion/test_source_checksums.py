@@ -9,20 +9,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from bad_inputs import flip_bytes_in_the_middle
 
 from elmo_transformers.conversion.cli import main
 
 # Each command that reads a model folder (--model) and writes a folder, with the module of the extra it needs.
 COMMANDS = {"onnx": "onnxruntime", "to-allennlp": None, "sentence-transformers": "sentence_transformers"}
-
-
-def _flip_bytes_in_the_middle(path: Path) -> None:
-    """64 bytes flipped inside the weights: the file still loads and computes finite values."""
-    with open(path, "r+b") as file:
-        file.seek(path.stat().st_size // 2)
-        flipped = bytes(byte ^ 0x01 for byte in file.read(64))
-        file.seek(path.stat().st_size // 2)
-        file.write(flipped)
 
 
 def _needs(module: str | None) -> None:
@@ -40,7 +32,7 @@ def test_a_damaged_source_folder_is_refused(
     source = Path(shutil.copytree(fixture_model_folder, tmp_path / "source"))
     weights = source / "model.safetensors"
     expected = hashlib.sha256(weights.read_bytes()).hexdigest()
-    _flip_bytes_in_the_middle(weights)
+    flip_bytes_in_the_middle(weights)
     actual = hashlib.sha256(weights.read_bytes()).hexdigest()
     output = tmp_path / "output"
     assert main([command, "--model", str(source), "--output", str(output)]) == 2

@@ -1,5 +1,5 @@
-"""What the refusal tests feed the commands: a pickle that would run code, and `elmo-embed` run on one line with a
-model folder that is wrong in some way."""
+"""What the refusal tests feed the commands: a file with flipped bytes, a pickle that would run code, and
+`elmo-embed` run on one line with a model folder that is wrong in some way."""
 
 from __future__ import annotations
 
@@ -7,6 +7,15 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+
+def flip_bytes_in_the_middle(path: Path) -> None:
+    """Flip 64 bytes in the middle of a file: inside the weights, which still load and compute finite values."""
+    with open(path, "r+b") as file:
+        file.seek(path.stat().st_size // 2)
+        flipped = bytes(byte ^ 0x01 for byte in file.read(64))
+        file.seek(path.stat().st_size // 2)
+        file.write(flipped)
 
 
 class RunsAShellCommand:

@@ -22,6 +22,7 @@ import h5py
 import numpy as np
 import pytest
 import torch
+from bad_inputs import flip_bytes_in_the_middle
 from ctrl_c_on_import import run_with_ctrl_c_on_importing_torch
 from safetensors.torch import load_file, save_file
 
@@ -472,6 +473,20 @@ def test_binary_input_is_refused_before_writing(
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.bin"], "nothing is written"
 
 
+def _encoded_input(tmp_path: Path, data: bytes, compressed: bool, encoding: str) -> tuple[Path, str]:
+    """`data` written as the input (gzip-compressed or not), and the command the refusal gives to convert it from
+    `encoding` (iconv's name)."""
+    source = tmp_path / ("in.txt.gz" if compressed else "in.txt")
+    source.write_bytes(gzip.compress(data) if compressed else data)
+    converter = f"iconv -f {encoding} -t utf-8"
+    command = (
+        f"gunzip -c {source} | {converter} > {tmp_path}/in.txt.utf8"
+        if compressed
+        else f"{converter} < {source} > {source}.utf8"
+    )
+    return source, command
+
+
 @pytest.mark.parametrize(
     ("encoding", "byte_order", "side"), [("utf-16le", "little", "second"), ("utf-16be", "big", "first")]
 )
@@ -483,14 +498,7 @@ def test_utf16_without_a_byte_order_mark_is_named(
     UTF-16 with the command that converts it; a few characters beyond Latin-1 (a 00-free unit) do not hide it."""
     content = "The cat sat on the mat .\nnaïve café, Größe 日本語 😀\n" * 3
     data = content.encode(encoding)
-    source = tmp_path / ("in.txt.gz" if compressed else "in.txt")
-    source.write_bytes(gzip.compress(data) if compressed else data)
-    converter = f"iconv -f {encoding} -t utf-8"
-    command = (
-        f"gunzip -c {source} | {converter} > {tmp_path}/in.txt.utf8"
-        if compressed
-        else f"{converter} < {source} > {source}.utf8"
-    )
+    source, command = _encoded_input(tmp_path, data, compressed, encoding)
     share = f"{sum(1 for character in content.encode('utf-16-le')[1::2] if character == 0) / (len(data) // 2):.0%}"
     assert _refusal(capsys, source, fixture_model_folder) == (
         f"{byte_order}-endian UTF-16 text without a byte order mark? ({share} of its 2-byte units have a 00 byte"
@@ -609,14 +617,7 @@ def test_utf16_and_utf32_are_named_with_the_way_to_convert(
     """UTF-16 with a byte order mark (what Windows' Notepad and PowerShell write) was "looks binary"."""
     content = ("\ufeff" if encoding.endswith("-be") else "") + "The cat sat on the mat .\nnaïve 😀\n"
     data = content.encode(encoding)
-    source = tmp_path / ("in.txt.gz" if compressed else "in.txt")
-    source.write_bytes(gzip.compress(data) if compressed else data)
-    converter = f"iconv -f {name.lower()} -t utf-8"
-    command = (
-        f"gunzip -c {source} | {converter} > {tmp_path}/in.txt.utf8"
-        if compressed
-        else (f"{converter} < {source} > {source}.utf8")
-    )
+    source, command = _encoded_input(tmp_path, data, compressed, name.lower())
     assert _refusal(capsys, source, fixture_model_folder) == (
         f"{name} text (it starts with the {byte_order} byte order mark {mark}), not UTF-8: convert it first: {command}"
     )
@@ -881,15 +882,6 @@ def test_non_finite_weights_are_refused(fixture_model_folder: Path, tmp_path: Pa
     assert sorted(path.name for path in tmp_path.iterdir()) == ["damaged", "in.txt"], "nothing is written"
 
 
-def _flip_bytes_in_the_middle(path: Path) -> None:
-    """Flip 64 bytes in the middle of a file: inside the weights, which still load and compute finite values."""
-    with open(path, "r+b") as file:
-        file.seek(path.stat().st_size // 2)
-        flipped = bytes(byte ^ 0x01 for byte in file.read(64))
-        file.seek(path.stat().st_size // 2)
-        file.write(flipped)
-
-
 def _assert_damage_is_refused(
     folder: Path, weights_name: str, tmp_path: Path, capsys, *, loads_unrecorded: bool = True
 ) -> None:
@@ -898,7 +890,7 @@ def _assert_damage_is_refused(
     weights = folder / weights_name
     expected = hashlib.sha256(weights.read_bytes()).hexdigest()
     assert f"{expected}  {weights_name}\n" in (folder / "SHA256SUMS").read_text(), "elmo-convert recorded it"
-    _flip_bytes_in_the_middle(weights)
+    flip_bytes_in_the_middle(weights)
     actual = hashlib.sha256(weights.read_bytes()).hexdigest()
     source = _write_lines(tmp_path / "in.txt", SENTENCES)
     code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", folder)
@@ -931,7 +923,7 @@ def test_damaged_weights_are_refused_whatever_form_of_record_sha256sum_reads(
     weights = damaged / "model.safetensors"
     expected = hashlib.sha256(weights.read_bytes()).hexdigest()
     (damaged / "SHA256SUMS").write_text(f"SHA256 (./model.safetensors) = {expected.upper()}\n")
-    _flip_bytes_in_the_middle(weights)
+    flip_bytes_in_the_middle(weights)
     actual = hashlib.sha256(weights.read_bytes()).hexdigest()
     source = _write_lines(tmp_path / "in.txt", SENTENCES)
     code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", damaged)

@@ -14,6 +14,7 @@ from pathlib import Path
 import h5py
 import pytest
 import torch
+from bad_inputs import flip_bytes_in_the_middle
 from huggingface_hub import ModelCard
 from transformers import AutoModel, AutoModelForPreTraining, AutoTokenizer
 from wheels import build_wheel
@@ -100,11 +101,7 @@ def test_a_damaged_copy_of_the_bundled_folder_is_refused_by_elmo_embed(tmp_path,
     """64 bytes flipped inside a copy's weights embedded, off by up to 0.066, exit 0."""
     copy = Path(shutil.copytree(FOLDER, tmp_path / "default_model"))  # (the code links become copies)
     weights = copy / "model.safetensors"
-    with open(weights, "r+b") as file:
-        file.seek(weights.stat().st_size // 2)
-        flipped = bytes(byte ^ 0x01 for byte in file.read(64))
-        file.seek(weights.stat().st_size // 2)
-        file.write(flipped)
+    flip_bytes_in_the_middle(weights)
     sentences = REPOSITORY / "examples" / "sentences.txt"
     assert embed_main([str(sentences), str(tmp_path / "out.hdf5"), "--model", str(copy)]) == 2
     error = capsys.readouterr().err

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from bad_inputs import RunsAShellCommand
+from bad_inputs import RunsAShellCommand, flip_bytes_in_the_middle
 from lock_holder import start_lock_holder
 from original_files import small_options
 from safetensors.torch import load_file
@@ -581,6 +581,22 @@ def test_a_truncated_checkpoint_file_is_named_with_the_checkpoint_to_use_instead
     assert refused.endswith(f": the checkpoint {output / checkpoint} cannot be resumed; {instead}"), refused
 
 
+def _refused_resume(corpus: Path, output: Path) -> str:
+    """The one error line of resuming the copied run `output` from its latest checkpoint (checkpoint-4)."""
+    arguments = _run_into(corpus, output, "--max_steps", "6", "--save_steps", "2", "--resume_from_checkpoint", "latest")
+    (refused,) = _errors(_run_file(arguments, succeed=False))
+    return refused
+
+
+def _resume_way_on(output: Path) -> str:
+    """What a refused checkpoint-4 of `output` says to do instead."""
+    intact = output / "checkpoint-2"
+    return (
+        f"the checkpoint {output / 'checkpoint-4'} cannot be resumed; the newest intact checkpoint is {intact}:"
+        f" resume with --resume_from_checkpoint {intact}"
+    )
+
+
 @pytest.mark.parametrize("damaged", ["model.safetensors", "optimizer.pt"])
 @pytest.mark.slow
 def test_a_checkpoint_with_flipped_bytes_is_refused_by_its_checksums(one_process_run, corpus, tmp_path, damaged):
@@ -590,19 +606,11 @@ def test_a_checkpoint_with_flipped_bytes_is_refused_by_its_checksums(one_process
     shutil.copytree(one_process_run, output)
     path = output / "checkpoint-4" / damaged
     expected = hashlib.sha256(path.read_bytes()).hexdigest()
-    with open(path, "r+b") as file:
-        file.seek(path.stat().st_size // 2)
-        flipped = bytes(byte ^ 0x01 for byte in file.read(64))
-        file.seek(path.stat().st_size // 2)
-        file.write(flipped)
+    flip_bytes_in_the_middle(path)
     actual = hashlib.sha256(path.read_bytes()).hexdigest()
-    arguments = _run_into(corpus, output, "--max_steps", "6", "--save_steps", "2", "--resume_from_checkpoint", "latest")
-    (refused,) = _errors(_run_file(arguments, succeed=False))
-    intact = output / "checkpoint-2"
-    assert refused == (
+    assert _refused_resume(corpus, output) == (
         f"error: {path}: its sha256 is {actual[:16]}..., but SHA256SUMS records {expected[:16]}...: the file is"
-        f" damaged: the checkpoint {output / 'checkpoint-4'} cannot be resumed; the newest intact checkpoint is"
-        f" {intact}: resume with --resume_from_checkpoint {intact}"
+        f" damaged: {_resume_way_on(output)}"
     )
     assert sorted(path.name for path in output.iterdir()) == sorted(path.name for path in one_process_run.iterdir())
 
@@ -624,13 +632,9 @@ def test_an_optimizer_state_that_holds_code_is_refused_in_one_line(one_process_r
     path, ran = output / "checkpoint-4" / "optimizer.pt", tmp_path / "the-code-ran"
     torch.save({"state": RunsAShellCommand(ran)}, path)
     record_checksums(path.parent)  # the record rewritten too, as whoever planted the file would
-    arguments = _run_into(corpus, output, "--max_steps", "6", "--save_steps", "2", "--resume_from_checkpoint", "latest")
-    (refused,) = _errors(_run_file(arguments, succeed=False))
-    intact = output / "checkpoint-2"
-    assert refused == (
-        f"error: {path}: the file holds code (Python objects other than tensors), which is not loaded: the checkpoint"
-        f" {output / 'checkpoint-4'} cannot be resumed; the newest intact checkpoint is {intact}: resume with"
-        f" --resume_from_checkpoint {intact}"
+    assert _refused_resume(corpus, output) == (
+        f"error: {path}: the file holds code (Python objects other than tensors), which is not loaded:"
+        f" {_resume_way_on(output)}"
     ), "a checkpoint refused only when loaded is not its own way on"
     assert not ran.exists()
 
