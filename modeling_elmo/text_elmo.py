@@ -127,25 +127,24 @@ def _grapheme_extenders() -> str:
 # A combining mark (Mn, Mc, Me: an accent, a variation selector, an enclosing keycap) with nothing before it in its
 # word to combine with (at the start of the text, after whitespace, a control character or a zero-width space) is
 # no word: --tokenize made a word of a lone U+0301 or U+FE0F between spaces.
-# How: the word pattern starts no word at a control, a zero-width space or a mark (`_NO_WORD`, `_NO_START`: findall
-# skips them), text beyond ASCII loses what is dropped (`_INVISIBLE`) before NFC, and `split_words` strips a joiner
-# that ends a word.
+# How: the word pattern starts no word at a control, a zero-width space, a joiner or a mark (findall skips them),
+# text beyond ASCII loses what is dropped (`_INVISIBLE`) before NFC, and `split_words` strips a joiner that ends a
+# word.
 _NO_WORD = r"\s\x00-\x1f\x7f-\x9f\u200b"  # where no word is: whitespace, controls, the zero-width space
-_NO_START = f"{_NO_WORD}{_JOINERS}{_ranges(_MARKS)}"  # what starts no word: a joiner or a mark joins, or is nothing
 _TAG_SEQUENCE = "\U0001f3f4[\U000e0020-\U000e007e]+\U000e007f"
 _DROPPED_CODES = (code for code in _CODE_POINTS["Cf"] if code not in (0x200B, *map(ord, _JOINERS)))
 _DROPPED = f"[{_ranges(sorted((*_DROPPED_CODES, *_CODE_POINTS['Cs'])))}]"
 _INVISIBLE = re.compile(f"({_TAG_SEQUENCE})|{_DROPPED}")  # replaced by group 1: a tag sequence is kept
 
 
-def _word_pattern(extend: str) -> re.Pattern:
+def _word_pattern(extend: str, marks: str) -> re.Pattern:
     """PTB-like word splitting of raw text, tried left to right at each position, where each letter, word
     character, digit or other symbol is followed by `extend` (the marks that extend it, or "" for text without
     them); a symbol also takes the symbols that zero-width joiners attach to it (an emoji sequence: a family).
-    A position where no word starts is skipped: a control character or a zero-width space separates words, a
-    mark there is dropped."""
+    A position where no word starts is skipped: a control character or a zero-width space separates words, and a
+    joiner or one of `marks` (the ranges of a character class, "" for text without them) there is dropped."""
     letter, word, digits = rf"(?:[^\W\d_]{extend})", rf"(?:\w{extend})+", rf"(?:\d{extend})+"
-    base = f"[^{_NO_START}]"
+    base = f"[^{_NO_WORD}{_JOINERS}{marks}]"
     symbol = rf"(?:{base}{extend}(?:(?<=\u200d){base}{extend})*)"
     return re.compile(
         rf"""
@@ -164,9 +163,9 @@ def _word_pattern(extend: str) -> re.Pattern:
 
 
 _EXTEND = _grapheme_extenders()
-_CLUSTER_WORD_PATTERN = _word_pattern(f"{_EXTEND}*")
+_CLUSTER_WORD_PATTERN = _word_pattern(f"{_EXTEND}*", _ranges(_MARKS))
 # Most text holds no mark, joiner or flag: the pattern without them splits it alike, 5-10 times faster.
-_PLAIN_WORD_PATTERN = _word_pattern("")
+_PLAIN_WORD_PATTERN = _word_pattern("", "")
 _CLUSTERED = re.compile(f"{_EXTEND}|[\U0001f1e6-\U0001f1ff]")
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import functools
+import itertools
 import os
 import shlex
 import sys
@@ -58,11 +59,12 @@ from bench_common import (
     write_through_rename,
 )
 
-from modeling_elmo import ElmoTokenizer
+from modeling_elmo import ElmoTextEncoder, ElmoTokenizer
 
 # Words that batch_to_ids and ElmoTokenizer must map alike, beyond bench_common's AWKWARD_WORDS.
 EXTRA_AWKWARD_WORDS = ["", "<S>", "</S>", "a" + "😀" * 12, "😀" * 13, "\u200b"]
 WARM, COLD, DISTINCT, ALLENNLP = "warm", "cold", "distinct", "allennlp"
+TOKENIZER, FRONT_END = "ElmoTokenizer", "ElmoTextEncoder"
 
 
 @dataclass
@@ -138,19 +140,32 @@ def encode(tokenizer: ElmoTokenizer, batch: list[list[str]]) -> dict[str, torch.
     return tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt")
 
 
-def time_ours(group: Group, tokenizer: ElmoTokenizer | None) -> tuple[list[float], list[torch.Tensor]]:
-    """Seconds of each batch with ``tokenizer`` (warm), or with a new tokenizer for each batch (cold) where None.
+def front_end_ids(encoder: ElmoTextEncoder, batch: list[list[str]]) -> torch.Tensor:
+    """The text front end's ids of the same batch (numpy; as a tensor for the comparison, which copies nothing)."""
+    return torch.from_numpy(encoder.encode_words(batch)["input_ids"])
 
-    The new tokenizers are made before the timed calls."""
-    if tokenizer is None:
-        items = [(ElmoTokenizer(), batch) for batch in group.batches]
-        warmup = (ElmoTokenizer(), group.warmup)
+
+# Each of ours: how to make one, and its ids of a batch.
+OURS = {
+    TOKENIZER: (ElmoTokenizer, lambda tokenizer, batch: encode(tokenizer, batch)["input_ids"]),
+    FRONT_END: (ElmoTextEncoder, front_end_ids),
+}
+
+
+def time_ours(group: Group, name: str, shared: ElmoTokenizer | ElmoTextEncoder | None) -> tuple[list[float], list]:
+    """Seconds of each batch with ``OURS[name]``: ``shared`` (warm), or a new one for each batch (cold) where None.
+
+    The new ones are made before the timed calls."""
+    make, ids_of = OURS[name]
+    if shared is None:
+        items = [(make(), batch) for batch in group.batches]
+        warmup = (make(), group.warmup)
     else:
-        items = [(tokenizer, batch) for batch in group.batches]
-        warmup = (tokenizer, group.warmup)
+        items = [(shared, batch) for batch in group.batches]
+        warmup = (shared, group.warmup)
 
-    def run(item: tuple[ElmoTokenizer, list[list[str]]]) -> torch.Tensor:
-        return encode(*item)["input_ids"]
+    def run(item: tuple) -> torch.Tensor:
+        return ids_of(*item)
 
     record, ids = worker_protocol.time_group(run, items, warmup, budget_s=float("inf"))
     return record["seconds"], ids
@@ -171,16 +186,16 @@ def measure(groups: list[Group], worker: AllenNLPTokenizerWorker, rounds: int) -
     """Best times per (group name, side) over ``rounds`` interleaved rounds, and whether the ids agreed."""
     timings: dict[tuple[str, str], Timing] = {}
     agreement: dict[str, bool] = {}
-    warm = ElmoTokenizer()
+    warm = {name: make() for name, (make, _) in OURS.items()}
     for round_index in range(rounds):
         for index, group in enumerate(groups):
             record = worker.request(index)
             timings.setdefault((group.name, ALLENNLP), Timing()).add(record["seconds"])
-            for side in our_sides(group):
-                seconds, ids = time_ours(group, warm if side == WARM else None)
-                timings.setdefault((group.name, side), Timing()).add(seconds)
+            for side, name in itertools.product(our_sides(group), OURS):
+                seconds, ids = time_ours(group, name, warm[name] if side == WARM else None)
+                timings.setdefault((group.name, side, name), Timing()).add(seconds)
                 if "ids" in record:
-                    agreement[f"{group.name} {side}"] = same_ids(ids, record["ids"])
+                    agreement[f"{group.name} {side} {name}"] = same_ids(ids, record["ids"])
         print(f"round {round_index + 1}/{rounds} done", flush=True)
     return timings, agreement
 
@@ -190,8 +205,9 @@ def report_rows(groups: list[Group], timings: dict, agreement: dict[str, bool]) 
     for group in groups:
         theirs = timings[(group.name, ALLENNLP)].words_per_s(group)
         for side in our_sides(group):
-            ours = timings[(group.name, side)].words_per_s(group)
-            agreed = agreement.get(f"{group.name} {side}")
+            ours = timings[(group.name, side, TOKENIZER)].words_per_s(group)
+            front_end = timings[(group.name, side, FRONT_END)].words_per_s(group)
+            agreed = all(agreement.get(f"{group.name} {side} {name}") for name in OURS)
             rows.append(
                 [
                     str(group.batch_size),
@@ -201,13 +217,26 @@ def report_rows(groups: list[Group], timings: dict, agreement: dict[str, bool]) 
                     f"{ours:,.0f}",
                     f"{theirs:,.0f}",
                     f"{ours / theirs:.1f}x",
+                    f"{front_end:,.0f}",
+                    f"{front_end / ours:.2f}x",
                     "yes" if agreed else "NO",
                 ]
             )
     return rows
 
 
-HEADER = ["batch", "cache", "batches", "words", "ElmoTokenizer words/s", "batch_to_ids words/s", "ratio", "same ids"]
+HEADER = [
+    "batch",
+    "cache",
+    "batches",
+    "words",
+    "ElmoTokenizer words/s",
+    "batch_to_ids words/s",
+    "ratio",
+    "ElmoTextEncoder words/s",
+    "front end / tokenizer",
+    "same ids",
+]
 
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -267,7 +296,9 @@ def main(argv: list[str] | None = None) -> None:
         'return_tensors="pt")`, AllenNLP: `batch_to_ids(batch)`',
         "- warm: one tokenizer for the run (its word cache holds earlier batches' words); cold: a new tokenizer per "
         "batch (empty cache); distinct: a new tokenizer per batch of words that all differ (every word converted)",
-        "- same ids: the `input_ids` tensors equal AllenNLP's for every batch",
+        "- front end: `ElmoTextEncoder().encode_words(batch)` (modeling_elmo/text_elmo.py, numpy alone), the same "
+        "batches and cache regimes; its ratio is to ElmoTokenizer in the same run",
+        "- same ids: the `input_ids` of ElmoTokenizer and of the front end equal AllenNLP's for every batch",
     ]
     report = "\n".join(
         [
