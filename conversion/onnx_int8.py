@@ -12,11 +12,11 @@ Every step reads only its own row of `x`, and the integer product is exact on ev
 are the same to the bit alone and in any batch. The weights are uint8 around 128, not int8: onnxruntime's u8 x s8
 kernel on x86 without VNNI (AVX2's `vpmaddubsw`) adds two u8 * s8 products into a saturating int16, and 255 * 127 * 2
 > 32767, so it clipped sums (the bundled biLM's per-word cosine to float32 0.9953 on an AVX2 CPU, 0.99996 with VNNI);
-its u8 x u8 kernel widens to int16 before it multiplies, and is exact there (docs/onnx.md, "int8: each row by
-itself"). onnxruntime's dynamic quantisation (`DynamicQuantizeLinear`) takes one scale over
-the whole tensor, so its vectors moved with their batch mates (2.3e-2 on the bundled biLM); its weight-only
-`MatMulNBits` (com.microsoft) is batch-independent too but ran at 0.57-0.75x this graph's speed at the original
-shape (docs/onnx.md, "int8 three ways").
+its u8 x u8 kernel widens to int16 before it multiplies, and is exact there, at 0.85x the u8 x s8 speed at the
+original shape (docs/onnx.md, "int8 on CPUs without VNNI: uint8 weights"). onnxruntime's dynamic quantisation
+(`DynamicQuantizeLinear`) takes one scale over the whole tensor, so its vectors moved with their batch mates (2.3e-2
+on the bundled biLM); its weight-only `MatMulNBits` (com.microsoft) is batch-independent too but ran at 0.57-0.75x
+this graph's int8-weight form's speed at the original shape (docs/onnx.md, "int8 three ways").
 """
 
 from __future__ import annotations
