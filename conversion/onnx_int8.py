@@ -3,15 +3,20 @@ of activations (one word, or one sentence's state at one step) quantised with a 
 
 A product `x @ W` becomes, in standard ONNX operators (the default domain's opset of the graph):
 
-    s = max(|x|, axis=-1) / 127                       one scale per row of x (rows, K), from that row alone
-    xq = QuantizeLinear(x, s, 128, axis=0)            uint8: round(x / s) + 128, the row in [1, 255]
-    y = float(MatMulInteger(xq, Wq, 128)) * sw * s    Wq int8 in [-127, 127], sw one scale per output column
+    s = max(|x|, axis=-1) / 127                            one scale per row of x (rows, K), from that row alone
+    xq = QuantizeLinear(x, s, 128, axis=0)                 uint8: round(x / s) + 128, the row in [1, 255]
+    y = float(MatMulInteger(xq, Wq, 128, 128)) * sw * s    Wq uint8: round(W / sw) + 128 in [1, 255], sw one scale
+                                                           per output column
 
-Every step reads only its own row of `x`, and the integer product is exact, so a sentence's vectors are the same
-to the bit alone and in any batch. onnxruntime's dynamic quantisation (`DynamicQuantizeLinear`) takes one scale over
-the whole tensor, so its vectors moved with their batch mates (2.3e-2 on the bundled biLM); its weight-only
-`MatMulNBits` (com.microsoft) is batch-independent too but ran at 0.57-0.75x this graph's speed at the original
-shape (docs/onnx.md, "int8 three ways").
+Every step reads only its own row of `x`, and the integer product is exact on every CPU, so a sentence's vectors
+are the same to the bit alone and in any batch. The weights are uint8 around 128, not int8: onnxruntime's u8 x s8
+kernel on x86 without VNNI (AVX2's `vpmaddubsw`) adds two u8 * s8 products into a saturating int16, and 255 * 127 * 2
+> 32767, so it clipped sums (the bundled biLM's per-word cosine to float32 0.9953 on an AVX2 CPU, 0.99996 with VNNI);
+its u8 x u8 kernel widens to int16 before it multiplies, and is exact there, at 0.85x the u8 x s8 speed at the
+original shape (docs/onnx.md, "int8 on CPUs without VNNI: uint8 weights"). onnxruntime's dynamic quantisation
+(`DynamicQuantizeLinear`) takes one scale over the whole tensor, so its vectors moved with their batch mates (2.3e-2
+on the bundled biLM); its weight-only `MatMulNBits` (com.microsoft) is batch-independent too but ran at 0.57-0.75x
+this graph's int8-weight form's speed at the original shape (docs/onnx.md, "int8 three ways").
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from onnx import TensorProto, helper, numpy_helper
 __all__ = ["quantize_rows"]
 
 _LEVELS = 127  # symmetric: weights and activations in [-127, 127] steps
-_ZERO_POINT = 128  # the activations' zero as uint8 (MatMulInteger's u8 x s8 product, the fast one on x86)
+_ZERO_POINT = 128  # zero as uint8, of the activations and of the weights (MatMulInteger's u8 x u8 product, exact)
 
 
 def quantize_rows(model: onnx.ModelProto, products: Collection[str]) -> None:
@@ -47,7 +52,7 @@ def _rewrite(graph: onnx.GraphProto, outer: list[onnx.GraphProto], products: set
 
 
 def _row_quantised(product: onnx.NodeProto, scope: list[onnx.GraphProto]) -> list[onnx.NodeProto]:
-    """The nodes replacing `product` (x @ W); W's float initializer becomes its int8 values and column scales."""
+    """The nodes replacing `product` (x @ W); W's float initializer becomes its uint8 values and column scales."""
     if product.op_type != "MatMul":
         raise ValueError(f"{product.name}: a {product.op_type}, not a MatMul, is named as a product to quantise")
     x, weight_name = product.input
@@ -61,7 +66,7 @@ def _row_quantised(product: onnx.NodeProto, scope: list[onnx.GraphProto]) -> lis
     name = product.name
     owner.initializer.extend(
         [
-            numpy_helper.from_array(np.round(values / column_scales).astype(np.int8), f"{weight_name}_int8"),
+            numpy_helper.from_array(_weight_levels(values / column_scales), f"{weight_name}_uint8"),
             numpy_helper.from_array(column_scales.astype(np.float32), f"{weight_name}_scale"),
         ]
     )
@@ -96,7 +101,10 @@ def _row_quantised(product: onnx.NodeProto, scope: list[onnx.GraphProto]) -> lis
         # One op for divide, round (half to even), shift and cast: 3 passes over x fewer than written out.
         step("QuantizeLinear", [padded, f"{name}_row_scale", f"{name}_row_zeros"], "uint8", axis=0),
         helper.make_node(
-            "MatMulInteger", [f"{name}_uint8", f"{weight_name}_int8", f"{name}_zero"], [f"{name}_int32"], name=name
+            "MatMulInteger",
+            [f"{name}_uint8", f"{weight_name}_uint8", f"{name}_zero", f"{name}_zero"],
+            [f"{name}_int32"],
+            name=name,
         ),
         step("Cast", [f"{name}_int32"], "sum", to=TensorProto.FLOAT),
         # The column scales first, then the row scales: onnxruntime fuses MatMulInteger -> Cast -> Mul(a_scale *
@@ -112,6 +120,11 @@ def _row_quantised(product: onnx.NodeProto, scope: list[onnx.GraphProto]) -> lis
             name=f"{name}_real_rows",
         ),
     ]
+
+
+def _weight_levels(steps: np.ndarray) -> np.ndarray:
+    """The weights in steps of their column's scale (in [-127, 127]) as uint8 around the zero point."""
+    return (np.round(steps) + _ZERO_POINT).astype(np.uint8)
 
 
 def _initializer(graph: onnx.GraphProto, name: str) -> onnx.TensorProto | None:

@@ -3,7 +3,8 @@ its default optimisations: each row of activations is quantised by itself, so a 
 beside any other rows, and each row is its float product to within its own quantisation steps. The first form of the
 rewrite let onnxruntime fuse the product, its scales and the bias added after it into a MatMulIntegerToFloat made for
 one activation scale per tensor: rows came out wrong (a cosine of -0.02 to their float product here; the bundled
-biLM's per-word cosine to float32 was 0.86)."""
+biLM's per-word cosine to float32 was 0.86). The next one multiplied uint8 activations by int8 weights, which
+onnxruntime's kernel on x86 without VNNI (AVX2) sums in pairs into a saturating int16: wrong on such CPUs."""
 
 from __future__ import annotations
 
@@ -44,9 +45,9 @@ def quantized() -> tuple[onnxruntime.InferenceSession, np.ndarray]:
     model = _product(weight)
     quantize_rows(model, ["product"])
     onnx.checker.check_model(model, full_check=True)
-    assert {initializer.name for initializer in model.graph.initializer} >= {"weight_int8", "weight_scale"}
+    assert {initializer.name for initializer in model.graph.initializer} >= {"weight_uint8", "weight_scale"}
     assert "weight" not in {initializer.name for initializer in model.graph.initializer}
-    return onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]), weight
+    return _session(model), weight
 
 
 def test_a_rows_product_does_not_depend_on_the_rows_beside_it(quantized) -> None:
@@ -75,6 +76,27 @@ def test_each_row_is_its_float_product_within_its_own_steps(quantized) -> None:
         rounded_size = np.abs(rows[row]).sum() + len(rows[row]) * step / 2
         bound = (step * np.abs(weight).sum(0) + column_steps * rounded_size) / 2
         assert (np.abs(product[row] - expected[row]) <= bound * (1 + 1e-4) + 1e-6).all(), row
+
+
+def _session(model: onnx.ModelProto) -> onnxruntime.InferenceSession:
+    return onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+def test_the_integer_product_is_exact_at_the_extremes_of_both_ranges() -> None:
+    """Activations and weights of +-1 are their quantised values (+-127 steps: uint8 255 and 1) times their scale, so
+    x @ W is the exact integer product of the quantised values. A pair of adjacent products of 255 and 127 needs
+    64,770, more than an int16 holds: onnxruntime's u8 x s8 kernel without VNNI (AVX2) saturated it (a sum of 64
+    came out as 0.51)."""
+    rng = np.random.default_rng(3)
+    weight = rng.choice(np.array([-1, 1], np.float32), (64, 8))
+    weight[:, 0], weight[:, 1] = 1, -1
+    rows = rng.choice(np.array([-1, 1], np.float32), (4, 64))
+    rows[0], rows[1], rows[2, ::2] = 1, -1, 1
+    model = _product(weight)
+    quantize_rows(model, ["product"])
+    product = _session(model).run(None, {"x": rows})[0]
+    exact = rows.astype(np.int64) @ weight.astype(np.int64) + 1
+    np.testing.assert_allclose(product, exact, rtol=1e-5, atol=1e-4)
 
 
 def test_a_product_that_is_not_a_matmul_of_a_weight_is_refused() -> None:
