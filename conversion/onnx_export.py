@@ -461,11 +461,15 @@ at its first 0: no position the mask calls padding becomes a word, and the biLM'
 positions were taken. A mask of another shape than the ids' `(batch, words)` fails the run.
 
 Each word is {chars} ids, `[{bow}, b1 + 1, ..., bn + 1, {eow}, {pad}, {pad}, ...]` where `b1..bn` are the word's UTF-8
-bytes, cut to the first {body} bytes; a sentence's words come first, then padding. The graph adds the sentence
-markers itself. In plain numpy, for sentences split into words:
+bytes, cut to the first {body} bytes (a lone surrogate has none: it is dropped, not written as U+FFFD); the literal
+words `<S>` and `</S>` are the sentence markers' rows, `[{bow}, {bos}, {eow}, {pad}, ...]` and `[{bow}, {eos}, {eow},
+{pad}, ...]`. A sentence's words come first, then padding. The graph adds the sentence markers itself. In plain
+numpy, for sentences split into words:
 
 ```python
 import numpy as np
+
+MARKERS = {{"<S>": [{bos}], "</S>": [{eos}]}}
 
 def encode(sentences, width={chars}):
     ids = np.zeros((len(sentences), max(map(len, sentences), default=0), width), dtype=np.int64)
@@ -473,7 +477,7 @@ def encode(sentences, width={chars}):
     for row, words in enumerate(sentences):
         mask[row, : len(words)] = 1
         for column, word in enumerate(words):
-            body = [byte + 1 for byte in word.encode("utf-8")[: width - 2]]
+            body = MARKERS.get(word) or [byte + 1 for byte in word.encode("utf-8", "ignore")[: width - 2]]
             ids[row, column] = [{bow}, *body, {eow}] + [{pad}] * (width - 2 - len(body))
     return {{"input_ids": ids, "attention_mask": mask}}
 
@@ -541,6 +545,8 @@ def _write_model_page(folder: Path, source: Path, model: torch.nn.Module, result
         quantized_row=quantized_row,
         chars=config.max_characters_per_token,
         body=config.max_characters_per_token - 2,
+        bos=special["bos"],
+        eos=special["eos"],
         bow=special["bow"],
         eow=special["eow"],
         pad=special["pad"],

@@ -47,7 +47,13 @@ from modeling_elmo import (
 )
 
 TOLERANCE = 1e-5
-AWKWARD = [["a", "bb"], [], ["", "x" * 60, "é", "日本語", "emoji🙂"], ["The", "café", "is", "open", "."]]
+AWKWARD = [
+    ["a", "bb"],
+    [],
+    ["", "x" * 60, "é", "日本語", "emoji🙂"],
+    ["The", "café", "is", "open", "."],
+    ["<S>", "</S>", "<s>", "<S>x", "a\ud800b", "\udfff"],  # the literal markers; lone surrogates
+]
 
 
 def _random_sentences(count: int, seed: int, longest: int = 30) -> list[list[str]]:
@@ -87,14 +93,17 @@ def bilm_folder(fixture_model_folder: Path, tmp_path_factory: pytest.TempPathFac
 
 def _encode(sentences: list[list[str]], width: int = 50) -> dict[str, np.ndarray]:
     """The graph's inputs by the model page's rule, written here without the package: each word its bytes + 1
-    framed by begin-of-word 259 and end-of-word 260, padded with 261 to `width`; all-zero rows after a sentence's
-    words, where the attention mask is 0."""
+    (a lone surrogate has none) framed by begin-of-word 259 and end-of-word 260, padded with 261 to `width`, the
+    literal `<S>` and `</S>` the markers 257 and 258 so framed; all-zero rows after a sentence's words, where the
+    attention mask is 0."""
     ids = np.zeros((len(sentences), max(map(len, sentences), default=0), width), dtype=np.int64)
     mask = np.zeros(ids.shape[:2], dtype=np.int64)
     for row, words in enumerate(sentences):
         mask[row, : len(words)] = 1
         for column, word in enumerate(words):
-            body = [byte + 1 for byte in word.encode("utf-8")[: width - 2]]
+            body = {"<S>": [257], "</S>": [258]}.get(word) or [
+                byte + 1 for byte in word.encode("utf-8", "ignore")[: width - 2]
+            ]
             ids[row, column] = [259, *body, 260] + [261] * (width - 2 - len(body))
     return {"input_ids": ids, "attention_mask": mask}
 
@@ -173,6 +182,10 @@ def test_the_model_pages_code_runs(bilm_folder: Path, monkeypatch: pytest.Monkey
         exec(block, namespace)
         for actual, expected in zip(namespace["outputs"], session.run(None, _encode(words)), strict=True):
             assert np.array_equal(actual, expected)
+    tokenizer = ElmoTokenizer.from_pretrained(bilm_folder)
+    expected = tokenizer(AWKWARD, is_split_into_words=True, padding=True, return_tensors="np")
+    for name, array in namespace["encode"](AWKWARD).items():  # the page's numpy function: the literal <S>, a surrogate
+        assert np.array_equal(array, expected[name]), name
 
 
 def test_the_folder_is_a_model_folder(bilm_folder: Path) -> None:
