@@ -30,14 +30,16 @@ from bench_common import (
 )
 
 from elmo_transformers.common.errors import ConversionError
-from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, open_graph
+from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, graph_bytes, graph_files, open_graph
 from elmo_transformers.conversion.onnx_export import graph_cosine
 from modeling_elmo import ElmoTokenizer
 
 
 def _folder_mb(folder: Path, graph: str) -> float:
-    others = sum(path.stat().st_size for path in folder.iterdir() if path.suffix != ".onnx")
-    return ((folder / graph).stat().st_size + others) / 1e6
+    """The folder's size holding `graph` (and its weights' file) alone: the other graphs' files left out."""
+    graphs = {path for name in (FLOAT_GRAPH, QUANTIZED_GRAPH) for path in graph_files(folder / name)}
+    others = sum(path.stat().st_size for path in folder.iterdir() if path not in graphs)
+    return (graph_bytes(folder / graph) + others) / 1e6
 
 
 def main() -> None:

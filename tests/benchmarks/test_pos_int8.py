@@ -14,7 +14,7 @@ import pos_int8
 import pos_sample_efficiency
 import pytest
 
-from elmo_transformers.common.onnx_layout import FLOAT_GRAPH
+from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, graph_weights
 from elmo_transformers.conversion.onnx_export import export_onnx
 from elmo_transformers.inference.onnx_embedder import OnnxEmbedder
 from modeling_elmo import ElmoModel, ElmoTokenizer
@@ -120,7 +120,7 @@ def test_a_folder_without_the_int8_graph_is_one_line(
 ) -> None:
     float_only = tmp_path / "float-only"
     float_only.mkdir()
-    for name in ("config.json", FLOAT_GRAPH, "tokenizer_config.json", "vocab.txt"):
+    for name in ("config.json", FLOAT_GRAPH, graph_weights(FLOAT_GRAPH).name, "tokenizer_config.json", "vocab.txt"):
         if (onnx_folder / name).is_file():
             (float_only / name).write_bytes((onnx_folder / name).read_bytes())
     with pytest.raises(SystemExit, match=r"^error: .*model_quantized\.onnx") as exit_info:
