@@ -86,7 +86,7 @@ def save_graph(model: onnx.ModelProto, path: Path) -> None:
     _hoist_initializers(model)
     onnx.save(
         model,
-        path,
+        str(path),  # (onnx before 1.15 writes the external data only beside a path given as a str)
         save_as_external_data=True,
         all_tensors_to_one_file=True,
         location=graph_weights(path).name,

@@ -353,7 +353,7 @@ def quantize_graph(source: Path, target: Path) -> None:
 
     from .onnx_int8 import quantize_rows
 
-    graph = onnx.load(source)  # (its weights too, from beside it)
+    graph = onnx.load(str(source))  # (its weights too, from beside it: onnx before 1.15 finds them from a str only)
     quantize_rows(graph, product_node_names(graph))
     save_graph(graph, target)
 

@@ -64,7 +64,7 @@ def _one_file_graph(graph: Path, folder: Path) -> Path:
     import onnx
 
     target = folder / FLOAT_GRAPH
-    onnx.save(onnx.load(graph), target)
+    onnx.save(onnx.load(str(graph)), str(target))
     return target
 
 

@@ -72,7 +72,7 @@ def _onnxruntime_quantised(folder: Path) -> None:
             needs = f"bench_onnx_int8.py: onnxruntime's MatMulNBitsQuantizer needs {missing.name}: pip install onnx-ir"
             raise SystemExit(needs) from None
 
-        graph = onnx.load(folder / FLOAT_GRAPH)
+        graph = onnx.load(str(folder / FLOAT_GRAPH))
         products = set(product_node_names(graph))
         config = DefaultWeightOnlyQuantConfig(
             block_size=32, is_symmetric=True, accuracy_level=4, op_types_to_quantize=("MatMul",), bits=8

@@ -6,15 +6,25 @@ from __future__ import annotations
 
 import gc
 
+import accelerate
 import pytest
 import torch
+import transformers
 from awkward_words import AWKWARD_WORDS
+from packaging.version import Version
 from ragged_batches import run_batches
 from transformers import AutoModel, AutoModelForPreTraining
 
 from modeling_elmo import DEFAULT_MODEL, ElmoModel, ElmoTokenizer
 
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+# The whole model on disk (every module offloaded) gives the plain model's vectors from transformers 5.16 with
+# accelerate 1.16; with transformers 5.4 (any accelerate) or accelerate 1.13 and older (any transformers) the
+# stacks' weights stay on the meta device there (measured in CI's oldest-releases venv; docs/model.md).
+requires_whole_model_offload = pytest.mark.skipif(
+    Version(transformers.__version__) < Version("5.16") or Version(accelerate.__version__) < Version("1.16"),
+    reason="the whole model offloaded to disk needs transformers >= 5.16 and accelerate >= 1.16",
+)
 
 # Awkward words and empty sentences in one ragged batch.
 SENTENCES = [AWKWARD_WORDS, [], ["the", "cat", "x" * 60], [""]]
@@ -45,7 +55,7 @@ def kept_copies(model: ElmoModel) -> list[str]:
 
 
 # 1 MB: the whole model on disk; 9 MB: the character encoder in memory and both LSTM stacks on disk.
-@pytest.mark.parametrize("cpu_bytes", [1_000_000, 9_000_000])
+@pytest.mark.parametrize("cpu_bytes", [pytest.param(1_000_000, marks=requires_whole_model_offload), 9_000_000])
 @pytest.mark.parametrize("implementation", ["layer_by_layer", "wavefront"])
 def test_weights_offloaded_to_disk_give_the_plain_models_vectors(cpu_bytes: int, implementation: str, tmp_path):
     plain = AutoModel.from_pretrained(DEFAULT_MODEL, lstm_implementation=implementation).eval()
@@ -97,6 +107,7 @@ def test_a_model_split_over_devices_gives_the_plain_models_vectors():
     assert_equal(actual, expected, atol=1e-5)
 
 
+@requires_whole_model_offload
 def test_the_language_models_predictions_with_its_weights_on_disk(tmp_path):
     """`word_log_probabilities` (and so `substitutes`) reads the softmax outside its forward."""
     plain = AutoModelForPreTraining.from_pretrained(DEFAULT_MODEL).eval()
