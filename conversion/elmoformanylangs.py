@@ -17,12 +17,12 @@ import numpy as np
 import torch
 
 from elmo_transformers.common.errors import ConversionError
-from elmo_transformers.common.options import OptionField, field_values
+from elmo_transformers.common.options_json import OptionField, field_values
 from elmo_transformers.common.safe_load import load_tensors
 from modeling_elmo import ORIGINAL_CHAR_CNN_FILTERS, ElmoConfig, ElmoModel, ElmoTokenizer
 from modeling_elmo.configuration_elmo import shown_as_json
 
-from .model_card import SourceDescription, model_page_source
+from .converted_model_card import SourceDescription, model_page_source
 from .saving import conversion_summary, output_options, save_converted_folder
 from .weight_mapping import WeightMapping, character_embedding, check_finite, unchanged
 

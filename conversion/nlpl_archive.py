@@ -45,10 +45,10 @@ from tqdm.auto import tqdm
 
 from elmo_transformers.common.disk_space import check_free_space, format_bytes, is_disk_full
 from elmo_transformers.common.errors import ConversionError
-from elmo_transformers.common.options import read_options
+from elmo_transformers.common.options_json import read_options
 
 from . import allennlp, bilm_tf_checkpoint, elmoformanylangs
-from .model_card import SourceDescription
+from .converted_model_card import SourceDescription
 
 __all__ = ["SMALL_MEMBER_BYTES", "convert_archive"]
 

@@ -49,7 +49,7 @@ from elmo_transformers.common.run_folder import TRAINING_RECORDS
 from modeling_elmo import ElmoConfig, ElmoForSequenceClassification, ElmoForTokenClassification, ElmoModel
 from modeling_elmo.tokenization_elmo import ElmoTokenizer
 
-from .model_card import PARITY_SENTENCES
+from .converted_model_card import PARITY_SENTENCES
 from .saving import require_room
 from .triton_repository import (
     graph_model_names,

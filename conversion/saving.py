@@ -17,7 +17,7 @@ from elmo_transformers.common.disk_space import check_free_space
 from elmo_transformers.common.errors import ConversionError
 from modeling_elmo import ElmoModel, ElmoPreTrainedModel, ElmoTokenizer
 
-from .model_card import SourceDescription, measure_parity, write_model_card
+from .converted_model_card import SourceDescription, measure_parity, write_model_card
 
 __all__ = ["conversion_summary", "output_options", "require_room", "save_converted_folder", "weight_bytes"]
 

@@ -19,7 +19,7 @@ from transformers.utils import CONFIG_NAME
 from elmo_transformers.common.atomic_output import atomic_output_folder
 from elmo_transformers.common.checksums import record_checksums
 from elmo_transformers.common.errors import ConversionError
-from elmo_transformers.common.model_card import render_model_card
+from elmo_transformers.common.model_card_template import render_model_card
 from elmo_transformers.common.model_folder import require_model_folder
 from modeling_elmo import ElmoConfig
 

@@ -11,7 +11,8 @@ import torch
 from tqdm.auto import tqdm
 
 from elmo_transformers.common.atomic_output import atomic_output_file
-from elmo_transformers.common.vocabulary import read_vocabulary
+from elmo_transformers.common.errors import ConversionError
+from elmo_transformers.common.vocabulary_file import read_vocabulary
 from modeling_elmo import ElmoTokenizer
 
 from .allennlp import load_converted_model
@@ -31,7 +32,7 @@ def write_token_embeddings(
 ) -> int:
     """Compute and write the token layer of every vocabulary word; returns the number of words. Unless
     `space_check` is off, a disk too small for the vectors is refused before they are computed."""
-    words = read_vocabulary(vocabulary_file)
+    words = read_vocabulary(vocabulary_file, error=ConversionError)
     model = load_converted_model(model_folder)
     tokenizer = ElmoTokenizer.from_pretrained(model_folder)
     with atomic_output_file(output, overwrite=overwrite) as staging:

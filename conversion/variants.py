@@ -28,7 +28,7 @@ class Variant:
     def options(self) -> dict[str, Any]:
         """Its options.json: `ElmoConfig`'s defaults (the original model's) but for the sizes of this variant."""
         # Imported here: they bring transformers, which `elmo-convert --help` must not load.
-        from elmo_transformers.common.options import options_from_config
+        from elmo_transformers.common.options_json import options_from_config
         from modeling_elmo import ElmoConfig
 
         return options_from_config(

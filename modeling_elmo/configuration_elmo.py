@@ -57,7 +57,7 @@ LSTM_IMPLEMENTATION_NAMES = ("auto", "layer_by_layer", "wavefront")
 
 # Field checks: each takes one field's value and raises ValueError("must be EXPECTED, got VALUE") when it does not
 # fit. Each field of ElmoConfig is declared with its check (`validated_field`), which `@strict` runs whenever the
-# field is set; `check_field` runs it on a value alone (`common/options.py`: an options.json entry). Values are
+# field is set; `check_field` runs it on a value alone (`common/options_json.py`: an options.json entry). Values are
 # shown as JSON, the form config.json and options.json give them in. (transformers declares its configs as strict
 # dataclasses from 5.4 on: `pyproject.toml`'s lower bound.)
 def _value_check(expected: str, fits: Callable[[Any], bool], *, optional: bool = False) -> Callable[[Any], None]:

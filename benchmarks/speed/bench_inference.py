@@ -69,7 +69,7 @@ from bench_common import (
     worker_protocol,
 )
 
-from elmo_transformers.common.options import config_from_options
+from elmo_transformers.common.options_json import config_from_options
 from elmo_transformers.conversion.allennlp import load_allennlp_model
 from modeling_elmo import ElmoModel, ElmoTokenizer
 

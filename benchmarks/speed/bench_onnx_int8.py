@@ -40,7 +40,7 @@ from bench_common import (
 
 from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, open_graph
-from elmo_transformers.conversion.model_card import PARITY_SENTENCES
+from elmo_transformers.conversion.converted_model_card import PARITY_SENTENCES
 from elmo_transformers.conversion.onnx_export import batch_difference, graph_cosine, product_node_names
 from modeling_elmo import ElmoTokenizer
 

@@ -15,8 +15,8 @@ from safetensors.torch import load_file, save_file
 
 from elmo_transformers.common.errors import ConversionError, DataFileError
 from elmo_transformers.common.model_folder import model_folder_problem, require_model_folder
+from elmo_transformers.training.pretraining.lm_vocabulary import LmVocabulary
 from elmo_transformers.training.pretraining.starting_model import load_starting_model
-from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
 
 
 def _copy(folder: Path, destination: Path) -> Path:

@@ -23,7 +23,7 @@ from transformers import AutoModel, AutoModelForPreTraining, AutoTokenizer
 
 from elmo_transformers.common.checksums import file_sha256
 from elmo_transformers.common.errors import ConversionError
-from elmo_transformers.common.options import config_from_options
+from elmo_transformers.common.options_json import config_from_options
 from elmo_transformers.conversion import tf_crc32c
 from elmo_transformers.conversion.allennlp_hdf5 import weight_mappings
 from elmo_transformers.conversion.bilm_tf_checkpoint import checkpoint_name

@@ -14,7 +14,7 @@ import torch
 from original_files import read_weights, small_options, write_original_model
 
 from elmo_transformers.common.errors import ConversionError
-from elmo_transformers.common.options import config_from_options
+from elmo_transformers.common.options_json import config_from_options
 from elmo_transformers.conversion.allennlp_hdf5 import weight_mappings
 from elmo_transformers.conversion.cli import main
 from elmo_transformers.conversion.weight_mapping import check_finite

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from original_files import read_weights, small_options, write_original_model
 
-from elmo_transformers.common.options import config_from_options
+from elmo_transformers.common.options_json import config_from_options
 from elmo_transformers.conversion.allennlp_hdf5 import weight_mappings
 from elmo_transformers.conversion.cli import main
 from elmo_transformers.conversion.variants import VARIANTS

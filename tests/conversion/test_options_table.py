@@ -1,5 +1,5 @@
-"""`elmo_transformers.common.options.OPTION_FIELDS`, the one options.json <-> `ElmoConfig` table: both directions, the
-released variants and `ElmoConfig`'s documentation all follow it."""
+"""`elmo_transformers.common.options_json.OPTION_FIELDS`, the one options.json <-> `ElmoConfig` table: both
+directions, the released variants and `ElmoConfig`'s documentation all follow it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 
 from original_files import small_options
 
-from elmo_transformers.common.options import OPTION_FIELDS, config_from_options, options_from_config
+from elmo_transformers.common.options_json import OPTION_FIELDS, config_from_options, options_from_config
 from elmo_transformers.conversion.variants import VARIANTS
 from modeling_elmo import ElmoConfig
 

@@ -20,8 +20,8 @@ from transformers import AutoModel, AutoModelForPreTraining, AutoTokenizer
 from wheels import build_wheel
 
 from elmo_transformers.inference.embed import main as embed_main
+from elmo_transformers.training.pretraining.lm_vocabulary import LmVocabulary
 from elmo_transformers.training.pretraining.model_card import link_code_files_to_package
-from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
 from modeling_elmo import DEFAULT_MODEL, ElmoForBidirectionalLM, ElmoModel
 
 FOLDER = Path(DEFAULT_MODEL)
@@ -169,5 +169,5 @@ def test_installed_package_carries_the_code_files(tmp_path):
             inside = f"modeling_elmo/default_model/{path.name}"
             assert inside in names, f"{inside} is missing from {wheel.name}"
             assert archive.read(inside) == (REPOSITORY / "modeling_elmo" / path.name).read_bytes()
-        # The model page template that `elmo-convert` and `elmo-model-card` fill, found beside common/model_card.py.
+        # The model page template that `elmo-convert` and `elmo-model-card` fill, beside common/model_card_template.py.
         assert archive.read("elmo_transformers/common/model_card.md") == (REPOSITORY / "model_card.md").read_bytes()

@@ -30,7 +30,7 @@ from elmo_transformers.common.checksums import file_sha256, record_checksums
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.common.onnx_layout import LAYOUT_KEY, graph_bytes, graph_weights, open_graph
 from elmo_transformers.conversion.cli import main
-from elmo_transformers.conversion.model_card import PARITY_SENTENCES
+from elmo_transformers.conversion.converted_model_card import PARITY_SENTENCES
 from elmo_transformers.conversion.onnx_export import (
     INT8_BATCH_BAR,
     batch_difference,

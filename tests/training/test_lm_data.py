@@ -9,8 +9,8 @@ import torch
 
 from elmo_transformers.common.errors import DataFileError
 from elmo_transformers.training.pretraining.build_vocab import main as build_vocab
+from elmo_transformers.training.pretraining.lm_vocabulary import LmVocabulary
 from elmo_transformers.training.pretraining.text_stream import SentenceStream, expand_files
-from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
 from elmo_transformers.training.pretraining.window_packer import WindowEncoder, WindowPacker
 from modeling_elmo import ElmoTokenizer
 

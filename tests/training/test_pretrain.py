@@ -32,12 +32,12 @@ from elmo_transformers.common.checksums import record_checksums
 from elmo_transformers.common.errors import TrainingError
 from elmo_transformers.common.output_lock import lock_path
 from elmo_transformers.training.pretraining.evaluate_perplexity import main as evaluate_main
+from elmo_transformers.training.pretraining.lm_vocabulary import LmVocabulary
 from elmo_transformers.training.pretraining.metrics_log import MetricsLog
 from elmo_transformers.training.pretraining.perplexity import evaluate_perplexity
 from elmo_transformers.training.pretraining.pretrain import LmTrainer, parse_args
 from elmo_transformers.training.pretraining.pretrain import main as pretrain_main
 from elmo_transformers.training.pretraining.starting_model import load_starting_model, transfer_softmax
-from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
 
 REPOSITORY = Path(__file__).resolve().parents[2]

@@ -27,7 +27,7 @@ from without_the_package import run_without_the_package
 
 from elmo_transformers.common.errors import DataFileError
 from elmo_transformers.common.extras import EXTRAS
-from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
+from elmo_transformers.training.pretraining.lm_vocabulary import LmVocabulary
 from modeling_elmo import DEFAULT_MODEL
 
 REPOSITORY = Path(__file__).resolve().parents[2]

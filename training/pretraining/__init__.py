@@ -5,7 +5,7 @@ resume exactly), `evaluate_perplexity` (held-out perplexity as bilm-tf's `run_te
 as a Hub-ready folder). What they are built from, in the order data flows:
 
 * `text_stream`: the corpus, shard by shard, one sentence per line, bad lines counted and skipped;
-* `vocabulary`: words <-> softmax rows, in bilm-tf's vocabulary file format;
+* `lm_vocabulary`: words <-> softmax rows, in bilm-tf's vocabulary file format;
 * `window_packer`: streams of sentences cut into windows of `unroll_steps` words, the LSTM state carried between;
 * `starting_model`: a new biLM from options or a saved one, its softmax re-mapped to the vocabulary;
 * `sparse_softmax_sync`: averaging only the softmax rows a step touched, across processes;

@@ -12,8 +12,8 @@ from collections import Counter
 from tqdm.auto import tqdm
 
 from elmo_transformers.common.errors import DataFileError, exit_on_error
+from elmo_transformers.training.pretraining.lm_vocabulary import LmVocabulary
 from elmo_transformers.training.pretraining.text_stream import CorpusReport, expand_files, read_sentences
-from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
 
 EXAMPLES = """example (from the repository root; installed: elmo-build-vocab --train_files ...):
   python training/build_vocab.py --train_files 'corpus/train/*.txt' --output vocab.txt --min_count 3 --max_size 50000

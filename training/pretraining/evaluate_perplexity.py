@@ -16,10 +16,10 @@ from pathlib import Path
 import torch
 
 from elmo_transformers.common.errors import DataFileError, exit_on_error
+from elmo_transformers.training.pretraining.lm_vocabulary import LmVocabulary
 from elmo_transformers.training.pretraining.perplexity import evaluate_perplexity
 from elmo_transformers.training.pretraining.starting_model import VOCABULARY_FILE, load_starting_model
 from elmo_transformers.training.pretraining.text_stream import expand_files
-from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
 from modeling_elmo.native_elmo import set_native_libraries
 
 EXAMPLES = """examples (from the repository root; installed: elmo-evaluate-perplexity --model_name_or_path ...):

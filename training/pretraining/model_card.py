@@ -17,14 +17,14 @@ import modeling_elmo
 from elmo_transformers.common.atomic_output import atomic_output_folder
 from elmo_transformers.common.checksums import record_checksums
 from elmo_transformers.common.errors import ConversionError, DataFileError, exit_on_error
-from elmo_transformers.common.model_card import elmo_card_data, render_model_card
+from elmo_transformers.common.model_card_template import elmo_card_data, render_model_card
 from elmo_transformers.common.model_folder import damaged_file_problem
 from elmo_transformers.common.run_folder import EVAL_RESULTS_FILE, MODEL_FOLDER, TRAINING_ARGS_FILE
 from elmo_transformers.training.pretraining.checkpoint import TRAINER_STATE_FILE, latest_checkpoint
+from elmo_transformers.training.pretraining.lm_vocabulary import LmVocabulary
 from elmo_transformers.training.pretraining.perplexity import evaluate_perplexity
 from elmo_transformers.training.pretraining.starting_model import VOCABULARY_FILE, load_starting_model
 from elmo_transformers.training.pretraining.text_stream import CorpusReport, expand_files, read_sentences
-from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
 from modeling_elmo import ElmoForBidirectionalLM
 from modeling_elmo.native_elmo import set_native_libraries
 

@@ -12,8 +12,8 @@ from tqdm.auto import tqdm
 
 from modeling_elmo import ElmoForBidirectionalLM
 
+from .lm_vocabulary import LmVocabulary
 from .text_stream import SentenceStream
-from .vocabulary import LmVocabulary
 from .window_packer import WindowEncoder, WindowPacker
 
 __all__ = ["evaluate_perplexity"]

@@ -52,6 +52,7 @@ from elmo_transformers.training.pretraining.checkpoint import (
     staging_folder,
     write_json,
 )
+from elmo_transformers.training.pretraining.lm_vocabulary import LmVocabulary
 from elmo_transformers.training.pretraining.metrics_log import MetricsLog
 from elmo_transformers.training.pretraining.perplexity import evaluate_perplexity
 from elmo_transformers.training.pretraining.sparse_softmax_sync import (
@@ -66,7 +67,6 @@ from elmo_transformers.training.pretraining.text_stream import (
     expand_files,
     read_sentences,
 )
-from elmo_transformers.training.pretraining.vocabulary import LmVocabulary
 from elmo_transformers.training.pretraining.window_packer import WindowEncoder, WindowPacker
 from modeling_elmo.native_elmo import set_native_libraries
 

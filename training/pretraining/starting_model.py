@@ -12,11 +12,11 @@ import torch
 
 from elmo_transformers.common.errors import DataFileError
 from elmo_transformers.common.model_folder import require_model_folder
-from elmo_transformers.common.options import config_from_options, read_options
+from elmo_transformers.common.options_json import config_from_options, read_options
 from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM, ElmoTokenizer
 from modeling_elmo.text_elmo import UNK_WORD
 
-from .vocabulary import LmVocabulary
+from .lm_vocabulary import LmVocabulary
 
 __all__ = ["VOCABULARY_FILE", "StartingModel", "load_starting_model", "transfer_softmax"]
 

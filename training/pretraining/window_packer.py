@@ -17,8 +17,8 @@ import torch
 from modeling_elmo.softmax_elmo import IGNORE_INDEX
 from modeling_elmo.text_elmo import BOS_WORD, EOS_WORD
 
+from .lm_vocabulary import LmVocabulary
 from .text_stream import SentenceStream
-from .vocabulary import LmVocabulary
 
 __all__ = ["LmWindow", "WindowEncoder", "WindowPacker"]
 

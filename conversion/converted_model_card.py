@@ -1,6 +1,6 @@
 """The Hub model page (README.md) of a converted folder, built from `model_card.md`
-(`elmo_transformers.common.model_card`), with the checksums of the source files and the parity figure measured on that
-folder against a float64 computation from the source weights."""
+(`elmo_transformers.common.model_card_template`), with the checksums of the source files and the parity figure
+measured on that folder against a float64 computation from the source weights."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import torch
 from huggingface_hub import ModelCard
 
 from elmo_transformers.common.checksums import file_sha256
-from elmo_transformers.common.model_card import elmo_card_data, render_model_card
+from elmo_transformers.common.model_card_template import elmo_card_data, render_model_card
 from modeling_elmo import ElmoModel, ElmoTokenizer
 
 __all__ = ["PARITY_SENTENCES", "SourceDescription", "measure_parity", "model_page_source", "write_model_card"]

@@ -1,6 +1,6 @@
 """The Hub model page (README.md) of an ELMo folder, built from the repository's `model_card.md`: what every page
 shares (the card metadata of an ELMo biLM, the architecture fields). A converted folder's
-page adds its source and parity (`elmo_transformers.conversion.model_card`), a trained one its run
+page adds its source and parity (`elmo_transformers.conversion.converted_model_card`), a trained one its run
 (`elmo_transformers.training.pretraining.model_card`).
 """
 

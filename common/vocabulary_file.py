@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from elmo_transformers.common.errors import ConversionError, ElmoError
+from elmo_transformers.common.errors import ElmoError
 
 __all__ = ["read_vocabulary"]
 
 
-def read_vocabulary(path: str | Path, *, error: type[ElmoError] = ConversionError) -> list[str]:
+def read_vocabulary(path: str | Path, *, error: type[ElmoError]) -> list[str]:
     """Every line of a vocabulary file, surrounding whitespace stripped, as bilm-tf reads them (a blank line is an
     empty word: lines are softmax rows). Raises `error` naming the file, or the line that is not UTF-8, and for a file
     without a line."""

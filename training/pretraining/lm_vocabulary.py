@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from elmo_transformers.common.errors import DataFileError
-from elmo_transformers.common.vocabulary import read_vocabulary
+from elmo_transformers.common.vocabulary_file import read_vocabulary
 from modeling_elmo.text_elmo import BILM_TF_SPECIAL_WORDS, UNK_WORD
 
 __all__ = ["LmVocabulary"]
