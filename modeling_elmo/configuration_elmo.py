@@ -2,7 +2,7 @@
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import fields
 from functools import wraps
 from typing import Any
@@ -11,13 +11,13 @@ from huggingface_hub.dataclasses import strict, validated_field
 from huggingface_hub.errors import StrictDataclassClassValidationError, StrictDataclassFieldValidationError
 from transformers import PreTrainedConfig
 
+from .kernels_elmo import LSTM_IMPLEMENTATIONS
 from .text_elmo import BILM_TF_CHAR_IDS
 
 __all__ = [
     "BILM_TF_CHAR_VOCAB_SIZE",
     "ELMO_AUTO_MAP",
     "ELMO_CONFIG_FIELDS",
-    "LSTM_IMPLEMENTATION_NAMES",
     "ORIGINAL_CHAR_CNN_FILTERS",
     "TASK_HEAD_FIELDS",
     "ElmoConfig",
@@ -49,10 +49,6 @@ BILM_TF_CHAR_VOCAB_SIZE = max(BILM_TF_CHAR_IDS.values()) + 1
 CHAR_CNN_ACTIVATIONS = ("relu", "tanh")
 MIX_MODES = ("scalar_mix", "average", "layer", "concat", "per_token")
 TASK_ENCODERS = ("bilstm", "none")
-# The keys of `lstm_elmo.LSTM_IMPLEMENTATIONS`, the kernels `lstm_implementation` chooses from. Stated here because
-# this file imports no other: transformers copies a local folder's remote code by direct imports only, so
-# configuration_elmo.py (which the tokenizer's file imports too) must load on its own.
-LSTM_IMPLEMENTATION_NAMES = ("auto", "layer_by_layer", "wavefront")
 
 
 # Field checks: each takes one field's value and raises ValueError("must be EXPECTED, got VALUE") when it does not
@@ -92,8 +88,15 @@ def _int_check(minimum: int, *, optional: bool = False) -> Callable[[Any], None]
     return _value_check(expected, lambda value: _is_int(value) and value >= minimum, optional=optional)
 
 
-def _choice_check(choices: Sequence[str]) -> Callable[[Any], None]:
-    return _value_check("one of " + ", ".join(map(json.dumps, choices)), lambda value: value in choices)
+def _choice_check(choices: Collection[str]) -> Callable[[Any], None]:
+    """`choices` are read at each check, so that names registered later count (`kernels_elmo.LSTM_IMPLEMENTATIONS`);
+    a value that is no string is none of them (and is not looked up among a dict's keys, which must be hashable)."""
+
+    def check(value: Any) -> None:
+        expected = "one of " + ", ".join(map(json.dumps, choices))
+        _value_check(expected, lambda value: isinstance(value, str) and value in choices)(value)
+
+    return check
 
 
 def _list_check(expected: str, fits_item: Callable[[Any], bool]) -> Callable[[Any], None]:
@@ -182,8 +185,8 @@ class ElmoConfig(PreTrainedConfig):
     `lstm_forget_bias` is added to the forget gate at run time, as TensorFlow's `LSTMCell` does (bilm-tf
     weights store the bias without it; ELMoForManyLangs weights include it, so theirs is 0). Every output
     layer is `2 * projection_dim` wide (`hidden_size`). Training-only options of `options.json` (batch size,
-    epochs, ...) are kept verbatim in `training_options`. `lstm_implementation`, a key of
-    `lstm_elmo.LSTM_IMPLEMENTATIONS`, chooses the kernel that runs the LSTM stacks, not what they compute; like
+    epochs, ...) are kept verbatim in `training_options`. `lstm_implementation`, a name of
+    `kernels_elmo.LSTM_IMPLEMENTATIONS`, chooses the kernel that runs the LSTM stacks, not what they compute; like
     transformers' `attn_implementation` it is set per model (`from_pretrained(..., lstm_implementation=...)`) and
     not saved.
 
@@ -227,7 +230,7 @@ class ElmoConfig(PreTrainedConfig):
     proj_clip: float | int | None = validated_field(_CLIP, default=3.0)
     use_skip_connections: bool = validated_field(_BOOL, default=True)
     lstm_forget_bias: float | int = validated_field(_NUMBER, default=1.0)
-    lstm_implementation: str = validated_field(_choice_check(LSTM_IMPLEMENTATION_NAMES), default="auto")
+    lstm_implementation: str = validated_field(_choice_check(LSTM_IMPLEMENTATIONS), default="auto")
     # (the character and word ids' upper bounds depend on the vocabulary sizes: checked once every field fits)
     bow_char_id: int = validated_field(_POSITIVE_INT, default=BILM_TF_CHAR_IDS["bow"])
     eow_char_id: int = validated_field(_POSITIVE_INT, default=BILM_TF_CHAR_IDS["eow"])

@@ -1,17 +1,16 @@
-"""The LSTM kernels: how ELMo's two LSTM stacks run, chosen per model from `LSTM_IMPLEMENTATIONS` by
-`config.lstm_implementation`, as transformers chooses attention kernels from `ALL_ATTENTION_FUNCTIONS` by
-`config._attn_implementation`.
+"""The built-in LSTM kernels, `"layer_by_layer"` and `"wavefront"`: how ELMo's two LSTM stacks run, registered by
+name in `kernels_elmo.LSTM_IMPLEMENTATIONS`, where `config.lstm_implementation` chooses one per model.
 
-Every kernel takes the arguments of [`run_lstm_stacks`] and reads the stacks only through `LstmStackWeights` and
-`LstmLayerWeights` (the weights of `modeling_elmo.py`'s `ElmoLstmStack` and `ElmoLstmLayer`): this module imports
-no model class. The kernels compute the same numbers; they differ in how:
+Every kernel takes the arguments of `kernels_elmo.run_lstm_stacks` and reads the stacks only through
+`LstmStackWeights` and `LstmLayerWeights` (the weights of `modeling_elmo.py`'s `ElmoLstmStack` and `ElmoLstmLayer`):
+this module imports no model class. The kernels compute the same numbers; they differ in how:
 
-- `"layer_by_layer"`: one layer of one direction after another, over the rows still running, so that a layer's
-  weights stay in the CPU's caches from step to step (training at the original size took 1.4x the CPU time as a
-  wavefront). Its products run on oneDNN for CPU inference (option `onednn`, see `onednn_elmo.py`) or on torch.
-- `"wavefront"`: every layer of both directions advancing together, as batched products: 35-45 operator calls per
-  step for all of them, where the calls, not the arithmetic, bound the speed (GPUs).
-- `"auto"` (the default): layer by layer on CPUs, the wavefront on every other device.
+- `"layer_by_layer"` ([`run_layer_by_layer`]): one layer of one direction after another, over the rows still
+  running, so that a layer's weights stay in the CPU's caches from step to step (training at the original size took
+  1.4x the CPU time as a wavefront). Its products run on oneDNN for CPU inference (option `onednn`, see
+  `onednn_elmo.py`) or on torch.
+- `"wavefront"` ([`run_wavefront`]): every layer of both directions advancing together, as batched products: 35-45
+  operator calls per step for all of them, where the calls, not the arithmetic, bound the speed (GPUs).
 
 Each takes the element-wise step as the option `cell` ([`lstm_cell_step`], or a compiled version of it).
 """
@@ -20,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import torch
@@ -28,14 +28,15 @@ from torch import nn
 from .onednn_elmo import ElmoDerivedWeights, ElmoOneDnnWeights, onednn_applies, onednn_linear
 
 __all__ = [
-    "LSTM_IMPLEMENTATIONS",
-    "LstmImplementation",
+    "LstmCell",
     "LstmLayerWeights",
+    "LstmOptions",
     "LstmStackWeights",
     "LstmState",
     "lstm_cell_step",
+    "run_layer_by_layer",
     "run_lstm_layer",
-    "run_lstm_stacks",
+    "run_wavefront",
 ]
 
 LstmState = tuple[torch.Tensor, torch.Tensor]
@@ -67,11 +68,6 @@ class LstmStackWeights(Protocol):
     stacked_weights: ElmoDerivedWeights  # the weights of the stacks run together with this one first (wavefront)
 
 
-# A kernel of `LSTM_IMPLEMENTATIONS`: called with the arguments of [`run_lstm_stacks`] but `implementation`,
-# `dropout`, `onednn` and `cell` by keyword; returns what it returns.
-LstmImplementation = Callable[..., tuple[list[torch.Tensor], LstmState]]
-
-
 def lstm_cell_step(gates: torch.Tensor, c: torch.Tensor, cell_clip: float | None) -> LstmState:
     """The element-wise part of one step of TensorFlow's LSTM cell, for any number of sequences.
 
@@ -89,42 +85,19 @@ def lstm_cell_step(gates: torch.Tensor, c: torch.Tensor, cell_clip: float | None
     return torch.sigmoid(o) * torch.tanh(c), c
 
 
-def run_lstm_stacks(
-    stacks: Sequence[LstmStackWeights],
-    inputs: torch.Tensor,
-    batch_sizes: list[int],
-    state: LstmState,
-    num_layers: int,
-    *,
-    implementation: str = "auto",
-    dropout: float = 0.0,
-    onednn: bool = True,
-    cell: LstmCell = lstm_cell_step,
-) -> tuple[list[torch.Tensor], LstmState]:
-    """Run D stacks of one shape (ELMo's forward and backward directions), each over its own inputs, all with
-    the same `batch_sizes` (each row has the same length read either way), by the kernel
-    `LSTM_IMPLEMENTATIONS[implementation]` (a model passes its `config.lstm_implementation`).
+@dataclass(frozen=True)
+class LstmOptions:
+    """How a model's kernel runs besides which one (`config.lstm_implementation`): given to every kernel as
+    `options`, kept by the model as one object (`model.lstm_options`) that `set_lstm_implementation(onednn=...)` and
+    `compile_lstm_cells()` replace."""
 
-    `inputs` (D, batch, time, P) with rows sorted by length, longest first; `batch_sizes[t]` rows still run at
-    step t. `state` is `(h, c)` of shapes (D, layers, batch, P) and (D, layers, batch, C). Returns one output
-    (D, batch, time, P) per layer, zero past each row's length, for the first `num_layers` layers only, and the
-    state after each row's last step laid out as `state` (the layers above are not run and keep theirs).
-
-    `dropout` (LM training) drops the input of every layer, as bilm-tf's `DropoutWrapper` around the
-    residual cell did: the skip connection adds the dropped input. `onednn` (layer by layer only) lets CPU
-    inference run the products on oneDNN; `cell` is the element-wise step (see [`lstm_cell_step`]).
-    """
-    kernel = LSTM_IMPLEMENTATIONS[implementation]
-    return kernel(stacks, inputs, batch_sizes, state, num_layers, dropout=dropout, onednn=onednn, cell=cell)
+    # `"layer_by_layer"`: CPU inference runs the products on oneDNN (see `onednn_elmo.py`); False: on torch.
+    onednn: bool = True
+    # The element-wise step that every kernel takes: [`lstm_cell_step`], or a compiled version of it.
+    cell: LstmCell = lstm_cell_step
 
 
-def _run_auto(stacks: Sequence[LstmStackWeights], inputs: torch.Tensor, *arguments, **options):
-    """`"auto"`: the kernel for the device of `inputs` (see the module's docstring), given the same arguments."""
-    kernel = LSTM_IMPLEMENTATIONS["layer_by_layer" if inputs.device.type == "cpu" else "wavefront"]
-    return kernel(stacks, inputs, *arguments, **options)
-
-
-def _run_layer_by_layer(
+def run_layer_by_layer(
     stacks: Sequence[LstmStackWeights],
     inputs: torch.Tensor,
     batch_sizes: list[int],
@@ -132,8 +105,7 @@ def _run_layer_by_layer(
     num_layers: int,
     *,
     dropout: float,
-    onednn: bool,
-    cell: LstmCell,
+    options: LstmOptions,
 ) -> tuple[list[torch.Tensor], LstmState]:
     """`"layer_by_layer"`: one layer of one direction after another (see [`run_lstm_layer`])."""
     outputs = [[] for _ in range(num_layers)]  # [layer][direction]
@@ -145,7 +117,7 @@ def _run_layer_by_layer(
                 layer_input = nn.functional.dropout(layer_input, p=dropout, training=True)
             layer_state = (h[direction][index], c[direction][index])
             output, (h[direction][index], c[direction][index]) = run_lstm_layer(
-                layer, layer_input, batch_sizes, layer_state, onednn=onednn, cell=cell
+                layer, layer_input, batch_sizes, layer_state, options=options
             )
             if index > 0 and stack.use_skip_connections:
                 output = output + layer_input
@@ -155,7 +127,7 @@ def _run_layer_by_layer(
     return [torch.stack(directions) for directions in outputs], final_state
 
 
-def _run_wavefront(
+def run_wavefront(
     stacks: Sequence[LstmStackWeights],
     inputs: torch.Tensor,
     batch_sizes: list[int],
@@ -163,10 +135,9 @@ def _run_wavefront(
     num_layers: int,
     *,
     dropout: float,
-    onednn: bool,
-    cell: LstmCell,
+    options: LstmOptions,
 ) -> tuple[list[torch.Tensor], LstmState]:
-    """`"wavefront"`: every layer of every direction advancing together (`onednn` plays no part).
+    """`"wavefront"`: every layer of every direction advancing together (`options.onednn` plays no part).
 
     Layer l runs its step t at iteration `t + l * lag`, so each iteration makes one batched product for the
     state, one element-wise cell and one batched product for the output of all L * D layers (group `l * D + d`).
@@ -217,7 +188,7 @@ def _run_wavefront(
         step_outputs = []
         for offset in range(chunk_steps):
             gates = products.state(h, input_gates[:, offset])
-            hidden, new_c = cell(gates, c, first_layer.cell_clip)
+            hidden, new_c = options.cell(gates, c, first_layer.cell_clip)
             new_h = products.output(hidden)
             new_h = new_h if proj_clip is None else new_h.clamp(*proj_clip)
             if everyone_runs[start + offset]:
@@ -307,19 +278,20 @@ def run_lstm_layer(
     batch_sizes: list[int],
     state: LstmState,
     *,
-    onednn: bool = True,
-    cell: LstmCell = lstm_cell_step,
+    options: LstmOptions | None = None,
 ) -> tuple[torch.Tensor, LstmState]:
     """One layer of one direction (the `"layer_by_layer"` kernel's step) over `inputs` (batch, time, input_size)
     whose rows are sorted by length, longest first.
 
     `batch_sizes[t]` is the number of rows still running at step t; only those are computed. `state` is
     `(h, c)` of shapes (batch, P) and (batch, C). Returns the outputs (batch, time, P), zero past each
-    row's length, and the state after each row's last step.
+    row's length, and the state after each row's last step. `options`: see [`LstmOptions`] (default
+    `LstmOptions()`).
     """
+    options = LstmOptions() if options is None else options
     h, c = state
     batch, steps, width = inputs.shape
-    onednn = onednn and onednn_applies(inputs, h, c, *layer.parameters())
+    onednn = options.onednn and onednn_applies(inputs, h, c, *layer.parameters())
     products = (_OneDnnLayerProducts if onednn else _LayerProducts)(layer)
     # The positions to compute, step after step the rows still running (the first batch_sizes[t]), as indices
     # into batch * steps.
@@ -340,7 +312,7 @@ def run_lstm_layer(
                 h, c = h[:rows], c[:rows]
             gates = products.state(h, input_gates[offset : offset + rows])
             offset += rows
-            hidden, c = cell(gates, c, layer.cell_clip)
+            hidden, c = options.cell(gates, c, layer.cell_clip)
             h = _clip(products.output(hidden), layer.proj_clip)
             step_outputs.append(h)
     finished.append((h, c))
@@ -398,11 +370,3 @@ class _OneDnnLayerProducts(_LayerProducts):
 
     def output(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.layer.onednn_weights.linear("output", hidden, self.layer.output_projection.weight)
-
-
-# The kernels by the names `config.lstm_implementation` accepts (`configuration_elmo.LSTM_IMPLEMENTATION_NAMES`).
-LSTM_IMPLEMENTATIONS: dict[str, LstmImplementation] = {
-    "auto": _run_auto,
-    "layer_by_layer": _run_layer_by_layer,
-    "wavefront": _run_wavefront,
-}

@@ -8,6 +8,7 @@ clipping and residual connections read the sentence forwards and backwards.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -20,7 +21,8 @@ from transformers.utils import ModelOutput, logging
 from transformers.utils.generic import can_return_tuple
 
 from .configuration_elmo import ElmoConfig
-from .lstm_elmo import LstmState, lstm_cell_step, run_lstm_stacks
+from .kernels_elmo import run_lstm_stacks
+from .lstm_elmo import LstmCell, LstmOptions, LstmState, lstm_cell_step
 from .mixing_elmo import ElmoLayerMix
 from .onednn_elmo import ElmoDerivedWeights, ElmoOneDnnWeights
 from .softmax_elmo import ElmoSoftmax
@@ -45,9 +47,7 @@ __all__ = [
     "ElmoModelOutput",
     "ElmoPreTrainedModel",
     "ElmoTaskModel",
-    "lstm_cell_step",
     "non_finite_entry",
-    "run_lstm_stacks",
 ]
 
 logger = logging.get_logger(__name__)
@@ -449,17 +449,18 @@ class ElmoPreTrainedModel(PreTrainedModel):
         """Choose how this model's LSTM stacks run, as transformers' `set_attn_implementation` chooses attention
         kernels; no other model changes, even of the same class.
 
-        `implementation`, a key of `lstm_elmo.LSTM_IMPLEMENTATIONS` (`"auto"`, `"layer_by_layer"` or `"wavefront"`,
-        explained in `lstm_elmo.py`), becomes `config.lstm_implementation` (which `from_pretrained(...,
+        `implementation`, a name of `kernels_elmo.LSTM_IMPLEMENTATIONS` (`"auto"`, `"layer_by_layer"`,
+        `"wavefront"` or one registered there), becomes `config.lstm_implementation` (which `from_pretrained(...,
         lstm_implementation=...)` also sets; it is not saved). `onednn` is an option of the layer-by-layer kernel:
-        False runs CPU inference's products on torch instead of oneDNN (default True). None leaves either as it is.
+        False runs CPU inference's products on torch instead of oneDNN (default True; `lstm_options.onednn`). None
+        leaves either as it is.
         """
         for module in self.modules():  # a name not in LSTM_IMPLEMENTATIONS: the config's check refuses it
             if isinstance(module, ElmoModel):
                 if implementation is not None:
                     module.config.lstm_implementation = implementation
                 if onednn is not None:
-                    module.lstm_onednn = onednn
+                    module.lstm_options = dataclasses.replace(module.lstm_options, onednn=onednn)
 
     def _init_weights(self, module: nn.Module) -> None:
         """bilm-tf's initialisation for the biLM and the softmax (what training from scratch starts from), and
@@ -537,9 +538,23 @@ class ElmoModel(ElmoPreTrainedModel):
         self.backward_lstm = ElmoLstmStack(config)
         # How the stacks run besides config.lstm_implementation: options of this model alone (see
         # [`ElmoPreTrainedModel.set_lstm_implementation`] and [`compile_lstm_cells`]).
-        self.lstm_onednn = True
-        self.lstm_cell = lstm_cell_step
+        self.lstm_options = LstmOptions()
         self.post_init()
+
+    @property
+    def lstm_onednn(self) -> bool:
+        """Whether the layer-by-layer kernel runs CPU inference's products on oneDNN (`lstm_options.onednn`)."""
+        return self.lstm_options.onednn
+
+    @property
+    def lstm_cell(self) -> LstmCell:
+        """The element-wise step of every LSTM step (`lstm_options.cell`): `lstm_elmo.lstm_cell_step`, compiled by
+        [`compile_lstm_cells`], or another of the same arguments and results that this model is given."""
+        return self.lstm_options.cell
+
+    @lstm_cell.setter
+    def lstm_cell(self, cell: LstmCell) -> None:
+        self.lstm_options = dataclasses.replace(self.lstm_options, cell=cell)
 
     @can_return_tuple
     def forward(
@@ -696,7 +711,7 @@ class ElmoModel(ElmoPreTrainedModel):
         """[`run_lstm_stacks`] over both stacks with this model's options, their weights loaded by accelerate's hooks
         where a device map offloaded them, and each on its own device where one split them over devices."""
         stacks = (self.forward_lstm, self.backward_lstm)
-        options = dict(implementation=self.config.lstm_implementation, onednn=self.lstm_onednn, cell=self.lstm_cell)
+        options = dict(implementation=self.config.lstm_implementation, options=self.lstm_options)
         with _hooked_weights_loaded(stacks):
             if all(_device_of(stack) == inputs.device for stack in stacks):
                 return run_lstm_stacks(stacks, inputs, batch_sizes, state, num_layers, dropout=dropout, **options)
@@ -707,7 +722,7 @@ class ElmoModel(ElmoPreTrainedModel):
     def compile_lstm_cells(self, **compile_options) -> None:
         """Fuse the element-wise gate arithmetic of every LSTM step with `torch.compile` (dynamic shapes: batch
         sizes and sentence lengths do not recompile), for this model only: an option of either implementation
-        (its `cell`, see [`run_lstm_stacks`]). The first call compiles (tens of seconds); outputs stay within
+        (`lstm_options.cell`, see [`run_lstm_stacks`]). The first call compiles (tens of seconds); outputs stay within
         1e-6."""
         self.lstm_cell = torch.compile(lstm_cell_step, dynamic=True, **compile_options)
 

@@ -123,7 +123,7 @@ _REMOTE_WAVEFRONT_SCRIPT = """
     model = transformers.AutoModel.from_pretrained(folder, trust_remote_code=True, lstm_implementation="wavefront")
     model.eval()
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
-    lstm = importlib.import_module(type(model).__module__.rsplit(".", 1)[0] + ".lstm_elmo")
+    lstm = importlib.import_module(type(model).__module__.rsplit(".", 1)[0] + ".kernels_elmo")
     assert lstm.__name__.startswith("transformers_modules"), lstm.__name__
     calls, run = [], lstm.LSTM_IMPLEMENTATIONS["wavefront"]
     lstm.LSTM_IMPLEMENTATIONS["wavefront"] = lambda *args, **kwargs: calls.append(1) or run(*args, **kwargs)

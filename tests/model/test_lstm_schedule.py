@@ -18,8 +18,8 @@ import modeling_elmo.lstm_elmo
 import modeling_elmo.modeling_elmo
 import modeling_elmo.onednn_elmo
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
-from modeling_elmo.configuration_elmo import LSTM_IMPLEMENTATION_NAMES
-from modeling_elmo.lstm_elmo import LSTM_IMPLEMENTATIONS, run_lstm_layer, run_lstm_stacks
+from modeling_elmo.kernels_elmo import LSTM_IMPLEMENTATIONS, run_lstm_stacks
+from modeling_elmo.lstm_elmo import run_lstm_layer
 from modeling_elmo.modeling_elmo import (
     ElmoLstmLayer,
     ElmoLstmStack,
@@ -405,10 +405,6 @@ def schedule_calls(monkeypatch) -> list[tuple[str, int]]:
 
         monkeypatch.setitem(LSTM_IMPLEMENTATIONS, name, counting)
     return calls
-
-
-def test_the_kernels_are_keyed_by_the_names_the_config_accepts() -> None:
-    assert tuple(LSTM_IMPLEMENTATIONS) == LSTM_IMPLEMENTATION_NAMES
 
 
 def test_two_models_in_one_process_run_each_its_own_implementation(fixture_model_folder, schedule_calls) -> None:

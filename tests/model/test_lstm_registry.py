@@ -1,0 +1,88 @@
+"""The LSTM kernels are an open registry (`kernels_elmo`): a made-up kernel registered by name, without touching the
+config module, is accepted by the config and chosen at load or after, and computes what it delegates to bit for bit;
+a name registered twice or a kernel that cannot be called is refused in one line; an unknown name is refused with
+every registered name."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import torch
+
+from modeling_elmo import DEFAULT_MODEL, ElmoConfig, ElmoModel, ElmoTokenizer
+from modeling_elmo.kernels_elmo import LSTM_IMPLEMENTATIONS, register_lstm_implementation
+
+# Ragged rows, an empty one among them: the kernel sees sorted rows that end at different steps.
+SENTENCES = [["a", "bb"], [], ["", "x" * 60, "é", "日本語"], ["The", "café", "is", "open", "."]]
+
+
+@pytest.fixture
+def my_kernel() -> Iterator[list[str]]:
+    """A kernel "my_kernel" registered for one test: it records its calls' `implementation`-free signature (the
+    option names it was given) and runs "layer_by_layer"."""
+    calls: list[str] = []
+
+    def kernel(*arguments, **options):
+        calls.append(",".join(sorted(options)))
+        return LSTM_IMPLEMENTATIONS["layer_by_layer"](*arguments, **options)
+
+    register_lstm_implementation("my_kernel", kernel)
+    yield calls
+    del LSTM_IMPLEMENTATIONS["my_kernel"]
+
+
+def _outputs(model: ElmoModel) -> list[torch.Tensor]:
+    inputs = ElmoTokenizer.from_pretrained(DEFAULT_MODEL)(
+        SENTENCES, is_split_into_words=True, padding=True, return_tensors="pt"
+    )
+    with torch.no_grad():
+        output = model(**inputs, output_hidden_states=True, use_cache=True)
+    return [*output.hidden_states, *output.state]
+
+
+def test_a_registered_kernel_is_chosen_by_name_and_computes_what_it_runs(my_kernel: list[str]) -> None:
+    expected = _outputs(ElmoModel.from_pretrained(DEFAULT_MODEL, lstm_implementation="layer_by_layer").eval())
+    mine = ElmoModel.from_pretrained(DEFAULT_MODEL, lstm_implementation="my_kernel").eval()
+    assert mine.config.lstm_implementation == "my_kernel"
+    assert all(torch.equal(a, e) for a, e in zip(_outputs(mine), expected, strict=True))
+    assert my_kernel == ["dropout,options"]
+
+    later = ElmoModel.from_pretrained(DEFAULT_MODEL).eval()
+    later.set_lstm_implementation("my_kernel")
+    assert all(torch.equal(a, e) for a, e in zip(_outputs(later), expected, strict=True))
+    assert my_kernel == ["dropout,options"] * 2
+    assert ElmoConfig(lstm_implementation="my_kernel").lstm_implementation == "my_kernel"
+
+
+def test_a_name_registered_twice_or_a_kernel_that_cannot_be_called_is_refused(my_kernel: list[str]) -> None:
+    for name in ("my_kernel", "wavefront"):
+        with pytest.raises(ValueError) as refusal:
+            register_lstm_implementation(name, lambda *arguments, **options: None)
+        assert str(refusal.value) == f"LSTM implementation {name!r} is registered already"
+    with pytest.raises(TypeError) as refusal:
+        register_lstm_implementation("other", "layer_by_layer")
+    assert str(refusal.value) == "LSTM implementation 'other': the kernel must be callable, got 'layer_by_layer'"
+    with pytest.raises(TypeError) as refusal:
+        register_lstm_implementation("", lambda *arguments, **options: None)
+    assert str(refusal.value) == "an LSTM implementation's name must be a non-empty string, got ''"
+    assert list(LSTM_IMPLEMENTATIONS) == ["auto", "layer_by_layer", "wavefront", "my_kernel"]
+
+
+def test_an_unknown_name_is_refused_naming_every_registered_one() -> None:
+    with pytest.raises(ValueError) as refusal:
+        ElmoConfig(lstm_implementation="fast")
+    assert str(refusal.value) == (
+        'ElmoConfig: lstm_implementation must be one of "auto", "layer_by_layer", "wavefront", got "fast"'
+    )
+    with pytest.raises(ValueError) as refusal:
+        ElmoConfig(lstm_implementation=["wavefront"])  # no name, and no key of a dict
+    assert str(refusal.value) == (
+        'ElmoConfig: lstm_implementation must be one of "auto", "layer_by_layer", "wavefront", got ["wavefront"]'
+    )
+    register_lstm_implementation("my_other_kernel", LSTM_IMPLEMENTATIONS["wavefront"])
+    try:
+        with pytest.raises(ValueError, match=r'"wavefront", "my_other_kernel", got "fast"$'):
+            ElmoConfig(lstm_implementation="fast")
+    finally:
+        del LSTM_IMPLEMENTATIONS["my_other_kernel"]
