@@ -25,6 +25,7 @@ from typing import Any
 _MODULE_OF_NAME = {
     "ORIGINAL_CHAR_CNN_FILTERS": "configuration_elmo",
     "ElmoConfig": "configuration_elmo",
+    "register_lstm_implementation": "kernels_elmo",
     "ElmoLayerMix": "mixing_elmo",
     "ElmoBidirectionalLMOutput": "modeling_elmo",
     "ElmoForBidirectionalLM": "modeling_elmo",

@@ -10,8 +10,9 @@ A kernel computes what the others compute (ELMo's two LSTM stacks); the kernels 
 `register_lstm_implementation(name, kernel)` adds a kernel: the config then accepts its name, and a model runs it
 once chosen (`from_pretrained(..., lstm_implementation=name)` or `model.set_lstm_implementation(name)`), with no
 other change. A kernel is called as [`run_lstm_stacks`] is, but without `implementation` (`dropout` and `options`
-by keyword); it reads the stacks through `lstm_elmo.LstmStackWeights` and returns what `run_lstm_stacks` returns. How a model's kernel runs besides its name (oneDNN, the cell step) is its `lstm_elmo.LstmOptions`, one
-frozen object (`model.lstm_options`).
+by keyword); it reads the stacks through `lstm_elmo.LstmStackWeights` and returns what `run_lstm_stacks` returns.
+How a model's kernel runs besides its name (oneDNN, the cell step) is its `lstm_elmo.LstmOptions`, one frozen
+object (`model.lstm_options`).
 
 This module imports neither torch nor, at its import, any other module: configuration_elmo.py checks names against
 it and must load on its own (transformers copies a local folder's remote code by direct imports only, and a config

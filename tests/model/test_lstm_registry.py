@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from modeling_elmo import DEFAULT_MODEL, ElmoConfig, ElmoModel, ElmoTokenizer
-from modeling_elmo.kernels_elmo import LSTM_IMPLEMENTATIONS, register_lstm_implementation
+from modeling_elmo import DEFAULT_MODEL, ElmoConfig, ElmoModel, ElmoTokenizer, register_lstm_implementation
+from modeling_elmo.kernels_elmo import LSTM_IMPLEMENTATIONS
 
 # Ragged rows, an empty one among them: the kernel sees sorted rows that end at different steps.
 SENTENCES = [["a", "bb"], [], ["", "x" * 60, "é", "日本語"], ["The", "café", "is", "open", "."]]
