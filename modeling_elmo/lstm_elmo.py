@@ -278,17 +278,15 @@ def run_lstm_layer(
     batch_sizes: list[int],
     state: LstmState,
     *,
-    options: LstmOptions | None = None,
+    options: LstmOptions = LstmOptions(),
 ) -> tuple[torch.Tensor, LstmState]:
     """One layer of one direction (the `"layer_by_layer"` kernel's step) over `inputs` (batch, time, input_size)
     whose rows are sorted by length, longest first.
 
     `batch_sizes[t]` is the number of rows still running at step t; only those are computed. `state` is
     `(h, c)` of shapes (batch, P) and (batch, C). Returns the outputs (batch, time, P), zero past each
-    row's length, and the state after each row's last step. `options`: see [`LstmOptions`] (default
-    `LstmOptions()`).
+    row's length, and the state after each row's last step. `options`: see [`LstmOptions`].
     """
-    options = LstmOptions() if options is None else options
     h, c = state
     batch, steps, width = inputs.shape
     onednn = options.onednn and onednn_applies(inputs, h, c, *layer.parameters())

@@ -711,12 +711,12 @@ class ElmoModel(ElmoPreTrainedModel):
         """[`run_lstm_stacks`] over both stacks with this model's options, their weights loaded by accelerate's hooks
         where a device map offloaded them, and each on its own device where one split them over devices."""
         stacks = (self.forward_lstm, self.backward_lstm)
-        options = dict(implementation=self.config.lstm_implementation, options=self.lstm_options)
+        kernel = dict(implementation=self.config.lstm_implementation, options=self.lstm_options)
         with _hooked_weights_loaded(stacks):
             if all(_device_of(stack) == inputs.device for stack in stacks):
-                return run_lstm_stacks(stacks, inputs, batch_sizes, state, num_layers, dropout=dropout, **options)
+                return run_lstm_stacks(stacks, inputs, batch_sizes, state, num_layers, dropout=dropout, **kernel)
             return _run_each_stack_on_its_device(
-                stacks, inputs, batch_sizes, state, num_layers, dropout=dropout, **options
+                stacks, inputs, batch_sizes, state, num_layers, dropout=dropout, **kernel
             )
 
     def compile_lstm_cells(self, **compile_options) -> None:
