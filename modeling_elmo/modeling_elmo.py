@@ -22,7 +22,7 @@ from transformers.utils.generic import can_return_tuple
 
 from .configuration_elmo import ElmoConfig
 from .kernels_elmo import run_lstm_stacks
-from .lstm_elmo import LstmCell, LstmOptions, LstmState, lstm_cell_step
+from .lstm_elmo import LstmOptions, LstmState, lstm_cell_step
 from .mixing_elmo import ElmoLayerMix
 from .onednn_elmo import ElmoDerivedWeights, ElmoOneDnnWeights
 from .softmax_elmo import ElmoSoftmax
@@ -541,21 +541,6 @@ class ElmoModel(ElmoPreTrainedModel):
         self.lstm_options = LstmOptions()
         self.post_init()
 
-    @property
-    def lstm_onednn(self) -> bool:
-        """Whether the layer-by-layer kernel runs CPU inference's products on oneDNN (`lstm_options.onednn`)."""
-        return self.lstm_options.onednn
-
-    @property
-    def lstm_cell(self) -> LstmCell:
-        """The element-wise step of every LSTM step (`lstm_options.cell`): `lstm_elmo.lstm_cell_step`, compiled by
-        [`compile_lstm_cells`], or another of the same arguments and results that this model is given."""
-        return self.lstm_options.cell
-
-    @lstm_cell.setter
-    def lstm_cell(self, cell: LstmCell) -> None:
-        self.lstm_options = dataclasses.replace(self.lstm_options, cell=cell)
-
     @can_return_tuple
     def forward(
         self,
@@ -724,7 +709,8 @@ class ElmoModel(ElmoPreTrainedModel):
         sizes and sentence lengths do not recompile), for this model only: an option of either implementation
         (`lstm_options.cell`, see [`run_lstm_stacks`]). The first call compiles (tens of seconds); outputs stay within
         1e-6."""
-        self.lstm_cell = torch.compile(lstm_cell_step, dynamic=True, **compile_options)
+        cell = torch.compile(lstm_cell_step, dynamic=True, **compile_options)
+        self.lstm_options = dataclasses.replace(self.lstm_options, cell=cell)
 
     def _word_mask(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
         expected_chars = self.config.max_characters_per_token

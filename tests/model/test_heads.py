@@ -3,6 +3,7 @@ under gradient accumulation, and saved heads reload with identical logits."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from pathlib import Path
 
@@ -78,24 +79,25 @@ def _lstm_steps(model, inputs: dict[str, torch.Tensor], **kwargs) -> dict[int, i
         for index, layer in enumerate(stack.layers, start=1)
     }
     steps: dict[int, int] = {}
-    running, step, run_layer = [1], elmo.lstm_cell, modeling_elmo.lstm_elmo.run_lstm_layer
+    running, options, run_layer = [1], elmo.lstm_options, modeling_elmo.lstm_elmo.run_lstm_layer
 
     def counting(gates, c, clip):
         lowest, groups = (1, gates.shape[0] // 2) if gates.dim() == 3 else (running[0], 1)
         for stepped in range(lowest, lowest + groups):
             steps[stepped] = steps.get(stepped, 0) + 1
-        return step(gates, c, clip)
+        return options.cell(gates, c, clip)
 
     def running_layer(layer, *args, **options):
         running[0] = index_of[id(layer)]
         return run_layer(layer, *args, **options)
 
-    elmo.lstm_cell, modeling_elmo.lstm_elmo.run_lstm_layer = counting, running_layer
+    elmo.lstm_options = dataclasses.replace(options, cell=counting)
+    modeling_elmo.lstm_elmo.run_lstm_layer = running_layer
     try:
         with torch.no_grad():
             model(**inputs, **kwargs)
     finally:
-        elmo.lstm_cell, modeling_elmo.lstm_elmo.run_lstm_layer = step, run_layer
+        elmo.lstm_options, modeling_elmo.lstm_elmo.run_lstm_layer = options, run_layer
     return steps
 
 

@@ -427,7 +427,7 @@ def test_two_models_in_one_process_run_each_its_own_implementation(fixture_model
         ("layer_by_layer", first[auto]),
     ]
     assert (wavefront.config.lstm_implementation, auto.config.lstm_implementation) == ("wavefront", "auto")
-    assert auto.lstm_onednn and not plain.lstm_onednn
+    assert auto.lstm_options.onednn and not plain.lstm_options.onednn
     if modeling_elmo.onednn_elmo.onednn_available():
         assert auto.forward_lstm.layers[0].onednn_weights._packed, "oneDNN did not run for the auto model"
     assert not plain.forward_lstm.layers[0].onednn_weights._packed, "oneDNN ran for the model that turned it off"
