@@ -12,13 +12,12 @@ just after it was written.
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import h5py
 import numpy as np
+from harness_timing import median_seconds
 
 from elmo_transformers.common.checksums import file_sha256
 
@@ -39,15 +38,6 @@ def read_datasets(path: Path) -> None:
     with h5py.File(path, "r") as file:
         for name in file:
             file[name][()]
-
-
-def median_seconds(call, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:
