@@ -4,7 +4,7 @@ set before), in words/s and peak memory, on the workloads where the cache matter
 Each measurement is one `elmo-embed` process on synthetic text from the bundled default model's vocabulary
 (Zipf-distributed words, sentence lengths log-normal around 20 words), settings interleaved in every round;
 the table gives medians. words/s is the command's own figure (embedding only, without start-up); peak memory
-is the process's maximum resident set size. No model in this process; Linux (``os.wait4``)::
+is the process's maximum resident set size. Linux (``os.wait4``)::
 
     python benchmarks/speed/bench_embed.py --repeats 3 --threads 1
 """
@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness_commands import elmo_embed_command, summary_rate
 from harness_corpora import REPOSITORY, write_sentences, zipf_sentences
+from harness_embed import elmo_embed_command, summary_rate
 from harness_reports import markdown_table, ratio
 from harness_timing import interleaved_rounds
 

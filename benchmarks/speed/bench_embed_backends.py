@@ -26,8 +26,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 from harness_backends import ALLENNLP_FOLDER, DEFAULT_ALLENNLP_VENV, converted_model, ensure_weights, exported_graphs
-from harness_commands import elmo_embed_command, wall_seconds
 from harness_corpora import make_sentences, write_sentences
+from harness_embed import elmo_embed_command, wall_seconds
 from harness_reports import cpu_model, markdown_table, ratio
 from harness_timing import race
 

@@ -22,10 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import h5py
-import numpy as np
-from harness_commands import ELMO_EMBED_MODULE, summary_rate
 from harness_corpora import REPOSITORY, uniform_sentences, write_sentences
+from harness_embed import ELMO_EMBED_MODULE, same_datasets, summary_rate
 from harness_timing import interleaved_rounds
 
 ELMO_EMBED = str(Path(sys.executable).with_name("elmo-embed"))
@@ -63,12 +61,6 @@ def run(setup: str, source: Path, output: Path, model: list[str]) -> tuple[float
     if completed.returncode != 0:
         sys.exit(f"{setup} failed:\n{completed.stderr[-3000:]}")
     return summary_rate(completed.stdout), wall
-
-
-def same_datasets(one: Path, other: Path) -> bool:
-    with h5py.File(one, "r") as first, h5py.File(other, "r") as second:
-        names = first.keys()
-        return names == second.keys() and all(np.array_equal(first[name][()], second[name][()]) for name in names)
 
 
 def main() -> None:

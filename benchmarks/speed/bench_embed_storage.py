@@ -18,10 +18,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import h5py
 import numpy as np
 import torch
 from harness_corpora import REPOSITORY, batches_of
+from harness_embed import read_every_dataset
 from harness_timing import seconds_of
 
 from elmo_transformers.inference.embedder import Embedder
@@ -44,12 +44,6 @@ def write(path: Path, vectors: list[np.ndarray], storage: Storage, shape: Callab
                 file.end_batch()
         file.end_batch()
         file.finish(len(vectors), None)
-
-
-def read(path: Path) -> None:
-    with h5py.File(path, "r") as file:
-        for name in file:
-            file[name][()]
 
 
 def main() -> None:
@@ -81,7 +75,7 @@ def main() -> None:
                         writes.append(
                             seconds_of(functools.partial(write, path, vectors, Storage(dtype, compression), shape))
                         )
-                        reads.append(seconds_of(functools.partial(read, path)))
+                        reads.append(seconds_of(functools.partial(read_every_dataset, path)))
                     size = path.stat().st_size
                 print(
                     f"| {name} | {layers} | {dtype} | {compression} | {size / words:,.0f} |"

@@ -1,7 +1,5 @@
-"""`elmo-embed` as the end-to-end benchmarks run it: its command line in a process of its own, the words/s of its
-summary, and a command's wall-clock seconds.
-
-Standard library only: the benchmarks that time the command load no model in their own process.
+"""`elmo-embed` as the end-to-end benchmarks run it and read it: its command line in a process of its own, the
+words/s of its summary, a command's wall-clock seconds, and its output's datasets read back or compared.
 """
 
 from __future__ import annotations
@@ -12,7 +10,17 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["ELMO_EMBED_MODULE", "elmo_embed_command", "summary_rate", "wall_seconds"]
+import h5py
+import numpy as np
+
+__all__ = [
+    "ELMO_EMBED_MODULE",
+    "elmo_embed_command",
+    "read_every_dataset",
+    "same_datasets",
+    "summary_rate",
+    "wall_seconds",
+]
 
 ELMO_EMBED_MODULE = "elmo_transformers.inference.embed"
 # The last line of elmo-embed's summary: "  84 words embedded in 1.2 s: 71 words/s".
@@ -36,3 +44,17 @@ def wall_seconds(command: list[str], output: Path) -> float:
     start = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - start
+
+
+def read_every_dataset(path: Path) -> None:
+    """Read each dataset of an hdf5 file whole, as a reader of elmo-embed's output (and its merge) does."""
+    with h5py.File(path, "r") as file:
+        for name in file:
+            file[name][()]
+
+
+def same_datasets(one: Path, other: Path) -> bool:
+    """Whether two hdf5 files hold the same datasets, bit for bit."""
+    with h5py.File(one, "r") as first, h5py.File(other, "r") as second:
+        names = first.keys()
+        return names == second.keys() and all(np.array_equal(first[name][()], second[name][()]) for name in names)
