@@ -62,6 +62,7 @@ from harness_backends import (
 from harness_corpora import sentence_batches
 from harness_flops import flops_per_position, measure_matmul_peak
 from harness_reports import RunRecord, markdown_table, ratio
+from harness_timing import best_per_batch
 
 from elmo_transformers.common.options_json import config_from_options
 from elmo_transformers.conversion.allennlp import load_allennlp_model
@@ -284,8 +285,7 @@ def merge_rounds(runs: list[Run]) -> list[Run]:
         first = merged.setdefault(key, run)
         if first is run:
             continue
-        count = min(first.n_batches, run.n_batches)
-        run.seconds = [min(a, b) for a, b in zip(first.seconds[:count], run.seconds[:count], strict=True)]
+        run.seconds = best_per_batch(first.seconds, run.seconds)
         if first.peak_rss_mib > run.peak_rss_mib:
             run.peak_rss_mib, run.rss_before_mib = first.peak_rss_mib, first.rss_before_mib
         merged[key] = run

@@ -47,6 +47,7 @@ import torch
 from harness_backends import DEFAULT_ALLENNLP_VENV, encode_batch, worker_protocol
 from harness_corpora import sentence_batches
 from harness_reports import RunRecord, markdown_table, ratio, write_through_rename
+from harness_timing import best_per_batch
 
 from modeling_elmo import ElmoTextEncoder, ElmoTokenizer
 
@@ -77,7 +78,7 @@ class Timing:
     seconds: list[float] = field(default_factory=list)
 
     def add(self, seconds: list[float]) -> None:
-        self.seconds = [min(pair) for pair in zip(self.seconds, seconds, strict=True)] if self.seconds else seconds
+        self.seconds = best_per_batch(self.seconds, seconds) if self.seconds else seconds
 
     def words_per_s(self, group: Group) -> float:
         return group.words / sum(self.seconds)

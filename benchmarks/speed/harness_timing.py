@@ -18,6 +18,7 @@ from harness_reports import load_averages, ratio
 
 __all__ = [
     "SPEED_HEADER",
+    "best_per_batch",
     "interleaved_rounds",
     "median_seconds",
     "race",
@@ -40,6 +41,12 @@ def seconds_of(call: Callable[[], object]) -> float:
 def median_seconds(call: Callable[[], object], repeats: int) -> float:
     """The median of ``repeats`` timed calls."""
     return statistics.median(seconds_of(call) for _ in range(repeats))
+
+
+def best_per_batch(seconds: list[float], other: list[float]) -> list[float]:
+    """Each batch's better time of two rounds, over the batches both ran (a round may stop early at its budget)."""
+    count = min(len(seconds), len(other))
+    return [min(a, b) for a, b in zip(seconds[:count], other[:count], strict=True)]
 
 
 def interleaved_rounds(
