@@ -31,16 +31,11 @@ from pathlib import Path
 import numpy as np
 import stubs
 import torch
-from worker_protocol import time_group
+from worker_protocol import protocol_writer, time_group
 
 
 def main() -> None:
-    protocol, sys.stdout = sys.stdout, sys.stderr  # stdout carries the JSON lines only
-
-    def answer(message: dict) -> None:
-        protocol.write(json.dumps(message) + "\n")
-        protocol.flush()
-
+    answer = protocol_writer()
     request = json.loads(Path(sys.argv[1]).read_text())
     torch.set_num_threads(request["threads"])
     elmo_bilm_class, batch_to_ids, remove_sentence_boundaries = stubs.import_elmo()

@@ -26,16 +26,11 @@ from pathlib import Path
 import numpy as np
 import stubs
 import torch
-from worker_protocol import time_group
+from worker_protocol import protocol_writer, time_group
 
 
 def main() -> None:
-    protocol, sys.stdout = sys.stdout, sys.stderr  # stdout carries the JSON lines only
-
-    def answer(message: dict) -> None:
-        protocol.write(json.dumps(message) + "\n")
-        protocol.flush()
-
+    answer = protocol_writer()
     request = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
     torch.set_num_threads(1)
     _, batch_to_ids, _ = stubs.import_elmo()

@@ -89,6 +89,18 @@ def time_group(
     return record, outputs
 
 
+def protocol_writer() -> Callable[[dict[str, Any]], None]:
+    """For a worker: from now on stdout carries the protocol's JSON lines only (whatever else the worker, torch or
+    AllenNLP prints goes to stderr); returns the function that writes one line and flushes it."""
+    protocol, sys.stdout = sys.stdout, sys.stderr
+
+    def answer(message: dict[str, Any]) -> None:
+        protocol.write(json.dumps(message) + "\n")
+        protocol.flush()
+
+    return answer
+
+
 class WorkerProcess:
     """A worker script of this folder in the AllenNLP venv (made by ``make_venv.sh``), started with a JSON request
     file: it writes one JSON line describing itself (``info``), then answers each group index written to its stdin

@@ -8,15 +8,13 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import shlex
-import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 import torch
-import transformers
+from harness_quality import quiet_run, report_command
 from pos_corpus import Corpus, fetch_corpus, parse_tagged_lines, split_corpus
 from pos_features import BilmFeatures
 from pos_runs import RunResult, run_one
@@ -48,10 +46,7 @@ def parse_comparison_arguments(
     parser.add_argument("--scheme", default="scalar_mix", help="the tagger (a pos_sample_efficiency.py row)")
     own, rest = parser.parse_known_args(argv)
     arguments = parse_arguments(rest)
-    if arguments.threads:
-        torch.set_num_threads(arguments.threads)
-    transformers.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()  # the taggers' weight loading, once per run
+    quiet_run(arguments.threads)
     return own, arguments
 
 
@@ -140,7 +135,7 @@ def compare_and_report(
     split, the script's `detail` line and the table (its first column headed `first_column`)."""
     started = time.perf_counter()
     scheme, results, seconds = compare(sources, config, corpus, arguments, scheme_key)
-    command = shlex.join(["python", f"benchmarks/quality/{script}", *(sys.argv[1:] if argv is None else argv)])
+    command = report_command(script, argv)
     times = ", ".join(f"{name} {seconds[name]:.0f} s" for name in results)
     lines = [
         f"# POS accuracy (%), {scheme.title}: {versus}",

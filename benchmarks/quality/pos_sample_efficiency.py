@@ -39,15 +39,12 @@ split, and on the test words whose form does not occur in the training fraction.
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import datasets
-import torch
-import transformers
+from harness_quality import quiet_run, report_command
 from pos_corpus import (
     CORPUS_DESCRIPTION,
     DEFAULT_DOWNLOAD_DIR,
@@ -113,14 +110,9 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> list[RunResult]:
     arguments = parse_arguments(argv)
-    if arguments.threads:
-        torch.set_num_threads(arguments.threads)
+    quiet_run(arguments.threads)
     started = time.perf_counter()
-    command = shlex.join(
-        ["python", "benchmarks/quality/pos_sample_efficiency.py", *(sys.argv[1:] if argv is None else argv)]
-    )
-    transformers.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
+    command = report_command("pos_sample_efficiency.py", argv)
     corpus, corpus_source = _read_corpus(arguments)
     bilm = ElmoModel.from_pretrained(arguments.model, mix_layers=None).eval()
     model_line = describe_model(arguments.model, bilm)

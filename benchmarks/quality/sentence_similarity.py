@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import sys
 import tempfile
 import time
@@ -43,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import transformers
+from harness_quality import quiet_run, report_command
 from scipy.stats import ConstantInputWarning, pearsonr, spearmanr
 
 from elmo_transformers.common.pip_download import GENSIM, PipDownloadError, gensim_wheel
@@ -309,14 +308,9 @@ def write_report(path: Path, *, command: str, model_line: str, data: SimilarityS
 
 def main(argv: Sequence[str] | None = None) -> list[Row]:
     arguments = parse_arguments(argv)
-    if arguments.threads:
-        torch.set_num_threads(arguments.threads)
+    quiet_run(arguments.threads)
     started = time.perf_counter()
-    command = shlex.join(
-        ["python", "benchmarks/quality/sentence_similarity.py", *(sys.argv[1:] if argv is None else argv)]
-    )
-    transformers.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
+    command = report_command("sentence_similarity.py", argv)
     if arguments.data_dir:
         folder, data_source = Path(arguments.data_dir), f"`{arguments.data_dir}`"
     else:

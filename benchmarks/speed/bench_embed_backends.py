@@ -9,7 +9,7 @@ Two races (issue 41's targets):
   runs from a folder holding it alone), against AllenNLP;
 - a short run, --short-lines (default 5) lines: the bundled model's int8 graph against its PyTorch folder, whose wall
   time is mostly the command's start (imports, opening the model), best of --short-rounds.
-The lines: generated sentences of --min-words to --max-words words (`bench_common.make_sentences`). Each command runs
+The lines: generated sentences of --min-words to --max-words words (`harness_corpora.make_sentences`). Each command runs
 in a process of its own with its defaults (threads: all cores); a round runs every backend once, the next round in
 the reverse order, so that the machine's load hits all alike.
 
@@ -21,24 +21,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import h5py
 import numpy as np
-from bench_common import (
-    ALLENNLP_FOLDER,
-    DEFAULT_ALLENNLP_VENV,
-    converted_model,
-    cpu_model,
-    ensure_weights,
-    exported_graphs,
-    load_averages,
-    make_sentences,
-    markdown_table,
-)
+from harness_backends import ALLENNLP_FOLDER, DEFAULT_ALLENNLP_VENV, converted_model, ensure_weights, exported_graphs
+from harness_corpora import make_sentences, write_sentences
+from harness_embed import elmo_embed_command, wall_seconds
+from harness_reports import cpu_model, markdown_table, ratio
+from harness_timing import race
 
 from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, graph_files
 from modeling_elmo import DEFAULT_MODEL
@@ -90,7 +81,7 @@ def _commands(args: argparse.Namespace, lines: Path) -> dict[str, tuple[list[str
     model = converted_model(args.work_dir, args.seed, args.shape)
     graphs = exported_graphs(model, args.work_dir / f"{args.shape}-seed{args.seed}-onnx")
     worker = [str(args.allennlp_venv / "bin" / "python"), str(ALLENNLP_FOLDER / "elmo_command_worker.py")]
-    embed = _embed_command(lines)
+    embed = elmo_embed_command(str(lines))
     outputs = {label: args.work_dir / f"{index}.hdf5" for index, label in enumerate((ALLENNLP, PYTORCH, FLOAT, INT8))}
     commands = {
         ALLENNLP: ([*worker, str(options), str(weights), str(lines), str(outputs[ALLENNLP])], outputs[ALLENNLP]),
@@ -108,24 +99,12 @@ def _commands(args: argparse.Namespace, lines: Path) -> dict[str, tuple[list[str
 def _short_commands(args: argparse.Namespace, lines: Path) -> dict[str, tuple[list[str], Path]]:
     """The short run's commands: the bundled model's PyTorch folder and its int8 graph (a folder holding it alone)."""
     graphs = _int8_alone(exported_graphs(Path(DEFAULT_MODEL), args.work_dir / "bundled-onnx"))
-    embed = _embed_command(lines)
+    embed = elmo_embed_command(str(lines))
     outputs = {label: args.work_dir / f"short-{index}.hdf5" for index, label in enumerate((PYTORCH, INT8))}
     return {
         PYTORCH: ([*embed, str(outputs[PYTORCH]), "--model", str(DEFAULT_MODEL)], outputs[PYTORCH]),
         INT8: ([*embed, str(outputs[INT8]), "--model", str(graphs)], outputs[INT8]),
     }
-
-
-def _embed_command(lines: Path) -> list[str]:
-    return [sys.executable, "-m", "elmo_transformers.inference.embed", str(lines)]
-
-
-def _seconds(command: list[str], output: Path) -> float:
-    """Wall-clock seconds of `command`, from its start to its exit (it writes `output` anew)."""
-    output.unlink(missing_ok=True)
-    start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
 
 
 def _vectors(path: Path) -> list[np.ndarray]:
@@ -149,27 +128,20 @@ def _agreement(reference: Path, other: Path) -> tuple[float, float, float]:
 def _race(commands: dict[str, tuple[list[str], Path]], rounds: int, words: int) -> tuple[dict[str, float], list[str]]:
     """The best wall-clock seconds of each command over `rounds` alternating rounds, and the load averages at the
     start and after each round."""
-    best, loads = dict.fromkeys(commands, float("inf")), [load_averages(os.getloadavg())]
-    for round_index in range(rounds):
-        order = list(commands) if round_index % 2 == 0 else list(reversed(commands))
-        for label in order:
-            seconds = _seconds(*commands[label])
-            print(f"round {round_index + 1}: {label}: {seconds:.2f} s ({words / seconds:,.0f} words/s)", flush=True)
-            best[label] = min(best[label], seconds)
-        loads.append(load_averages(os.getloadavg()))
-    return best, loads
 
+    def measure(round_index: int, label: str) -> float:
+        seconds = wall_seconds(*commands[label])
+        print(f"round {round_index + 1}: {label}: {seconds:.2f} s ({words / seconds:,.0f} words/s)", flush=True)
+        return seconds
 
-def _write_lines(path: Path, sentences: list[list[str]]) -> Path:
-    path.write_text("".join(" ".join(words) + "\n" for words in sentences), encoding="utf-8")
-    return path
+    return race(list(commands), rounds, measure)
 
 
 def _original_shape_race(args: argparse.Namespace, lines_count: int) -> None:
     """The four backends on `lines_count` lines of the original shape: words/s and the ratios, then each graph's
     agreement with PyTorch's vectors."""
     sentences = make_sentences(args.seed, lines_count, lines_count, args.min_words, args.max_words)
-    lines = _write_lines(args.work_dir / f"lines-{lines_count}.txt", sentences)
+    lines = write_sentences(args.work_dir / f"lines-{lines_count}.txt", sentences)
     words = sum(map(len, sentences))
     commands = _commands(args, lines)
     best, loads = _race(commands, args.rounds, words)
@@ -179,8 +151,8 @@ def _original_shape_race(args: argparse.Namespace, lines_count: int) -> None:
             label,
             f"{best[label]:.1f}",
             f"{speed:,.0f}",
-            f"{speed / speeds[ALLENNLP]:.2f}x",
-            f"{speed / speeds[PYTORCH]:.2f}x",
+            ratio(speed, speeds[ALLENNLP]),
+            ratio(speed, speeds[PYTORCH]),
         ]
         for label, speed in speeds.items()
     ]
@@ -195,11 +167,11 @@ def _original_shape_race(args: argparse.Namespace, lines_count: int) -> None:
 def _short_race(args: argparse.Namespace) -> None:
     """The short run: the bundled model's int8 graph against its PyTorch folder, wall time and its ratio."""
     sentences = make_sentences(args.seed, args.short_lines, args.short_lines, args.min_words, args.max_words)
-    lines = _write_lines(args.work_dir / f"lines-{args.short_lines}.txt", sentences)
+    lines = write_sentences(args.work_dir / f"lines-{args.short_lines}.txt", sentences)
     words = sum(map(len, sentences))
     best, loads = _race(_short_commands(args, lines), args.short_rounds, words)
     print(f"{len(sentences)} lines, {words:,} words; the bundled model; load averages: {loads}")
-    rows = [[label, f"{seconds:.2f}", f"{seconds / best[PYTORCH]:.2f}x"] for label, seconds in best.items()]
+    rows = [[label, f"{seconds:.2f}", ratio(seconds, best[PYTORCH])] for label, seconds in best.items()]
     print(markdown_table(rows, ["backend", "wall seconds (best round)", "vs PyTorch's wall time"]))
 
 

@@ -15,6 +15,9 @@ import statistics
 import tempfile
 from pathlib import Path
 
+from harness_corpora import uniform_sentences, write_sentences
+from harness_timing import interleaved_rounds
+
 from elmo_transformers.inference.embedding import embed_file
 from elmo_transformers.inference.options import EmbedOptions
 from modeling_elmo import DEFAULT_MODEL
@@ -23,12 +26,7 @@ from modeling_elmo import DEFAULT_MODEL
 def write_corpus(path: Path, lines: int, seed: int) -> None:
     """`lines` lines of 5 to 40 words drawn from the default model's vocabulary (a few empty lines among them)."""
     vocabulary = [word for word in (Path(DEFAULT_MODEL) / "vocab.txt").read_text("utf-8").split() if word.isprintable()]
-    generator = random.Random(seed)
-    text = []
-    for _ in range(lines):
-        length = 0 if generator.random() < 0.01 else generator.randint(5, 40)
-        text.append(" ".join(generator.choices(vocabulary, k=length)))
-    path.write_text("\n".join(text) + "\n", encoding="utf-8")
+    write_sentences(path, uniform_sentences(vocabulary, lines, random.Random(seed), 5, 40, empty_share=0.01))
 
 
 def main() -> None:
@@ -42,18 +40,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         write_corpus(work / "input.txt", args.lines, args.seed)
-        rates: dict[bool, list[float]] = {False: [], True: []}
-        for repeat in range(args.repeats):
-            for overlap in (False, True) if repeat % 2 == 0 else (True, False):  # interleaved, alternating first
-                output = work / f"{overlap}.hdf5"
-                options = EmbedOptions(
-                    work / "input.txt", output, device=args.device, batch_size=args.batch_size,
-                    forget_sentences=True, overwrite=True,
-                )  # fmt: skip
-                summary = embed_file(options, overlap=overlap)
-                rate = summary.embedded_words / summary.seconds
-                rates[overlap].append(rate)
-                print(f"repeat {repeat} overlap={overlap}: {summary.embedded_words:,} words, {rate:,.0f} words/s")
+
+        def measure(repeat: int, overlap: bool) -> float:
+            output = work / f"{overlap}.hdf5"
+            options = EmbedOptions(
+                work / "input.txt", output, device=args.device, batch_size=args.batch_size,
+                forget_sentences=True, overwrite=True,
+            )  # fmt: skip
+            summary = embed_file(options, overlap=overlap)
+            rate = summary.embedded_words / summary.seconds
+            print(f"repeat {repeat} overlap={overlap}: {summary.embedded_words:,} words, {rate:,.0f} words/s")
+            return rate
+
+        rates = interleaved_rounds([False, True], args.repeats, measure, alternate=True)  # alternating first
     sequential, overlapped = (statistics.median(rates[overlap]) for overlap in (False, True))
     print(
         f"{args.device}, {args.lines:,} lines, batch {args.batch_size}: sequential {sequential:,.0f} words/s,"

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import re
 import statistics
 import subprocess
 import sys
@@ -23,12 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import h5py
-import numpy as np
+from harness_corpora import REPOSITORY, uniform_sentences, write_sentences
+from harness_embed import ELMO_EMBED_MODULE, same_datasets, summary_rate
+from harness_timing import interleaved_rounds
 
-REPOSITORY = Path(__file__).resolve().parents[2]
 ELMO_EMBED = str(Path(sys.executable).with_name("elmo-embed"))
-RATE = re.compile(r"words embedded in [\d.]+ s: ([\d,]+) words/s")
 
 # name -> (processes, threads per process)
 SETUPS = {
@@ -40,9 +38,7 @@ SETUPS = {
 
 def write_lines(path: Path, count: int, seed: int = 0) -> None:
     words = (REPOSITORY / "examples" / "sentences.txt").read_text(encoding="utf-8").split()
-    generator = random.Random(seed)
-    lines = (" ".join(generator.choices(words, k=generator.randint(5, 40))) for _ in range(count))
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    write_sentences(path, uniform_sentences(words, count, random.Random(seed), 5, 40))
 
 
 def run(setup: str, source: Path, output: Path, model: list[str]) -> tuple[float, float]:
@@ -55,7 +51,7 @@ def run(setup: str, source: Path, output: Path, model: list[str]) -> tuple[float
         command = [
             sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(processes),
             "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-            "-m", "elmo_transformers.inference.embed",
+            "-m", ELMO_EMBED_MODULE,
         ]  # fmt: skip
     started = time.perf_counter()
     completed = subprocess.run(
@@ -64,13 +60,7 @@ def run(setup: str, source: Path, output: Path, model: list[str]) -> tuple[float
     wall = time.perf_counter() - started
     if completed.returncode != 0:
         sys.exit(f"{setup} failed:\n{completed.stderr[-3000:]}")
-    return float(RATE.search(completed.stdout).group(1).replace(",", "")), wall
-
-
-def same_datasets(one: Path, other: Path) -> bool:
-    with h5py.File(one, "r") as first, h5py.File(other, "r") as second:
-        names = first.keys()
-        return names == second.keys() and all(np.array_equal(first[name][()], second[name][()]) for name in names)
+    return summary_rate(completed.stdout), wall
 
 
 def main() -> None:
@@ -83,22 +73,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         source = Path(work) / "lines.txt"
         write_lines(source, args.lines)
-        rates: dict[str, list[float]] = {setup: [] for setup in SETUPS}
-        walls: dict[str, list[float]] = {setup: [] for setup in SETUPS}
         first: dict[int, Path] = {}  # threads per process -> the first file computed so
-        for round_ in range(args.rounds):
-            for index, setup in enumerate(SETUPS):
-                output = Path(work) / f"out-{round_}-{index}.hdf5"
-                rate, wall = run(setup, source, output, model)
-                rates[setup].append(rate)
-                walls[setup].append(wall)
-                threads = SETUPS[setup][1]
-                if threads not in first:
-                    first[threads] = output
-                elif same_datasets(first[threads], output):
-                    output.unlink()
-                else:
-                    sys.exit(f"{setup}: the file differs from that of the first run with {threads} threads a process")
+
+        def measure(round_: int, setup: str) -> tuple[float, float]:
+            output = Path(work) / f"out-{round_}-{list(SETUPS).index(setup)}.hdf5"
+            rate, wall = run(setup, source, output, model)
+            threads = SETUPS[setup][1]
+            if threads not in first:
+                first[threads] = output
+            elif same_datasets(first[threads], output):
+                output.unlink()
+            else:
+                sys.exit(f"{setup}: the file differs from that of the first run with {threads} threads a process")
+            return rate, wall
+
+        runs = interleaved_rounds(list(SETUPS), args.rounds, measure)
+        rates = {setup: [rate for rate, _ in runs[setup]] for setup in SETUPS}
+        walls = {setup: [wall for _, wall in runs[setup]] for setup in SETUPS}
         baseline = statistics.median(rates["1 process, 1 thread"])
         print(f"{args.lines:,} lines, medians of {args.rounds} interleaved rounds (equal files at equal threads):")
         print(f"{'setup':<28} {'words/s':>9} {'vs 1x1':>7} {'wall s':>7}")

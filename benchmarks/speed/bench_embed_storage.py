@@ -11,16 +11,18 @@ timed as the median of `--repeats`.
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import statistics
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-import h5py
 import numpy as np
 import torch
+from harness_corpora import REPOSITORY, batches_of
+from harness_embed import read_every_dataset
+from harness_timing import seconds_of
 
 from elmo_transformers.inference.embedder import Embedder
 from elmo_transformers.inference.hdf5_output import EmbeddingFile
@@ -29,7 +31,6 @@ from elmo_transformers.inference.settings import EmbedSettings
 from elmo_transformers.inference.storage import Storage
 from modeling_elmo import DEFAULT_MODEL
 
-REPOSITORY = Path(__file__).resolve().parents[2]
 BATCH_LINES = 64
 
 
@@ -43,12 +44,6 @@ def write(path: Path, vectors: list[np.ndarray], storage: Storage, shape: Callab
                 file.end_batch()
         file.end_batch()
         file.finish(len(vectors), None)
-
-
-def read(path: Path) -> None:
-    with h5py.File(path, "r") as file:
-        for name in file:
-            file[name][()]
 
 
 def main() -> None:
@@ -67,10 +62,7 @@ def main() -> None:
     print("| input | layers | dtype | compression | bytes/word | write words/s | read words/s |")
     print("| --- | --- | --- | --- | ---: | ---: | ---: |")
     for name, lines in inputs.items():
-        every_layer = [
-            vectors.copy() for start in range(0, len(lines), BATCH_LINES)
-            for vectors in embedder.embed(lines[start : start + BATCH_LINES])
-        ]  # fmt: skip
+        every_layer = [vectors.copy() for batch in batches_of(lines, BATCH_LINES) for vectors in embedder.embed(batch)]
         words = sum(len(line) for line in lines)
         for layers in ("all", "top"):
             vectors = every_layer if layers == "all" else [array[-1].copy() for array in every_layer]
@@ -80,12 +72,10 @@ def main() -> None:
                 with tempfile.TemporaryDirectory() as folder:
                     for repeat in range(args.repeats):
                         path = Path(folder) / f"out{repeat}.hdf5"
-                        started = time.perf_counter()
-                        write(path, vectors, Storage(dtype, compression), shape)
-                        writes.append(time.perf_counter() - started)
-                        started = time.perf_counter()
-                        read(path)
-                        reads.append(time.perf_counter() - started)
+                        writes.append(
+                            seconds_of(functools.partial(write, path, vectors, Storage(dtype, compression), shape))
+                        )
+                        reads.append(seconds_of(functools.partial(read_every_dataset, path)))
                     size = path.stat().st_size
                 print(
                     f"| {name} | {layers} | {dtype} | {compression} | {size / words:,.0f} |"

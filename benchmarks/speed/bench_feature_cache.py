@@ -36,6 +36,8 @@ from pathlib import Path
 
 import torch
 from datasets import Dataset
+from harness_reports import ratio
+from harness_timing import interleaved_rounds
 from torch.utils.data import DataLoader
 from transformers import DataCollatorForTokenClassification
 
@@ -146,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
         f"feature cache:  {cached_total:8.1f} s  (build {build_seconds:.1f} s, {cache_mib:.0f} MiB float32; "
         f"epochs: {', '.join(f'{s:.2f}' for s in cached_seconds)} s)"
     )
-    print(f"speed-up of the cache over {arguments.epochs} epochs: {live_total / cached_total:.2f}x")
+    print(f"speed-up of the cache over {arguments.epochs} epochs: {ratio(live_total, cached_total)}")
     print(f"last epoch's mean loss: live {live_loss:.6f}, cached {cached_loss:.6f}")
 
     full = model.elmo.eval()
@@ -156,15 +158,16 @@ def main(argv: list[str] | None = None) -> None:
     for start in range(0, len(dataset), arguments.batch_size):
         batch = collate(list(dataset.select(range(start, min(start + arguments.batch_size, len(dataset))))))
         batches.append({"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]})
-    full_seconds, truncated_seconds = [], []
-    for _ in range(arguments.repeats):
-        full_seconds.append(time_bilm_forward(full, batches))
-        truncated_seconds.append(time_bilm_forward(full, batches, num_layers=truncated))
+    layers = {"all layers": None, "mix_layers=[0, 1]": truncated}
+    seconds = interleaved_rounds(
+        list(layers), arguments.repeats, lambda _, name: time_bilm_forward(full, batches, num_layers=layers[name])
+    )
+    best = {name: min(times) for name, times in seconds.items()}
     print()
     print(f"biLM forward, batches of {arguments.batch_size} ({words} words), best of {arguments.repeats}:")
-    for name, seconds in (("all layers", min(full_seconds)), ("mix_layers=[0, 1]", min(truncated_seconds))):
-        print(f"  {name:18s} {seconds:7.1f} s  ({words / seconds:6.0f} words/s)")
-    print(f"speed-up of mix_layers=[0, 1] over all layers: {min(full_seconds) / min(truncated_seconds):.2f}x")
+    for name, least in best.items():
+        print(f"  {name:18s} {least:7.1f} s  ({words / least:6.0f} words/s)")
+    print(f"speed-up of mix_layers=[0, 1] over all layers: {ratio(best['all layers'], best['mix_layers=[0, 1]'])}")
     print(f"load average after: {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
 
 

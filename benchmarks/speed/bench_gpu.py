@@ -12,7 +12,7 @@ What one run measures (about 4 minutes on an H200 with the defaults):
    ``mix_layers=[0, 1]`` (the first LSTM layer only), bfloat16 and float16 (``model.to(dtype)``). Both sides load
    the same random weights of the released ``--shape`` (``options.json`` + ``weights.hdf5`` in the original
    layout, scaled like a trained model's) and see the same deterministic sentences of 10-30 words (Zipf over the
-   default model's vocabulary, 5% awkward words; ``bench_common.make_sentences``).
+   default model's vocabulary, 5% awkward words; ``harness_corpora.make_sentences``).
 2. **Exactness** at every batch size: the largest difference, over every layer and word, of each configuration to
    this package in float64 on the same device, and of AllenNLP to it.
 3. **End to end**, words in and float32 NumPy vectors of every layer out: AllenNLP's ``batch_to_ids`` + forward +
@@ -44,16 +44,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from bench_common import (
-    ALLENNLP,
-    allennlp_stubs,
-    ensure_weights,
-    lstm_layers_run,
-    make_sentences,
-    markdown_table,
-    with_mix_layers,
-    write_through_rename,
-)
+from harness_backends import ALLENNLP, allennlp_stubs, encode_batch, ensure_weights, lstm_layers_run, with_mix_layers
+from harness_corpora import batches_of, make_sentences, write_sentences
+from harness_flops import synchronizer
+from harness_reports import markdown_table, ratio, write_through_rename
 
 from elmo_transformers.conversion.allennlp import load_allennlp_model
 from elmo_transformers.conversion.variants import VARIANTS
@@ -75,15 +69,11 @@ class Cell:
     max_diff: float | None = None
 
 
-def synchronized(device: torch.device) -> Callable[[], None]:
-    return torch.cuda.synchronize if device.type == "cuda" else lambda: None
-
-
 def words_per_second(
     run: Callable[[Any], Any], inputs: Sequence[Any], words: Sequence[int], device: torch.device, seconds: float
 ) -> float:
     """Time ``run`` over ``inputs`` (cycled, one untimed warm-up call first) until ``seconds`` have passed."""
-    sync = synchronized(device)
+    sync = synchronizer(device)
     run(inputs[0])
     sync()
     done_words, elapsed, index = 0, 0.0, 0
@@ -151,12 +141,9 @@ def bench_forward(args, models: dict[str, ElmoModel], float64: ElmoModel, allenn
     end_to_end: dict[str, dict[int, float]] = {}
     for batch_size in args.batches:
         sentences = make_sentences(args.seed, batch_size, batch_size * args.batches_per_size, 10, 30)
-        batches = [sentences[i : i + batch_size] for i in range(0, len(sentences), batch_size)]
+        batches = batches_of(sentences, batch_size)
         words = [sum(map(len, batch)) for batch in batches]
-        encoded = [
-            tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt").to(device)
-            for batch in batches
-        ]
+        encoded = [encode_batch(tokenizer, batch).to(device) for batch in batches]
         with torch.no_grad():
             reference = float64(**encoded[0], output_hidden_states=True).hidden_states
             if allennlp:
@@ -180,8 +167,8 @@ def bench_forward(args, models: dict[str, ElmoModel], float64: ElmoModel, allenn
                 if not name.startswith(MIXED) and model.dtype in (torch.float32, torch.bfloat16):
 
                     def embed(batch, model=model):
-                        inputs = tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt")
-                        layers = model(**inputs.to(device), output_hidden_states=True).hidden_states
+                        inputs = encode_batch(tokenizer, batch).to(device)
+                        layers = model(**inputs, output_hidden_states=True).hidden_states
                         return torch.stack(layers, dim=1).float().cpu().numpy()
 
                     end_to_end.setdefault(name, {})[batch_size] = words_per_second(
@@ -197,8 +184,7 @@ def bench_elmo_embed(args, model: ElmoModel, device: torch.device, work: Path) -
     folder = work / "model"
     model.save_pretrained(folder)
     ElmoTokenizer().save_pretrained(folder)
-    sentences = make_sentences(args.seed, 0, args.embed_lines, 10, 30)
-    (work / "input.txt").write_text("".join(" ".join(words) + "\n" for words in sentences), encoding="utf-8")
+    write_sentences(work / "input.txt", make_sentences(args.seed, 0, args.embed_lines, 10, 30))
     rows = []
     for dtype in ("float32", "bfloat16"):
         options = EmbedOptions(
@@ -222,7 +208,7 @@ def forward_tables(forward: dict[str, dict[int, Cell]], end_to_end: dict[str, di
     def speed(name: str, size: int, value: float) -> str:
         if name.startswith(ALLENNLP) or size not in baseline:
             return f"{value:,.0f}"
-        return f"{value:,.0f} ({value / baseline[size].words_per_s:.2f}x)"
+        return f"{value:,.0f} ({ratio(value, baseline[size].words_per_s)})"
 
     lines = [
         f"### Forward, inputs on the device (words/s; ratio to {ALLENNLP} float32)",
@@ -250,12 +236,12 @@ def forward_tables(forward: dict[str, dict[int, Cell]], end_to_end: dict[str, di
     for name, cells in end_to_end.items():
         row = [name]
         for size in args.batches:
-            ratio = (
+            ratio_text = (
                 ""
                 if name.startswith(ALLENNLP) or size not in e2e_baseline
-                else f" ({cells[size] / e2e_baseline[size]:.2f}x)"
+                else f" ({ratio(cells[size], e2e_baseline[size])})"
             )
-            row.append(f"{cells[size]:,.0f}{ratio}")
+            row.append(f"{cells[size]:,.0f}{ratio_text}")
         rows.append(row)
     return [*lines, markdown_table(rows, header), ""]
 

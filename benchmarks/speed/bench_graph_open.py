@@ -18,7 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_common import converted_model, cpu_model, exported_graphs, load_averages, markdown_table
+from harness_backends import converted_model, exported_graphs
+from harness_reports import cpu_model, markdown_table, ratio
+from harness_timing import race
 
 from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, graph_files
 
@@ -91,20 +93,18 @@ def main() -> None:
             "PyTorch: ElmoModel.from_pretrained": ("pytorch", model, "-"),
         }
         _warm([*graph_files(graph), one_file, *model.glob("*.safetensors")])
-        best, loads = dict.fromkeys(opens, float("inf")), [load_averages(os.getloadavg())]
-        for round_index in range(args.rounds):
-            for label in opens if round_index % 2 == 0 else reversed(opens):
-                kind, path, optimise = opens[label]
-                vectors = scratch / f"{list(opens).index(label)}.npy"
-                command = [sys.executable, "-c", _OPEN, kind, str(path), optimise, str(vectors)]
-                best[label] = min(
-                    best[label], float(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
-                )
-            loads.append(load_averages(os.getloadavg()))
+
+        def open_seconds(round_index: int, label: str) -> float:
+            kind, path, optimise = opens[label]
+            vectors = scratch / f"{list(opens).index(label)}.npy"
+            command = [sys.executable, "-c", _OPEN, kind, str(path), optimise, str(vectors)]
+            return float(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+
+        best, loads = race(list(opens), args.rounds, open_seconds)
         differences = _differences(scratch, opens)
     pytorch = best["PyTorch: ElmoModel.from_pretrained"]
     rows = [
-        [label, f"{seconds:.2f}", f"{seconds / pytorch:.2f}x", differences.get(label, "")]
+        [label, f"{seconds:.2f}", ratio(seconds, pytorch), differences.get(label, "")]
         for label, seconds in best.items()
     ]
     print(f"{args.shape} shape, random weights (seed {args.seed}); CPU: {cpu_model()}, {os.cpu_count()} cores")

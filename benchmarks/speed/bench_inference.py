@@ -17,7 +17,7 @@ What it does, in one run:
    converts it with its own converter (``elmo_transformers.conversion.allennlp.load_allennlp_model``).
 3. Makes deterministic batches of random sentences of 10-30 words for each batch size (``--batches
    SIZE:COUNT,...``): words repeat as in real text (Zipf over the default model's 16,000-word vocabulary),
-   one in 20 is awkward (non-ASCII, punctuation, a word over 48 bytes); see ``bench_common.make_sentences``.
+   one in 20 is awkward (non-ASCII, punctuation, a word over 48 bytes); see ``harness_corpora.make_sentences``.
 4. Measures the machine's matmul peak for float32 and bfloat16 (GFLOP/s of large square products).
 5. Runs, batch size by batch size (so that a change in the machine's load hits both sides alike), AllenNLP's
    ``_ElmoBiLm`` in a worker process of its venv (``benchmarks/allennlp/inference_worker.py``: AllenNLP's own
@@ -39,12 +39,9 @@ seconds. Other processes on the machine slow both sides: the load average is pri
 from __future__ import annotations
 
 import argparse
-import datetime
 import gc
 import json
 import os
-import shlex
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,21 +50,19 @@ from typing import Any
 
 import numpy as np
 import torch
-from bench_common import (
+from harness_backends import (
     ALLENNLP,
     DEFAULT_ALLENNLP_VENV,
-    cpu_model,
+    encode_batch,
     ensure_weights,
-    flops_per_position,
-    git_description,
-    load_averages,
     lstm_layers_run,
-    markdown_table,
-    measure_matmul_peak,
-    sentence_batches,
     with_mix_layers,
     worker_protocol,
 )
+from harness_corpora import sentence_batches
+from harness_flops import flops_per_position, measure_matmul_peak
+from harness_reports import RunRecord, markdown_table, ratio
+from harness_timing import best_per_batch
 
 from elmo_transformers.common.options_json import config_from_options
 from elmo_transformers.conversion.allennlp import load_allennlp_model
@@ -253,10 +248,6 @@ def run_ours(
     return run
 
 
-def encode(tokenizer: ElmoTokenizer, sentences: list[list[str]]) -> dict[str, torch.Tensor]:
-    return tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
-
-
 def run_rounds(
     args: argparse.Namespace,
     groups: list[Group],
@@ -274,8 +265,8 @@ def run_rounds(
             if worker:
                 runs.append(worker.run(index))
             encoded = {
-                "batches": [encode(tokenizer, batch) for batch in group.batches],
-                "warmup": encode(tokenizer, group.warmup),
+                "batches": [encode_batch(tokenizer, batch) for batch in group.batches],
+                "warmup": encode_batch(tokenizer, group.warmup),
             }
             for implementation, dtype, factory in variants:
                 model = factory()
@@ -294,8 +285,7 @@ def merge_rounds(runs: list[Run]) -> list[Run]:
         first = merged.setdefault(key, run)
         if first is run:
             continue
-        count = min(first.n_batches, run.n_batches)
-        run.seconds = [min(a, b) for a, b in zip(first.seconds[:count], run.seconds[:count], strict=True)]
+        run.seconds = best_per_batch(first.seconds, run.seconds)
         if first.peak_rss_mib > run.peak_rss_mib:
             run.peak_rss_mib, run.rss_before_mib = first.peak_rss_mib, first.rss_before_mib
         merged[key] = run
@@ -377,9 +367,9 @@ def find(runs: list[Run], implementation: str, dtype: str, batch_size: int) -> R
 def format_row(run: Run, reference: Run | None, fp32: Run | None, peaks: dict) -> list[str]:
     """One table row; ``reference`` is AllenNLP's run and ``fp32`` ours in float32 at the same batch size."""
     if run is reference:
-        ratio, diff = "(reference)", None
+        ratio_text, diff = "(reference)", None
     else:
-        ratio = f"{run.words_per_s / reference.words_per_s:.2f}x" if reference else "n/a"
+        ratio_text = ratio(run.words_per_s, reference.words_per_s) if reference else "n/a"
         diff = max_abs_diff(run, reference)
     cosine = mean_cosine(run, fp32) if run is not fp32 and run.implementation != ALLENNLP else None
     return [
@@ -389,7 +379,7 @@ def format_row(run: Run, reference: Run | None, fp32: Run | None, peaks: dict) -
         str(run.n_batches),
         str(run.words),
         f"{run.words_per_s:.1f}",
-        ratio,
+        ratio_text,
         f"{run.ms_per_batch:.0f}",
         "n/a" if diff is None else f"{diff:.1e}",
         "n/a" if cosine is None else f"{cosine:.5f}",
@@ -420,10 +410,8 @@ def measure_peaks(dtypes: list[str]) -> dict[str, dict[str, Any]]:
 class RunContext:
     """What the report's "Run:" section says besides the results."""
 
-    command: str
-    started_at: str
+    run: RunRecord
     minutes: float
-    load_start: tuple[float, ...]
     load_end: tuple[float, ...]
     allennlp_record: dict[str, Any]  # the worker's first answer ({} with --skip-allennlp)
     our_load_s: float
@@ -436,12 +424,12 @@ class RunContext:
 def run_details(args: argparse.Namespace, context: RunContext) -> list[str]:
     allennlp = context.allennlp_record
     details = [
-        f"- command: `{context.command}` (repository {git_description()}), {context.started_at}, "
-        f"{context.minutes:.1f} minutes",
-        f"- machine: {cpu_model()}, {os.cpu_count()} cores, {args.threads} torch threads in both processes; "
-        f"load average (1, 5, 15 min) {load_averages(context.load_start)} at the start, "
-        f"{load_averages(context.load_end)} at the end "
-        f"(this benchmark itself adds about {args.threads}: above that, other processes shared the cores)",
+        context.run.command_line(context.minutes),
+        context.run.machine_line(
+            f"{args.threads} torch threads in both processes",
+            context.load_end,
+            f"this benchmark itself adds about {args.threads}: above that, other processes shared the cores",
+        ),
         f"- torch {torch.__version__} (ours), {allennlp.get('torch', 'n/a')} (AllenNLP's venv); "
         f"AllenNLP loaded the weights in {allennlp.get('load_s', float('nan')):.1f} s, "
         f"this package converted them in {context.our_load_s:.1f} s",
@@ -506,13 +494,11 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
-    started = time.perf_counter()
-    started_at = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    command = shlex.join([sys.executable, *sys.argv])
-    print(f"command: {command}", flush=True)
-    load_start = os.getloadavg()
-    if load_start[0] > 0.5:
-        print(f"warning: the machine is busy (load average {load_start[0]:.2f}): timings will be slower and noisier")
+    run = RunRecord.start()
+    print(f"command: {run.command}", flush=True)
+    if run.load_start[0] > 0.5:
+        load = run.load_start[0]
+        print(f"warning: the machine is busy (load average {load:.2f}): timings will be slower and noisier")
     torch.set_num_threads(args.threads)
     work_dir = Path(args.work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -536,10 +522,8 @@ def main() -> None:
 
     table = results_table(runs, peaks)
     context = RunContext(
-        command=command,
-        started_at=started_at,
-        minutes=(time.perf_counter() - started) / 60,
-        load_start=load_start,
+        run=run,
+        minutes=run.minutes(),
         load_end=os.getloadavg(),
         allennlp_record=worker.info if worker else {},
         our_load_s=min(load_model.load_times),

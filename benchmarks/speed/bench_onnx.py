@@ -19,18 +19,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from bench_common import (
-    add_onnx_arguments,
-    cpu_model,
-    graph_backends,
-    load_averages,
-    markdown_table,
-    onnx_folders,
-    speed_rows,
-)
+from harness_backends import add_onnx_arguments, encode_batch, graph_backends, onnx_folders, open_graphs
+from harness_reports import cpu_and_load, markdown_table
+from harness_timing import SPEED_HEADER, speed_rows
 
-from elmo_transformers.common.errors import ConversionError
-from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, graph_bytes, graph_files, open_graph
+from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, graph_bytes, graph_files
 from elmo_transformers.conversion.onnx_export import graph_cosine
 from modeling_elmo import ElmoTokenizer
 
@@ -53,16 +46,14 @@ def main() -> None:
     model_folder, onnx_folder = onnx_folders(args)
     name = "bundled" if args.bundled else f"{args.shape}-seed{args.seed}"
     tokenizer = ElmoTokenizer.from_pretrained(model_folder)
-    graphs = {
-        "onnxruntime float32": open_graph(onnx_folder / FLOAT_GRAPH, ConversionError, threads=args.threads),
-        "onnxruntime int8": open_graph(onnx_folder / QUANTIZED_GRAPH, ConversionError, threads=args.threads),
-    }
+    files = {"onnxruntime float32": FLOAT_GRAPH, "onnxruntime int8": QUANTIZED_GRAPH}
+    graphs = open_graphs(onnx_folder, files, args.threads)
     backends = graph_backends(model_folder, graphs)
 
     def encode(sentences: list[list[str]]) -> dict[str, np.ndarray]:
         """The tokenizer's batch, longest sentence first (as `OnnxEmbedder.prepare` gives the graph its rows)."""
         by_length = sorted(sentences, key=len, reverse=True)
-        return dict(tokenizer(by_length, is_split_into_words=True, padding=True, return_tensors="np"))
+        return dict(encode_batch(tokenizer, by_length, return_tensors="np"))
 
     cosines = []
 
@@ -72,9 +63,8 @@ def main() -> None:
     rows = speed_rows(args, backends, encode, each_size=record_cosine)
 
     print(f"model: {name} ({model_folder}); ONNX folder: {onnx_folder}")
-    print(f"CPU: {cpu_model()}, {args.threads} thread(s); load average before {load_averages(load_before)},")
-    print(f"after {load_averages(os.getloadavg())}; torch {torch.__version__}")
-    print(markdown_table(rows, ["backend", "batch", "batches", "words/s", "vs PyTorch"]))
+    print(cpu_and_load(args.threads, load_before, f"torch {torch.__version__}"))
+    print(markdown_table(rows, SPEED_HEADER))
     mean = float(np.mean([cosine[0] for cosine in cosines]))
     minimum = min(cosine[1] for cosine in cosines)
     print(f"int8 per-word cosine to float32 (biLSTM layers, timed batches' first): mean {mean:.4f}, min {minimum:.4f}")

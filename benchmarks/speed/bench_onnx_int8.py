@@ -28,18 +28,11 @@ from pathlib import Path
 import numpy as np
 import onnx
 import torch
-from bench_common import (
-    add_onnx_arguments,
-    cpu_model,
-    graph_backends,
-    load_averages,
-    markdown_table,
-    onnx_folders,
-    speed_rows,
-)
+from harness_backends import add_onnx_arguments, encode_batch, graph_backends, onnx_folders, open_graphs
+from harness_reports import cpu_and_load, markdown_table
+from harness_timing import SPEED_HEADER, speed_rows
 
-from elmo_transformers.common.errors import ConversionError
-from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, open_graph
+from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, QUANTIZED_GRAPH
 from elmo_transformers.conversion.converted_model_card import PARITY_SENTENCES
 from elmo_transformers.conversion.onnx_export import batch_difference, graph_cosine, product_node_names
 from modeling_elmo import ElmoTokenizer
@@ -131,14 +124,12 @@ def main() -> None:
         "int8 dynamic": DYNAMIC_GRAPH,
         "int8 MatMulNBits": NBITS_GRAPH,
     }
-    graphs = {
-        label: open_graph(folder / graph, ConversionError, threads=args.threads) for label, graph in files.items()
-    }
+    graphs = open_graphs(folder, files, args.threads)
 
     backends = graph_backends(model_folder, graphs)
 
     def encode(sentences: list[list[str]]) -> dict[str, np.ndarray]:
-        return dict(tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="np"))
+        return dict(encode_batch(tokenizer, sentences, return_tensors="np"))
 
     timed = []
     rows = speed_rows(args, backends, encode, each_size=timed.append)
@@ -148,9 +139,8 @@ def main() -> None:
     quality = _quality(graphs, sizes, tokenizer, held_out, [PARITY_SENTENCES, timed[0][0]])
 
     print(f"model: {model_folder}; ONNX folder: {folder}")
-    print(f"CPU: {cpu_model()}, {args.threads} thread(s); load average before {load_averages(load_before)},")
-    print(f"after {load_averages(os.getloadavg())}; torch {torch.__version__}, onnxruntime {ort_version}")
-    print(markdown_table(rows, ["backend", "batch", "batches", "words/s", "vs PyTorch"]))
+    print(cpu_and_load(args.threads, load_before, f"torch {torch.__version__}, onnxruntime {ort_version}"))
+    print(markdown_table(rows, SPEED_HEADER))
     print()
     words = sum(map(len, held_out))
     print(f"alone vs in a batch: the parity sentences and the first timed batch; cosine: {words} held-out words")

@@ -12,13 +12,13 @@ just after it was written.
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import h5py
 import numpy as np
+from harness_embed import read_every_dataset
+from harness_timing import median_seconds
 
 from elmo_transformers.common.checksums import file_sha256
 
@@ -35,21 +35,6 @@ def write_segment(path: Path, megabytes: int, width: int) -> int:
     return lines
 
 
-def read_datasets(path: Path) -> None:
-    with h5py.File(path, "r") as file:
-        for name in file:
-            file[name][()]
-
-
-def median_seconds(call, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--megabytes", type=int, default=64, help="the segment's vectors (default %(default)s MB)")
@@ -60,9 +45,9 @@ def main() -> None:
         segment = Path(folder) / "segment.hdf5"
         lines = write_segment(segment, args.megabytes, args.width)
         size = segment.stat().st_size
-        read_datasets(segment)  # into the page cache
+        read_every_dataset(segment)  # into the page cache
         checksum = median_seconds(lambda: file_sha256(segment), args.repeats)
-        reading = median_seconds(lambda: read_datasets(segment), args.repeats)
+        reading = median_seconds(lambda: read_every_dataset(segment), args.repeats)
     print(f"segment: {size / 1e6:.1f} MB, {lines} lines of (3, words, {args.width}) float32")
     print(f"sha256: {checksum:.3f} s ({size / checksum / 1e9:.2f} GB/s); h5py reading its datasets: {reading:.3f} s")
     print(f"checksum / reading: {checksum / reading:.2f} (median of {args.repeats})")

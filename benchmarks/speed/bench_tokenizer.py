@@ -13,7 +13,7 @@ What it does, in one run:
    ``--allennlp-venv``) and starts ``benchmarks/allennlp/tokenizer_worker.py`` in it, which calls AllenNLP's own
    ``batch_to_ids``.
 2. Makes the batches of each batch size (``--batches SIZE:COUNT,...``): sentences of 10-30 words, Zipf-distributed
-   over the default model's 16,000-word vocabulary with one word in 20 awkward (``bench_common.make_sentences``),
+   over the default model's 16,000-word vocabulary with one word in 20 awkward (``harness_corpora.make_sentences``),
    and one in 50 of these replaced by a word of ``EXTRA_AWKWARD_WORDS`` (the empty string, the sentence markers,
    4-byte characters cut at byte 48). A second set of batches of the same shape has every word new ("distinct":
    each word followed by a number that no other word of the run has).
@@ -36,32 +36,22 @@ What it does, in one run:
 from __future__ import annotations
 
 import argparse
-import datetime
 import functools
 import itertools
 import os
-import shlex
-import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
-from bench_common import (
-    DEFAULT_ALLENNLP_VENV,
-    cpu_model,
-    git_description,
-    load_averages,
-    markdown_table,
-    sentence_batches,
-    worker_protocol,
-    write_through_rename,
-)
+from harness_backends import DEFAULT_ALLENNLP_VENV, encode_batch, worker_protocol
+from harness_corpora import sentence_batches
+from harness_reports import RunRecord, markdown_table, ratio, write_through_rename
+from harness_timing import best_per_batch
 
 from modeling_elmo import ElmoTextEncoder, ElmoTokenizer
 
-# Words that batch_to_ids and ElmoTokenizer must map alike, beyond bench_common's AWKWARD_WORDS.
+# Words that batch_to_ids and ElmoTokenizer must map alike, beyond harness_corpora's AWKWARD_WORDS.
 EXTRA_AWKWARD_WORDS = ["", "<S>", "</S>", "a" + "😀" * 12, "😀" * 13, "\u200b"]
 WARM, COLD, DISTINCT, ALLENNLP = "warm", "cold", "distinct", "allennlp"
 TOKENIZER, FRONT_END = "ElmoTokenizer", "ElmoTextEncoder"
@@ -88,7 +78,7 @@ class Timing:
     seconds: list[float] = field(default_factory=list)
 
     def add(self, seconds: list[float]) -> None:
-        self.seconds = [min(pair) for pair in zip(self.seconds, seconds, strict=True)] if self.seconds else seconds
+        self.seconds = best_per_batch(self.seconds, seconds) if self.seconds else seconds
 
     def words_per_s(self, group: Group) -> float:
         return group.words / sum(self.seconds)
@@ -135,11 +125,6 @@ class AllenNLPTokenizerWorker(worker_protocol.WorkerProcess):
         )
 
 
-def encode(tokenizer: ElmoTokenizer, batch: list[list[str]]) -> dict[str, torch.Tensor]:
-    """The call that ``inference/embedder.py`` makes."""
-    return tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt")
-
-
 def front_end_ids(encoder: ElmoTextEncoder, batch: list[list[str]]) -> torch.Tensor:
     """The text front end's ids of the same batch (numpy; as a tensor for the comparison, which copies nothing)."""
     return torch.from_numpy(encoder.encode_words(batch)["input_ids"])
@@ -147,7 +132,7 @@ def front_end_ids(encoder: ElmoTextEncoder, batch: list[list[str]]) -> torch.Ten
 
 # Each of ours: how to make one, and its ids of a batch.
 OURS = {
-    TOKENIZER: (ElmoTokenizer, lambda tokenizer, batch: encode(tokenizer, batch)["input_ids"]),
+    TOKENIZER: (ElmoTokenizer, lambda tokenizer, batch: encode_batch(tokenizer, batch)["input_ids"]),
     FRONT_END: (ElmoTextEncoder, front_end_ids),
 }
 
@@ -216,9 +201,9 @@ def report_rows(groups: list[Group], timings: dict, agreement: dict[str, bool]) 
                     str(group.words),
                     f"{ours:,.0f}",
                     f"{theirs:,.0f}",
-                    f"{ours / theirs:.1f}x",
+                    ratio(ours, theirs, digits=1),
                     f"{front_end:,.0f}",
-                    f"{front_end / ours:.2f}x",
+                    ratio(front_end, ours),
                     "yes" if agreed else "NO",
                 ]
             )
@@ -268,10 +253,7 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     arguments = parse_arguments(argv)
-    started = time.perf_counter()
-    started_at = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    command = shlex.join([sys.executable, *sys.argv])
-    load_start = os.getloadavg()
+    run = RunRecord.start()
     torch.set_num_threads(1)
     work_dir = Path(arguments.work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -284,11 +266,8 @@ def main(argv: list[str] | None = None) -> None:
     rows = report_rows(groups, timings, agreement)
     load_end = os.getloadavg()
     details = [
-        f"- command: `{command}` (repository {git_description()}), {started_at}, "
-        f"{(time.perf_counter() - started) / 60:.1f} minutes",
-        f"- machine: {cpu_model()}, {os.cpu_count()} cores, one torch thread in each process; load average "
-        f"(1, 5, 15 min) {load_averages(load_start)} at the start, {load_averages(load_end)} at the end "
-        "(this benchmark adds about 1)",
+        run.command_line(run.minutes()),
+        run.machine_line("one torch thread in each process", load_end, "this benchmark adds about 1"),
         f"- torch {torch.__version__} (ours), {worker.info.get('torch', 'n/a')} (AllenNLP's venv, with placeholder "
         f"modules for {', '.join(sorted({m.partition('.')[0] for m in worker.info.get('stubbed_modules', [])}))})",
         f"- sentences of {arguments.min_words}-{arguments.max_words} words; {arguments.rounds} interleaved rounds, "

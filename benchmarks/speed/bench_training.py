@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 import torch
-from bench_common import REPOSITORY, flops_per_position, measure_matmul_peak
+from harness_corpora import REPOSITORY
+from harness_flops import flops_per_position, measure_matmul_peak
 
 from elmo_transformers.conversion.variants import VARIANTS
 from elmo_transformers.training.pretraining.pretrain import LmTrainer, parse_args

@@ -20,24 +20,21 @@ import argparse
 import collections
 import contextlib
 import random
-from pathlib import Path
 
 import torch
+from harness_backends import encode_batch
+from harness_corpora import uniform_sentences, vocabulary_words
 from torch.autograd.profiler import record_function
 
 from modeling_elmo import DEFAULT_MODEL, ElmoModel, ElmoTokenizer
-from modeling_elmo.text_elmo import BILM_TF_SPECIAL_WORDS
 
-MARKERS = {*BILM_TF_SPECIAL_WORDS, ""}
 CHAR_ENCODER = "char_encoder"
 
 
 def make_batch(model_folder: str, batch_size: int, min_words: int, max_words: int, seed: int) -> list[list[str]]:
     """`batch_size` sentences of `min_words` to `max_words` words drawn uniformly from the model's vocabulary."""
-    vocab = (Path(model_folder) / "vocab.txt").read_text(encoding="utf-8").splitlines()
-    words = [word for word in vocab if word.strip() not in MARKERS]
     rng = random.Random(f"count-ops-{seed}")
-    return [rng.choices(words, k=rng.randint(min_words, max_words)) for _ in range(batch_size)]
+    return uniform_sentences(vocabulary_words(model_folder), batch_size, rng, min_words, max_words)
 
 
 def count_operator_calls(model: ElmoModel, inputs: dict[str, torch.Tensor]) -> tuple[collections.Counter, int, int]:
@@ -102,9 +99,7 @@ def main() -> None:
     model = ElmoModel.from_pretrained(args.model, lstm_implementation=implementation).to(args.device).eval()
     model.set_lstm_implementation(onednn=not args.plain)
     sentences = make_batch(args.model, args.batch_size, args.min_words, args.max_words, args.seed)
-    inputs = ElmoTokenizer.from_pretrained(args.model)(
-        sentences, is_split_into_words=True, padding=True, return_tensors="pt"
-    ).to(args.device)
+    inputs = encode_batch(ElmoTokenizer.from_pretrained(args.model), sentences).to(args.device)
     counts, top_level, in_encoder = count_operator_calls(model, dict(inputs))
     longest = max(len(sentence) for sentence in sentences) + 2  # with <S> and </S>
     total = sum(counts.values())
