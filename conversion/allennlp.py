@@ -109,14 +109,7 @@ def export_allennlp(
 
 
 def run_convert(args: argparse.Namespace) -> str:
-    if args.archive:
-        if args.weights:
-            raise ConversionError(
-                f"--archive {args.archive} holds its weights: --weights goes with --options or --variant"
-            )
-        from .nlpl_archive import convert_archive  # it imports this module (run_conversion): imported when it runs
-
-        return convert_archive(args)
+    """`elmo-convert allennlp --options` or `--variant`, with `--weights` (an `--archive` is `nlpl_archive`'s)."""
     if not args.weights:
         raise ConversionError("--weights is needed with --options or --variant (an --archive holds its own)")
     weights = Path(args.weights)

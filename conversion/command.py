@@ -26,9 +26,25 @@ class ConverterCommand:
     add_arguments: Callable[[argparse.ArgumentParser], None]
     runner: str  # "module:function" in this package: the function taking the parsed arguments
 
+    def converter(self, args: argparse.Namespace) -> str:
+        """The "module:function" that carries out these arguments."""
+        return self.runner
+
     def run(self, args: argparse.Namespace) -> str:
-        module, function = self.runner.split(":")
+        module, function = self.converter(args).split(":")
         return getattr(importlib.import_module(f".{module}", __package__), function)(args)
+
+
+@dataclass(frozen=True)
+class _ArchiveOrFilesCommand(ConverterCommand):
+    """`allennlp`: its `--options` or `--variant` and `--weights` go to `runner`, an NLPL `--archive` to
+    `archive_runner`, which finds the model the archive holds and hands it to the converter of its format (`allennlp`
+    among them). The choice is made here, above both, so that no converter imports the archive's module."""
+
+    archive_runner: str = "nlpl_archive:convert_archive"
+
+    def converter(self, args: argparse.Namespace) -> str:
+        return self.archive_runner if args.archive else self.runner
 
 
 def add_model_page_arguments(parser: argparse.ArgumentParser, *, language_from: str | None = None) -> None:
@@ -132,7 +148,7 @@ def _onnx_arguments(parser: argparse.ArgumentParser) -> None:
 
 # Every subcommand, in the order `--help` lists them.
 COMMANDS = (
-    ConverterCommand(
+    _ArchiveOrFilesCommand(
         "allennlp",
         "AllenNLP/bilm-tf options.json + weights.hdf5, or an NLPL archive (ZIP) -> model folder",
         _allennlp_arguments,

@@ -540,6 +540,8 @@ def _convert(model: _Model, folder: Path, source: SourceDescription, args: argpa
 def convert_archive(args: argparse.Namespace) -> str:
     """`elmo-convert allennlp --archive`: convert the model of the archive (or folder) `args.archive` to
     `args.output`; returns the summary line."""
+    if args.weights:
+        raise ConversionError(f"--archive {args.archive} holds its weights: --weights goes with --options or --variant")
     with _opened(Path(args.archive)) as archive:
         model = _find_model(archive)
         metadata = _metadata(model)
