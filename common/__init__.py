@@ -6,6 +6,8 @@ and it imports nothing of theirs (only `modeling_elmo`).
 * `atomic_output`: outputs written to a staging path beside the target and renamed when complete: whole files
   and folders, and the steps that the checkpoints' multi-process staging folder and `elmo-embed`'s resumable
   `OUT.partial` share (`partial_path`, `publish_file`, `publish_folder`, `refuse_existing`);
+* `cli_options`: a command's options as one frozen dataclass whose fields carry their checks, run whenever it is
+  built (`CommandOptions`, `option`, `positional`), from which the command line is built;
 * `output_lock`: one writer per output: `TARGET.lock` beside it, held with `flock`, so that a second process
   stops with one line naming the first, before it opens anything;
 * `disk_space`: a full disk in one line: the free-space check before a long write (`--no-space-check` skips it),

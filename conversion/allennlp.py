@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from elmo_transformers.common.options_json import config_from_options, options_f
 from modeling_elmo import ElmoConfig, ElmoModel
 
 from .allennlp_hdf5 import read_allennlp_weights, write_allennlp_weights
+from .convert_options import AllennlpOptions, ModelFolderOptions, ToAllennlpOptions
 from .converted_model_card import SourceDescription, model_page_source
 from .saving import conversion_summary, output_options, require_room, save_converted_folder, weight_bytes
 from .variants import VARIANTS
@@ -108,54 +108,51 @@ def export_allennlp(
     return Path(output)
 
 
-def run_convert(args: argparse.Namespace) -> str:
-    if args.archive:
-        if args.weights:
-            raise ConversionError(
-                f"--archive {args.archive} holds its weights: --weights goes with --options or --variant"
-            )
-        from .nlpl_archive import convert_archive  # it imports this module (run_conversion): imported when it runs
-
-        return convert_archive(args)
-    if not args.weights:
+def run_convert(options: AllennlpOptions) -> str:
+    """`elmo-convert allennlp --options` or `--variant`, with `--weights` (an `--archive` is `nlpl_archive`'s)."""
+    if not options.weights:
         raise ConversionError("--weights is needed with --options or --variant (an --archive holds its own)")
-    weights = Path(args.weights)
-    if args.variant:
-        variant = VARIANTS[args.variant]
-        options, options_source = variant.options, f"variant {args.variant}"
-        source = model_page_source(args, f"the AllenNLP release {variant.release}", (weights,), variant.training_data)
-    else:
-        options, options_source = read_options(args.options), args.options
+    weights = Path(options.weights)
+    if options.variant:
+        variant = VARIANTS[options.variant]
+        options_json, options_source = variant.options, f"variant {options.variant}"
         source = model_page_source(
-            args,
+            options, f"the AllenNLP release {variant.release}", (weights,), variant.training_data
+        )
+    else:
+        options_json, options_source = read_options(options.options), options.options
+        source = model_page_source(
+            options,
             f"the ELMo weights {weights.name}",
             (weights,),
             "the corpus its source was trained on (not recorded in the source files)",
-            options_file=args.options,
+            options_file=options.options,
         )
-    return run_conversion(args, options, weights, source, options_source, weights)
+    return run_conversion(options, options_json, weights, source, options_source, weights)
 
 
 def run_conversion(
-    args: argparse.Namespace,
-    options: dict[str, Any],
+    options: ModelFolderOptions,
+    options_json: dict[str, Any],
     weights: Path,
     source: SourceDescription,
     options_source: str,
     named: Path,
 ) -> str:
-    """Convert `weights` as `options` describe them to the arguments' output; the summary line names `named`."""
+    """Convert `weights` as `options_json` describe them to the options' output; the summary line names `named`."""
     model, parity = convert_allennlp(
-        options,
+        options_json,
         weights,
-        args.output,
+        options.output,
         source=source,
         options_source=options_source,
-        **output_options(args),
+        **output_options(options),
     )
-    return conversion_summary(named, args.output, model, parity)
+    return conversion_summary(named, options.output, model, parity)
 
 
-def run_export(args: argparse.Namespace) -> str:
-    output = export_allennlp(args.model, args.output, overwrite=args.overwrite, space_check=not args.no_space_check)
-    return f"Exported {args.model} -> {output / 'options.json'}, {output / 'weights.hdf5'}"
+def run_export(options: ToAllennlpOptions) -> str:
+    output = export_allennlp(
+        options.model, options.output, overwrite=options.overwrite, space_check=options.space_check
+    )
+    return f"Exported {options.model} -> {output / 'options.json'}, {output / 'weights.hdf5'}"

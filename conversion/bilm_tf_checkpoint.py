@@ -12,7 +12,6 @@ variables, so both routes build the same tensors through the same `WeightMapping
 
 from __future__ import annotations
 
-import argparse
 import re
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM
 from modeling_elmo.text_elmo import BILM_TF_SPECIAL_WORDS
 
 from .allennlp_hdf5 import weight_mappings
+from .convert_options import BilmTfCheckpointOptions, ModelFolderOptions
 from .converted_model_card import SourceDescription, model_page_source
 from .saving import conversion_summary, output_options, save_converted_folder
 from .tf_checkpoint import TfCheckpoint
@@ -215,9 +215,9 @@ def convert_bilm_tf_checkpoint(
 
 
 def run_conversion(
-    args: argparse.Namespace,
+    options: ModelFolderOptions,
     checkpoint_path: str | Path,
-    options: dict[str, Any],
+    options_json: dict[str, Any],
     options_source: str,
     vocabulary_file: str | Path,
     source: SourceDescription,
@@ -227,25 +227,27 @@ def run_conversion(
     `named`."""
     model, parity = convert_bilm_tf_checkpoint(
         checkpoint_path,
-        options,
+        options_json,
         vocabulary_file,
-        args.output,
+        options.output,
         source=source,
         options_source=options_source,
-        **output_options(args),
+        **output_options(options),
     )
-    summary = conversion_summary(named, args.output, model.elmo, parity)
+    summary = conversion_summary(named, options.output, model.elmo, parity)
     return f"{summary}; with its softmax of {model.config.vocab_size:,} words and vocab.txt"
 
 
-def run(args: argparse.Namespace) -> str:
-    files = checkpoint_files(args.checkpoint)
+def run(options: BilmTfCheckpointOptions) -> str:
+    files = checkpoint_files(options.checkpoint)
     source = model_page_source(
-        args,
+        options,
         f"the bilm-tf training checkpoint {files[0].with_suffix('').name}",
         files,
         "the corpus its checkpoint was trained on (not recorded in the checkpoint)",
-        options_file=args.options,
+        options_file=options.options,
     )
-    options = read_options(args.options)
-    return run_conversion(args, args.checkpoint, options, args.options, args.vocab, source, Path(args.checkpoint))
+    options_json = read_options(options.options)
+    return run_conversion(
+        options, options.checkpoint, options_json, options.options, options.vocab, source, Path(options.checkpoint)
+    )

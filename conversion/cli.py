@@ -1,5 +1,6 @@
-"""The `elmo-convert` command. Parsing its arguments imports no torch (`elmo_transformers.conversion.command`): `--help`
-and an argument error come at once; the converter a subcommand needs is imported when it runs."""
+"""The `elmo-convert` command. Parsing its arguments imports no torch (`elmo_transformers.conversion.command`, each
+subcommand's parser built from its options' dataclass in `convert_options`): `--help` and an argument error come at
+once; the converter a subcommand needs is imported when it runs, and takes the options."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from elmo_transformers.common.disk_space import NO_SPACE_CHECK
 from elmo_transformers.common.errors import ElmoError, report_error, report_interruption
 
 from .command import COMMANDS, ConverterCommand
@@ -56,13 +56,7 @@ def build_parser(commands: Sequence[ConverterCommand]) -> argparse.ArgumentParse
             epilog=_EXAMPLES,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        command.add_arguments(subparser)
-        subparser.add_argument("--overwrite", action="store_true", help="replace an existing output")
-        subparser.add_argument(
-            NO_SPACE_CHECK,
-            action="store_true",
-            help="write even where the output's disk has less free space than the output is estimated to take",
-        )
+        command.options.add_arguments(subparser)
     return parser
 
 
@@ -79,11 +73,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = next(command for command in COMMANDS if command.name == args.command)
     repo, uploading = vars(args).get("push_to_hub"), False
     try:
+        options = command.options.from_arguments(args)  # (each option's own checks)
         # Torch is imported here, once the arguments are parsed: seconds in which a Ctrl-C is caught too.
         from modeling_elmo.native_elmo import set_native_libraries
 
         set_native_libraries()  # before the first kernel: the parity measured is that of every run
-        summary = command.run(args)
+        summary = command.run(options)
         if repo:
             from .hub import push_folder
 

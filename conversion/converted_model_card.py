@@ -4,7 +4,6 @@ measured on that folder against a float64 computation from the source weights.""
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,8 @@ from huggingface_hub import ModelCard
 from elmo_transformers.common.checksums import file_sha256
 from elmo_transformers.common.model_card_template import elmo_card_data, render_model_card
 from modeling_elmo import ElmoModel, ElmoTokenizer
+
+from .convert_options import ModelFolderOptions
 
 __all__ = ["PARITY_SENTENCES", "SourceDescription", "measure_parity", "model_page_source", "write_model_card"]
 
@@ -41,19 +42,19 @@ class SourceDescription:
 
 
 def model_page_source(
-    args: argparse.Namespace,
+    options: ModelFolderOptions,
     description: str,
     files: tuple[Path, ...],
     training_data: str,
     options_file: str | None = None,
 ) -> SourceDescription:
     """What the model page says of the source: `description`, `files` (named with their checksums), the
-    `training_data`, the options file where one was read, and the license and language the arguments give."""
+    `training_data`, the options file where one was read, and the license and language the options give."""
     return SourceDescription(
         description,
         files,
-        args.license,
-        args.language or "en",  # None where the language could have come from the source (an --archive's)
+        options.license,
+        options.language or "en",  # None where the language could have come from the source (an --archive's)
         training_data,
         options_file=None if options_file is None else Path(options_file),
     )

@@ -8,7 +8,6 @@ highway AllenNLP's (the gate weighs the input). All of it maps onto `ElmoModel` 
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from elmo_transformers.common.safe_load import load_tensors
 from modeling_elmo import ORIGINAL_CHAR_CNN_FILTERS, ElmoConfig, ElmoModel, ElmoTokenizer
 from modeling_elmo.configuration_elmo import shown_as_json
 
+from .convert_options import ElmoForManyLangsOptions, ModelFolderOptions
 from .converted_model_card import SourceDescription, model_page_source
 from .saving import conversion_summary, output_options, save_converted_folder
 from .weight_mapping import WeightMapping, character_embedding, check_finite, unchanged
@@ -315,23 +315,23 @@ def convert_elmoformanylangs(
     )
 
 
-def run(args: argparse.Namespace) -> str:
-    model_dir = Path(args.model)
+def run(options: ElmoForManyLangsOptions) -> str:
+    model_dir = Path(options.model)
     source = model_page_source(
-        args,
+        options,
         f"the ELMoForManyLangs model {model_dir.resolve().name}",
         (model_dir / "token_embedder.pkl", model_dir / "encoder.pkl"),
         "the CoNLL 2018 shared task raw text of its language (20M words sampled from Wikipedia and Common Crawl)",
     )
-    return run_conversion(args, model_dir, source, model_dir)
+    return run_conversion(options, model_dir, source, model_dir)
 
 
-def run_conversion(args: argparse.Namespace, model_dir: Path, source: SourceDescription, named: Path) -> str:
+def run_conversion(options: ModelFolderOptions, model_dir: Path, source: SourceDescription, named: Path) -> str:
     """Convert the folder to the arguments' output (as `convert_elmoformanylangs`); the summary line names `named`."""
     model, parity = convert_elmoformanylangs(
         model_dir,
-        args.output,
+        options.output,
         source=source,
-        **output_options(args),
+        **output_options(options),
     )
-    return conversion_summary(named, args.output, model, parity)
+    return conversion_summary(named, options.output, model, parity)

@@ -28,7 +28,6 @@ memory.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -48,6 +47,7 @@ from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.options_json import read_options
 
 from . import allennlp, bilm_tf_checkpoint, elmoformanylangs
+from .convert_options import AllennlpOptions
 from .converted_model_card import SourceDescription
 
 __all__ = ["SMALL_MEMBER_BYTES", "convert_archive"]
@@ -523,27 +523,33 @@ def _source_description(
     )
 
 
-def _convert(model: _Model, folder: Path, source: SourceDescription, args: argparse.Namespace) -> str:
+def _convert(model: _Model, folder: Path, source: SourceDescription, options: AllennlpOptions) -> str:
     """Convert the model in `folder` with its layout's converter; returns the summary line."""
     archive = model.folder.archive
     if model.layout == "elmoformanylangs":
-        return elmoformanylangs.run_conversion(args, folder, source, archive.path)
-    options, options_source = read_options(folder / OPTIONS), archive.where(model.files[OPTIONS].name)
+        return elmoformanylangs.run_conversion(options, folder, source, archive.path)
+    options_json, options_source = read_options(folder / OPTIONS), archive.where(model.files[OPTIONS].name)
     if model.layout == "checkpoint":
         prefix = folder / model.weights[0].removesuffix(INDEX_SUFFIX)
         return bilm_tf_checkpoint.run_conversion(
-            args, prefix, options, options_source, folder / VOCABULARY, source, archive.path
+            options, prefix, options_json, options_source, folder / VOCABULARY, source, archive.path
         )
-    return allennlp.run_conversion(args, options, folder / model.weights[0], source, options_source, archive.path)
+    return allennlp.run_conversion(
+        options, options_json, folder / model.weights[0], source, options_source, archive.path
+    )
 
 
-def convert_archive(args: argparse.Namespace) -> str:
-    """`elmo-convert allennlp --archive`: convert the model of the archive (or folder) `args.archive` to
-    `args.output`; returns the summary line."""
-    with _opened(Path(args.archive)) as archive:
+def convert_archive(options: AllennlpOptions) -> str:
+    """`elmo-convert allennlp --archive`: convert the model of the archive (or folder) `options.archive` to
+    `options.output`; returns the summary line."""
+    if options.weights:
+        raise ConversionError(
+            f"--archive {options.archive} holds its weights: --weights goes with --options or --variant"
+        )
+    with _opened(Path(options.archive)) as archive:
         model = _find_model(archive)
         metadata = _metadata(model)
-        language = args.language or metadata.languages() or "en"  # checked before anything is extracted
-        with _model_folder(model, space_check=not args.no_space_check) as folder:
-            source = _source_description(model, folder, metadata, args.license, language)
-            return _convert(model, folder, source, args)
+        language = options.language or metadata.languages() or "en"  # checked before anything is extracted
+        with _model_folder(model, space_check=options.space_check) as folder:
+            source = _source_description(model, folder, metadata, options.license, language)
+            return _convert(model, folder, source, options)

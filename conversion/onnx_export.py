@@ -9,7 +9,6 @@ without this package and what the export measured. The graph is written node by 
 
 from __future__ import annotations
 
-import argparse
 import errno
 import importlib.metadata
 import inspect
@@ -49,6 +48,7 @@ from elmo_transformers.common.run_folder import TRAINING_RECORDS
 from modeling_elmo import ElmoConfig, ElmoForSequenceClassification, ElmoForTokenClassification, ElmoModel
 from modeling_elmo.tokenization_elmo import ElmoTokenizer
 
+from .convert_options import OnnxOptions
 from .converted_model_card import PARITY_SENTENCES
 from .saving import require_room
 from .triton_repository import (
@@ -560,17 +560,17 @@ def _write_model_page(folder: Path, source: Path, model: torch.nn.Module, result
     (folder / "README.md").write_text(page, encoding="utf-8")
 
 
-def run(args: argparse.Namespace) -> str:
+def run(options: OnnxOptions) -> str:
     result = export_onnx(
-        args.model,
-        args.output,
-        quantize=args.quantize,
-        triton_repository=args.triton_repository,
-        overwrite=args.overwrite,
-        space_check=not args.no_space_check,
+        options.model,
+        options.output,
+        quantize=options.quantize,
+        triton_repository=options.triton_repository,
+        overwrite=options.overwrite,
+        space_check=options.space_check,
     )
     line = (
-        f"Wrote {args.output}: {result.architecture} as ONNX ({FLOAT_GRAPH}, {result.graph_bytes / 1e6:.1f} MB;"
+        f"Wrote {options.output}: {result.architecture} as ONNX ({FLOAT_GRAPH}, {result.graph_bytes / 1e6:.1f} MB;"
         f" max |onnxruntime - PyTorch| {result.parity:.2e})"
     )
     if result.quantized_bytes is not None:
@@ -578,7 +578,7 @@ def run(args: argparse.Namespace) -> str:
         if result.cosine is not None:
             line += f"; per-word cosine to float32 mean {result.cosine[0]:.4f}, min {result.cosine[1]:.4f}"
         line += f"; alone vs in a batch {result.batch_difference:.1e})"
-    if args.triton_repository:
-        names = triton_model_names(Path(args.output).name, quantize=bool(args.quantize))
-        line += f"; Triton model{'s' if len(names) > 1 else ''} {', '.join(names)} in {args.triton_repository}"
+    if options.triton_repository:
+        names = triton_model_names(Path(options.output).name, quantize=bool(options.quantize))
+        line += f"; Triton model{'s' if len(names) > 1 else ''} {', '.join(names)} in {options.triton_repository}"
     return line

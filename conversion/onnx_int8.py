@@ -56,32 +56,48 @@ def _row_quantised(product: onnx.NodeProto, scope: list[onnx.GraphProto]) -> lis
     if product.op_type != "MatMul":
         raise ValueError(f"{product.name}: a {product.op_type}, not a MatMul, is named as a product to quantise")
     x, weight_name = product.input
+    rows = _quantise_weight(product.name, weight_name, scope)
+    scope[-1].initializer.extend(_constants(product.name, rows))
+    return _product_nodes(product, x, weight_name)
+
+
+def _quantise_weight(name: str, weight_name: str, scope: list[onnx.GraphProto]) -> int:
+    """Replace the float initializer `weight_name` (in the innermost graph of `scope` that holds it) by its uint8
+    levels and column scales; returns its number of rows (the product's inner size)."""
     owner = next((graph for graph in reversed(scope) if _initializer(graph, weight_name) is not None), None)
     if owner is None:
-        raise ValueError(f"{product.name}: its weight {weight_name} is not an initializer")
+        raise ValueError(f"{name}: its weight {weight_name} is not an initializer")
     weight = _initializer(owner, weight_name)
     values = numpy_helper.to_array(weight)
     owner.initializer.remove(weight)
     column_scales = np.maximum(np.abs(values).max(axis=0), np.finfo(np.float32).tiny) / _LEVELS
-    name = product.name
     owner.initializer.extend(
         [
             numpy_helper.from_array(_weight_levels(values / column_scales), f"{weight_name}_uint8"),
             numpy_helper.from_array(column_scales.astype(np.float32), f"{weight_name}_scale"),
         ]
     )
-    scope[-1].initializer.extend(
-        [
-            numpy_helper.from_array(np.array(_LEVELS, np.float32), f"{name}_levels"),
-            numpy_helper.from_array(np.array(np.finfo(np.float32).tiny, np.float32), f"{name}_tiny"),
-            numpy_helper.from_array(np.array(_ZERO_POINT, np.uint8), f"{name}_zero"),
-            numpy_helper.from_array(np.array([_ZERO_POINT], np.uint8), f"{name}_zero_1d"),
-            numpy_helper.from_array(np.array([1], np.int64), f"{name}_column_axis"),
-            numpy_helper.from_array(np.zeros((1, values.shape[0]), np.float32), f"{name}_zero_row"),
-            numpy_helper.from_array(np.array([0], np.int64), f"{name}_first"),
-            numpy_helper.from_array(np.array([-1], np.int64), f"{name}_last"),
-        ]
-    )
+    return values.shape[0]
+
+
+def _constants(name: str, rows: int) -> list[onnx.TensorProto]:
+    """The constants the nodes of product `name` read, `rows` its inner size (the width of its zero row)."""
+    return [
+        numpy_helper.from_array(np.array(_LEVELS, np.float32), f"{name}_levels"),
+        numpy_helper.from_array(np.array(np.finfo(np.float32).tiny, np.float32), f"{name}_tiny"),
+        numpy_helper.from_array(np.array(_ZERO_POINT, np.uint8), f"{name}_zero"),
+        numpy_helper.from_array(np.array([_ZERO_POINT], np.uint8), f"{name}_zero_1d"),
+        numpy_helper.from_array(np.array([1], np.int64), f"{name}_column_axis"),
+        numpy_helper.from_array(np.zeros((1, rows), np.float32), f"{name}_zero_row"),
+        numpy_helper.from_array(np.array([0], np.int64), f"{name}_first"),
+        numpy_helper.from_array(np.array([-1], np.int64), f"{name}_last"),
+    ]
+
+
+def _product_nodes(product: onnx.NodeProto, x: str, weight_name: str) -> list[onnx.NodeProto]:
+    """The row-quantised product's nodes, in the order the module docstring writes them, ending in `product`'s
+    output."""
+    name = product.name
     padded = f"{name}_padded"
 
     def step(op_type: str, inputs: list[str], suffix: str, **attributes) -> onnx.NodeProto:

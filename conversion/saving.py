@@ -3,7 +3,6 @@ against the float64 source and write its model page; and the one line that says 
 
 from __future__ import annotations
 
-import argparse
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -17,6 +16,7 @@ from elmo_transformers.common.disk_space import check_free_space
 from elmo_transformers.common.errors import ConversionError
 from modeling_elmo import ElmoModel, ElmoPreTrainedModel, ElmoTokenizer
 
+from .convert_options import UploadOptions
 from .converted_model_card import SourceDescription, measure_parity, write_model_card
 
 __all__ = ["conversion_summary", "output_options", "require_room", "save_converted_folder", "weight_bytes"]
@@ -96,10 +96,10 @@ def _check_saved(saved: ElmoPreTrainedModel, model: ElmoPreTrainedModel, folder:
             raise AssertionError(f"{folder}: {name} changed on save")
 
 
-def output_options(args: argparse.Namespace) -> dict[str, Any]:
+def output_options(options: UploadOptions) -> dict[str, Any]:
     """The keyword arguments of a converter that every `elmo-convert` command takes the same way: the Hub
     repository (--push-to-hub), --overwrite and the space check (--no-space-check)."""
-    return {"repo_id": args.push_to_hub, "overwrite": args.overwrite, "space_check": not args.no_space_check}
+    return {"repo_id": options.push_to_hub, "overwrite": options.overwrite, "space_check": options.space_check}
 
 
 def conversion_summary(source: Path, output: str | Path, model: ElmoModel, parity: float) -> str:

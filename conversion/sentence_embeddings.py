@@ -7,7 +7,6 @@ module (`modeling_elmo/sentence_elmo.py`, settings in `sentence_bert_config.json
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 from pathlib import Path
@@ -23,6 +22,7 @@ from elmo_transformers.common.model_card_template import render_model_card
 from elmo_transformers.common.model_folder import require_model_folder
 from modeling_elmo import ElmoConfig
 
+from .convert_options import SentenceTransformersOptions
 from .saving import output_options, require_room, weight_bytes
 
 if TYPE_CHECKING:  # sentence-transformers is an optional dependency, imported when a conversion runs
@@ -168,17 +168,17 @@ def _page_title(card: ModelCard) -> str | None:
     return next((line[2:].strip() for line in card.text.splitlines() if line.startswith("# ")), None)
 
 
-def run(args: argparse.Namespace) -> str:
+def run(options: SentenceTransformersOptions) -> str:
     model = convert_to_sentence_transformers(
-        args.model,
-        args.output,
-        layers=args.layers,
-        license=args.license,
-        language=args.language,
-        **output_options(args),
+        options.model,
+        options.output,
+        layers=options.layers,
+        license=options.license,
+        language=options.language,
+        **output_options(options),
     )
     return (
-        f"Wrote {args.output}: {args.model} as a sentence-transformers model, --layers {model[0].layers} and the"
+        f"Wrote {options.output}: {options.model} as a sentence-transformers model, --layers {model[0].layers} and the"
         f" mean over words, {model.get_embedding_dimension()} dimensions; load it with"
-        f' SentenceTransformer("{args.output}", trust_remote_code=True)'
+        f' SentenceTransformer("{options.output}", trust_remote_code=True)'
     )

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import h5py
@@ -16,6 +15,7 @@ from elmo_transformers.common.vocabulary_file import read_vocabulary
 from modeling_elmo import ElmoTokenizer
 
 from .allennlp import load_converted_model
+from .convert_options import TokenEmbeddingsOptions
 from .saving import require_room
 
 __all__ = ["run", "write_token_embeddings"]
@@ -57,13 +57,13 @@ def write_token_embeddings(
     return len(words)
 
 
-def run(args: argparse.Namespace) -> str:
+def run(options: TokenEmbeddingsOptions) -> str:
     count = write_token_embeddings(
-        args.model,
-        args.vocab,
-        args.output,
-        batch_size=args.batch_size,
-        overwrite=args.overwrite,
-        space_check=not args.no_space_check,
+        options.model,
+        options.vocab,
+        options.output,
+        batch_size=options.batch_size,
+        overwrite=options.overwrite,
+        space_check=options.space_check,
     )
-    return f"Wrote the token layer of {count:,} words -> {args.output}"
+    return f"Wrote the token layer of {count:,} words -> {options.output}"

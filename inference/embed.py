@@ -96,7 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    options = EmbedOptions.from_arguments(build_parser().parse_args(argv))
+    try:
+        options = EmbedOptions.from_arguments(build_parser().parse_args(argv))  # (each option's own checks)
+    except ElmoError as error:
+        return report_error("elmo-embed", error)
     try:
         embedding = _import_the_run(options)
     except ElmoError as error:

@@ -6,12 +6,13 @@ loads torch or numpy: `--help` answers at once.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from elmo_transformers.common.cli_options import CommandOptions, option, positional
 from elmo_transformers.common.disk_space import NO_SPACE_CHECK
 from elmo_transformers.common.errors import EmbedError
 
@@ -29,35 +30,40 @@ COMPRESSIONS = ("none", "gzip", "lzf")
 FORMATS = ("hdf5", "datasets")
 
 
-def _positional(metavar: str, help: str) -> dict[str, Any]:
-    """The metadata of a positional argument (required)."""
-    return {"positional": True, "metavar": metavar, "help": help}
+def _option(default: Any, help: str, *, recorded: bool = False, **declaration: Any) -> Any:
+    """An option (`common.cli_options.option`). `recorded`: the vectors depend on it, so `settings.json` records it
+    and `--resume` compares it."""
+    return option(default, help, metadata={"recorded": recorded}, **declaration)
 
 
-def _option(
-    default: Any,
-    help: str,
-    *,
-    flag: str | None = None,
-    metavar: str | None = None,
-    choices: tuple[str, ...] | list[str] | None = None,
-    recorded: bool = False,
-) -> Any:
-    """An option: `--NAME` (the field's name, dashed) unless `flag` says otherwise; a bool is a switch that turns its
-    default over. `recorded`: the vectors depend on it, so `settings.json` records it and `--resume` compares it."""
-    metadata = {"help": help, "flag": flag, "metavar": metavar, "choices": choices, "recorded": recorded}
-    return field(default=default, metadata=metadata)
+def _size_check(name: str) -> Callable[[EmbedOptions], None]:
+    """The check of the size `name` (batch_size, max_words): at least 1, in the message the two sizes share."""
+
+    def check(options: EmbedOptions) -> None:
+        if getattr(options, name) < 1:
+            raise EmbedError(
+                f"--batch-size and --max-words must be at least 1, got {options.batch_size} and {options.max_words}"
+            )
+
+    return check
+
+
+def _device_holds_data(options: EmbedOptions) -> None:
+    # (the model moves to the meta device without a word, and the first batch fails deep inside torch)
+    if options.device is not None and options.device.split(":")[0] == "meta":
+        raise EmbedError(
+            f"--device {options.device}: the meta device holds no data, so nothing can be computed on it; pass"
+            " --device cpu or cuda, or no --device"
+        )
 
 
 @dataclass(frozen=True)
-class EmbedOptions:
+class EmbedOptions(CommandOptions, error=EmbedError):
     """One `elmo-embed` run's options, in the order `--help` lists them; `input` and `output` may be given as
     strings. `EmbedOptions("in.txt", "out.hdf5", layers="top")` is `elmo-embed in.txt out.hdf5 --layers top`."""
 
-    input: Path = field(
-        metadata=_positional("IN", "text file, one sentence per line (UTF-8, may be gzip-compressed; not a pipe)")
-    )
-    output: Path = field(metadata=_positional("OUT", "hdf5 file to create (with --format datasets: a folder)"))
+    input: Path = positional("IN", "text file, one sentence per line (UTF-8, may be gzip-compressed; not a pipe)")
+    output: Path = positional("OUT", "hdf5 file to create (with --format datasets: a folder)")
     model: str | None = _option(None, "model folder written by elmo-convert", metavar="DIR")
     layers: str = _option(
         "all",
@@ -66,9 +72,15 @@ class EmbedOptions:
         choices=LAYER_CHOICES,
         recorded=True,
     )
-    batch_size: int = _option(64, "sentences per batch (default %(default)s)", metavar="N")
+    batch_size: int = _option(
+        64, "sentences per batch (default %(default)s)", metavar="N", check=_size_check("batch_size")
+    )
     max_words: int = _option(
-        1000, "embed longer lines in pieces of at most N words (default %(default)s)", metavar="N", recorded=True
+        1000,
+        "embed longer lines in pieces of at most N words (default %(default)s)",
+        metavar="N",
+        check=_size_check("max_words"),
+        recorded=True,
     )
     tokenize: bool = _option(
         False,
@@ -106,6 +118,7 @@ class EmbedOptions:
     device: str | None = _option(
         None,
         "torch device: cpu, cuda, cuda:1, ... (default cuda when available, else cpu; an ONNX folder runs on cpu)",
+        check=_device_holds_data,
     )
     resume: bool = _option(False, "continue an interrupted run from OUT.partial")
     overwrite: bool = _option(False, "replace an existing output")
@@ -121,47 +134,15 @@ class EmbedOptions:
     def __post_init__(self) -> None:
         object.__setattr__(self, "input", Path(self.input))  # (frozen)
         object.__setattr__(self, "output", Path(self.output))
-
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        """Add every option to `parser`, whose namespace then holds them under their names here
-        (`from_arguments`)."""
-        for option in dataclasses.fields(cls):
-            metadata = option.metadata
-            if metadata.get("positional"):
-                parser.add_argument(option.name, metavar=metadata["metavar"], help=metadata["help"])
-                continue
-            flag = metadata["flag"] or "--" + option.name.replace("_", "-")
-            arguments: dict[str, Any] = {"dest": option.name, "help": metadata["help"], "default": option.default}
-            if isinstance(option.default, bool):
-                arguments["action"] = "store_false" if option.default else "store_true"
-            elif isinstance(option.default, int):
-                arguments["type"] = int
-            arguments.update((key, metadata[key]) for key in ("metavar", "choices") if metadata[key] is not None)
-            parser.add_argument(flag, **arguments)
-
-    @classmethod
-    def from_arguments(cls, arguments: argparse.Namespace) -> EmbedOptions:
-        """The options of a namespace parsed by a parser that `add_arguments` built."""
-        return cls(**{option.name: getattr(arguments, option.name) for option in dataclasses.fields(cls)})
+        super().__post_init__()
 
     def check(self) -> None:
-        """Refuse, in one `EmbedError` line, options that cannot run at all or together: checked before anything is
-        read or written."""
-        if self.batch_size < 1 or self.max_words < 1:
-            raise EmbedError(
-                f"--batch-size and --max-words must be at least 1, got {self.batch_size} and {self.max_words}"
-            )
+        """Refuse, in one `EmbedError` line, options that cannot run together: checked when the run starts, before
+        anything is read or written (each option's own checks ran when the options were built)."""
         if self.resume and self.overwrite:
             raise EmbedError(
                 "--resume and --overwrite contradict each other: --resume continues OUT.partial's finished lines,"
                 " --overwrite starts over without them; pass one of them"
-            )
-        if self.device is not None and self.device.split(":")[0] == "meta":
-            # (the model moves there without a word, and the first batch fails deep inside torch)
-            raise EmbedError(
-                f"--device {self.device}: the meta device holds no data, so nothing can be computed on it; pass"
-                " --device cpu or cuda, or no --device"
             )
 
     def recorded(self) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """`elmo-convert --help`, a subcommand's `--help` and an argument error come without importing torch,
-transformers or h5py (seconds of imports): the subcommands' arguments live in the light
-`elmo_transformers.conversion.command`, and a converter module is imported only when its subcommand runs."""
+transformers or h5py (seconds of imports): the subcommands and their options live in the light
+`elmo_transformers.conversion.command` and `convert_options`, and a converter module is imported only when its
+subcommand runs."""
 
 from __future__ import annotations
 

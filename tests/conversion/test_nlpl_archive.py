@@ -7,6 +7,7 @@ meta.json on the model page; a bad archive is one line naming the member, with i
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 import tracemalloc
@@ -510,3 +511,18 @@ def test_archive_and_weights_go_separately(elmo_fixture: Path, tmp_path: Path, c
     assert "holds its weights" in _error(capsys, "--archive", archive, "--weights", weights, "--output", output)
     options = str(elmo_fixture / "options.json")
     assert "--weights is needed with --options" in _error(capsys, "--options", options, "--output", output)
+
+
+def test_no_converter_imports_the_archive_module() -> None:
+    """The archive's module hands its model to the converters of the three formats; `allennlp --archive` reaches it
+    from the command table (`command`), above both, so no module of conversion/ imports it back (an import cycle)."""
+    folder = Path(elmo_transformers.conversion.nlpl_archive.__file__).parent
+    importers = [
+        module.name
+        for module in sorted(folder.glob("*.py"))
+        for node in ast.walk(ast.parse(module.read_text()))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for name in [getattr(node, "module", None) or "", *(alias.name for alias in node.names)]
+        if name.split(".")[-1] == "nlpl_archive"
+    ]
+    assert importers == []
