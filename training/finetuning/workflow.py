@@ -17,10 +17,11 @@ import modeling_elmo  # noqa: F401  (registers the ELMo classes with the Auto cl
 from elmo_transformers.common.errors import DataFileError, TrainingError, first_line
 from elmo_transformers.common.model_folder import model_type_problem, require_model_folder
 from elmo_transformers.common.processes import on_main_process
+from elmo_transformers.training.argument_parser import OneSpellingArgumentParser
 from elmo_transformers.training.output_dir import exclusive_output_dir, refuse_existing_output_dir
 from modeling_elmo.modeling_elmo import ElmoTaskModel
 
-from .arguments import DataFileArguments, ElmoModelArguments, ElmoTrainingArguments, OneSpellingArgumentParser
+from .arguments import DataFileArguments, ElmoModelArguments, ElmoTrainingArguments
 from .collator import ElmoCachedFeaturesCollator
 from .feature_cache import cache_bilm_features
 from .layer_weights import write_layer_weights
