@@ -33,6 +33,17 @@ class OneSpellingArgumentParser(HfArgumentParser):
                 action.option_strings.remove(name)
                 del self._option_string_actions[name]
 
+    @classmethod
+    def for_command(cls, dataclass_types: Sequence[type], *, doc: str, examples: str) -> OneSpellingArgumentParser:
+        """The parser of a command whose `--help` opens with the first paragraph of its module's docstring `doc`
+        and ends with its `examples`, both as written, and shows no defaults that the help does not state."""
+        return cls(
+            dataclass_types,
+            description=doc.split("\n\n")[0],
+            epilog=examples,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+
     def parse_command_line(self, args: Sequence[str] | None = None) -> tuple[Any, ...]:
         """The dataclasses, filled from `args` (default: the command line) as argparse's `parse_args` reads it: an
         argument no option takes is a usage error (exit status 2, not the ValueError of

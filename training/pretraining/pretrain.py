@@ -8,7 +8,6 @@ elmo_transformers.training.pretrain ...`. See the README's "Train your own ELMo"
 
 from __future__ import annotations
 
-import argparse
 import logging
 import math
 import shutil
@@ -104,12 +103,8 @@ and accelerate launch ... -m elmo_transformers.training.pretrain ...):
 
 def parse_args(argv: list[str] | None = None) -> PretrainArguments:
     """The run's options from `argv` (default: the command line); --help, or a usage error, exits."""
-    parser = OneSpellingArgumentParser(
-        (LmDataArguments, LmModelArguments, LmTrainingArguments),
-        description=__doc__.split("\n\n")[0],
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    groups = (LmDataArguments, LmModelArguments, LmTrainingArguments)
+    parser = OneSpellingArgumentParser.for_command(groups, doc=__doc__, examples=EXAMPLES)
     return PretrainArguments.from_groups(*parser.parse_command_line(argv))
 
 
