@@ -75,8 +75,8 @@ class FineTuningTask(Generic[DataArguments, Example]):
         )
 
     def cli(self) -> None:
-        """The command line (`elmo-run-classification`, `python training/run_classification.py`): bad data is one
-        line, not a traceback (`main` raises it, for callers)."""
+        """The script's command line (`elmo-run-classification`, `python training/run_classification.py`, and the
+        like): bad data is one line, not a traceback (`main` raises it, for callers)."""
         with exit_on_error():
             self.main()
 
