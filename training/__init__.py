@@ -30,5 +30,9 @@ through `launch.py` (`start_command`, `from_package`), which they load by its pa
 file run as a script has no package): it is the one place that says the package, or the `train` extra, is missing.
 
 Their options follow Hugging Face's example scripts, with underscores (`--output_dir`); the `elmo-*` tools of the
-core install use dashes (`--batch-size`). See docs/README.md, "Command-line names".
+core install use dashes (`--batch-size`). See docs/README.md, "Command-line names". As the Trainer's users expect,
+the commands declare their options as dataclasses, which `argument_parser.OneSpellingArgumentParser` (Hugging Face's
+`HfArgumentParser`, one name per option) parses. Two keep argparse, for options that HfArgumentParser would read
+otherwise: `model_card`'s `--datasets` takes zero or more names (a list field takes one or more), and
+`recipes/prepare_default_corpus.py`'s `--sources` is one comma-separated value (a list field's are space-separated).
 """

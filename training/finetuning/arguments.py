@@ -1,5 +1,5 @@
-"""Command-line options shared by the training scripts: the model, how its head mixes the biLM's layers, the
-feature cache, and the Trainer's options with --overwrite_output_dir."""
+"""Command-line options shared by the fine-tuning scripts: the model, how its head mixes the biLM's layers, the
+feature cache, and the Trainer's options with --overwrite_output_dir (parsed by `training.argument_parser`)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
-from transformers import HfArgumentParser, TrainingArguments
+from transformers import TrainingArguments
 
 from modeling_elmo.configuration_elmo import MIX_MODES, TASK_ENCODERS, TASK_HEAD_FIELDS, ElmoConfig
 
 from .feature_cache import STORAGE_DTYPES
 
-__all__ = ["DataFileArguments", "ElmoModelArguments", "ElmoTrainingArguments", "OneSpellingArgumentParser"]
+__all__ = ["DataFileArguments", "ElmoModelArguments", "ElmoTrainingArguments"]
 
 # A new ElmoConfig's value of each field: what a converted biLM's config.json holds.
 _CONFIG_DEFAULTS = {name: parameter.default for name, parameter in inspect.signature(ElmoConfig).parameters.items()}
@@ -127,21 +127,3 @@ class ElmoTrainingArguments(TrainingArguments):
         default=False,
         metadata={"help": "Write into an --output_dir that already holds files; without it such a folder is refused."},
     )
-
-
-class OneSpellingArgumentParser(HfArgumentParser):
-    """HfArgumentParser with one name per option: the field's own, as in Hugging Face's examples (`--output_dir`).
-    HfArgumentParser also accepts each underscored name with dashes (`--output-dir`); that second spelling is
-    dropped, from parsing and from `--help`; and no abbreviation (`--output` for `--output_dir`) is accepted."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, allow_abbrev=False, **kwargs)
-        for action in self._actions:
-            twins = [
-                name
-                for name in action.option_strings
-                if "-" in name[2:] and "--" + name[2:].replace("-", "_") in action.option_strings
-            ]
-            for name in twins:
-                action.option_strings.remove(name)
-                del self._option_string_actions[name]

@@ -21,27 +21,12 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from datasets import Dataset
-from transformers import (
-    AutoModelForTokenClassification,
-    AutoTokenizer,
-    DataCollatorForTokenClassification,
-    PreTrainedTokenizerBase,
-    set_seed,
-)
+from transformers import AutoModelForTokenClassification, DataCollatorForTokenClassification, PreTrainedTokenizerBase
 
-from elmo_transformers.common.errors import exit_on_error
 from elmo_transformers.training.finetuning.arguments import DataFileArguments
 from elmo_transformers.training.finetuning.evaluation import token_classification_metrics
-from elmo_transformers.training.finetuning.jsonl import JsonLine, label_names, read_json_lines
-from elmo_transformers.training.finetuning.workflow import (
-    TrainingRun,
-    model_label_names,
-    parse_arguments,
-    require_model,
-)
-from modeling_elmo.native_elmo import set_native_libraries
-
-TITLE = "token classification"
+from elmo_transformers.training.finetuning.jsonl import JsonLine, read_json_lines
+from elmo_transformers.training.finetuning.workflow import FineTuningTask
 
 
 @dataclass
@@ -85,34 +70,20 @@ def encode(sentences: list[Sentence], tokenizer: PreTrainedTokenizerBase, label2
     return Dataset.from_dict({**encoding, "labels": labels})
 
 
-def main(args: list[str] | None = None) -> dict[str, float]:
-    """Run the script with `args` (default: the command line); returns the train and eval metrics."""
-    set_native_libraries()  # before the first kernel
-    model_args, data_args, training_args = parse_arguments(TokenClassificationDataArguments, args)
-    require_model(model_args.model_name_or_path)
-    set_seed(training_args.seed)
-    train = read_sentences(data_args.train_file, data_args) if training_args.do_train else None
-    validation = read_sentences(data_args.validation_file, data_args) if training_args.do_eval else None
-    if train is not None:
-        labels = label_names(tag for sentence in train for tag in sentence.tags)
-    else:
-        labels = model_label_names(model_args.model_name_or_path)
-    run = TrainingRun(AutoModelForTokenClassification, model_args, training_args, labels, TITLE)
-    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
-    return run.run(
-        tokenizer=tokenizer,
-        train=encode(train, tokenizer, run.label2id) if train is not None else None,
-        validation=encode(validation, tokenizer, run.label2id) if validation is not None else None,
-        live_collator=DataCollatorForTokenClassification(tokenizer),
-        compute_metrics=token_classification_metrics(labels),
-    )
+TASK = FineTuningTask(
+    title="token classification",
+    head=AutoModelForTokenClassification,
+    data_class=TokenClassificationDataArguments,
+    read=read_sentences,
+    labels=lambda sentences: (tag for sentence in sentences for tag in sentence.tags),
+    encode=encode,
+    collator=DataCollatorForTokenClassification,
+    metrics=token_classification_metrics,
+)
 
 
-def cli() -> None:
-    """The command line (`elmo-run-token-classification`, `python training/run_token_classification.py`): bad data is
-    one line, not a traceback (`main` raises it, for callers)."""
-    with exit_on_error():
-        main()
+# The script's entry points: `main(args)`, which returns the metrics, and `cli()`, the command line.
+main, cli = TASK.main, TASK.cli
 
 
 if __name__ == "__main__":  # python -m elmo_transformers.training.finetuning.run_token_classification

@@ -1,34 +1,84 @@
-"""The steps both training scripts share: parse the options, load the head, hold --output_dir (no other run writes
-it meanwhile; one that holds files is refused without --overwrite_output_dir), cache the biLM's layers, train,
-evaluate, save, write the layer weights and print a summary."""
+"""The steps both fine-tuning scripts share: parse the options, read the data, load the head, hold --output_dir (no
+other run writes it meanwhile; one that holds files is refused without --overwrite_output_dir), cache the biLM's
+layers, train, evaluate, save, write the layer weights and print a summary. A script states what is its own, its
+`FineTuningTask` (the head, how its data is read, labelled and encoded, its metrics), whose `main` and `cli` are
+the script's."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import datasets
 from datasets import Dataset
-from transformers import AutoConfig, PreTrainedTokenizerBase, Trainer
+from transformers import AutoConfig, AutoTokenizer, PreTrainedTokenizerBase, Trainer, set_seed
 
 import modeling_elmo  # noqa: F401  (registers the ELMo classes with the Auto classes)
-from elmo_transformers.common.errors import DataFileError, TrainingError, first_line
+from elmo_transformers.common.errors import DataFileError, TrainingError, exit_on_error, first_line
 from elmo_transformers.common.model_folder import model_type_problem, require_model_folder
 from elmo_transformers.common.processes import on_main_process
+from elmo_transformers.training.argument_parser import OneSpellingArgumentParser
 from elmo_transformers.training.output_dir import exclusive_output_dir, refuse_existing_output_dir
 from modeling_elmo.modeling_elmo import ElmoTaskModel
+from modeling_elmo.native_elmo import set_native_libraries
 
-from .arguments import DataFileArguments, ElmoModelArguments, ElmoTrainingArguments, OneSpellingArgumentParser
+from .arguments import DataFileArguments, ElmoModelArguments, ElmoTrainingArguments
 from .collator import ElmoCachedFeaturesCollator
 from .feature_cache import cache_bilm_features
+from .jsonl import label_names
 from .layer_weights import write_layer_weights
 
-__all__ = ["TrainingRun", "model_label_names", "parse_arguments", "require_model"]
+__all__ = ["FineTuningTask", "TrainingRun", "model_label_names", "parse_arguments", "require_model"]
 
 DEFAULT_CACHE_FOLDER = "elmo_bilm_features"
 DataArguments = TypeVar("DataArguments", bound=DataFileArguments)
+Example = TypeVar("Example")  # one example of a data file, as the task reads it
+
+
+@dataclass(frozen=True)
+class FineTuningTask(Generic[DataArguments, Example]):
+    """What a fine-tuning script states of its own; its entry points, `main` and `cli`, run the rest."""
+
+    title: str  # "token classification": the summary's and layer_weights.json's name of the task
+    head: type  # the Auto class of the task head (AutoModelForTokenClassification)
+    data_class: type[DataArguments]  # the data options: the files and their columns
+    read: Callable[[str, DataArguments], list[Example]]  # the examples of one data file
+    labels: Callable[[list[Example]], Iterable[Any]]  # the labels the training examples hold
+    encode: Callable[[list[Example], PreTrainedTokenizerBase, dict[str, int]], Dataset]  # the head's inputs
+    collator: Callable[[PreTrainedTokenizerBase], Callable]  # batches of examples whose biLM layers run live
+    metrics: Callable[[Sequence[str]], Callable]  # `compute_metrics`, given the label names in id order
+
+    def main(self, args: list[str] | None = None) -> dict[str, float]:
+        """Run the script on `args` (default: the command line); returns the train and eval metrics. The label names
+        are those of the training data (sorted), or the fine-tuned head's when it is only evaluated."""
+        set_native_libraries()  # before the first kernel
+        model_args, data_args, training_args = parse_arguments(self.data_class, args)
+        require_model(model_args.model_name_or_path)
+        set_seed(training_args.seed)
+        train = self.read(data_args.train_file, data_args) if training_args.do_train else None
+        validation = self.read(data_args.validation_file, data_args) if training_args.do_eval else None
+        if train is not None:
+            labels = label_names(self.labels(train))
+        else:
+            labels = model_label_names(model_args.model_name_or_path)
+        run = TrainingRun(self.head, model_args, training_args, labels, self.title)
+        tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+        return run.run(
+            tokenizer=tokenizer,
+            train=self.encode(train, tokenizer, run.label2id) if train is not None else None,
+            validation=self.encode(validation, tokenizer, run.label2id) if validation is not None else None,
+            live_collator=self.collator(tokenizer),
+            compute_metrics=self.metrics(labels),
+        )
+
+    def cli(self) -> None:
+        """The script's command line (`elmo-run-classification`, `python training/run_classification.py`, and the
+        like): bad data is one line, not a traceback (`main` raises it, for callers)."""
+        with exit_on_error():
+            self.main()
 
 
 def parse_arguments(

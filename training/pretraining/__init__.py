@@ -2,7 +2,8 @@
 
 The commands: `build_vocab` (the softmax vocabulary of a corpus), `pretrain` (the training loop, checkpoints that
 resume exactly), `evaluate_perplexity` (held-out perplexity as bilm-tf's `run_test`) and `model_card` (a run's model
-as a Hub-ready folder). What they are built from, in the order data flows:
+as a Hub-ready folder); `pretrain_arguments` holds pretrain's options. What they are built from, in the order
+data flows:
 
 * `text_stream`: the corpus, shard by shard, one sentence per line, bad lines counted and skipped;
 * `lm_vocabulary`: words <-> softmax rows, in bilm-tf's vocabulary file format;

@@ -6,12 +6,13 @@ not UTF-8 and empty lines are skipped and counted.
 
 from __future__ import annotations
 
-import argparse
 from collections import Counter
+from dataclasses import dataclass, field
 
 from tqdm.auto import tqdm
 
 from elmo_transformers.common.errors import DataFileError, exit_on_error
+from elmo_transformers.training.argument_parser import OneSpellingArgumentParser
 from elmo_transformers.training.pretraining.lm_vocabulary import LmVocabulary
 from elmo_transformers.training.pretraining.text_stream import CorpusReport, expand_files, read_sentences
 
@@ -20,18 +21,19 @@ EXAMPLES = """example (from the repository root; installed: elmo-build-vocab --t
 """
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        allow_abbrev=False,
-        description=__doc__.split("\n\n")[0],
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+@dataclass(frozen=True)
+class VocabularyArguments:
+    train_files: list[str] = field(metadata={"help": "Glob(s) of text: one sentence per line."})
+    output: str = field(metadata={"help": "The vocabulary file to write."})
+    min_count: int = field(default=1, metadata={"help": "Keep words seen at least this often."})
+    max_size: int | None = field(
+        default=None, metadata={"help": "At most this many lines, the 3 special words included."}
     )
-    parser.add_argument("--train_files", required=True, nargs="+", help="Glob(s) of text: one sentence per line.")
-    parser.add_argument("--output", required=True, help="The vocabulary file to write.")
-    parser.add_argument("--min_count", type=int, default=1, help="Keep words seen at least this often.")
-    parser.add_argument("--max_size", type=int, help="At most this many lines, the 3 special words included.")
-    args = parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = OneSpellingArgumentParser.for_command((VocabularyArguments,), doc=__doc__, examples=EXAMPLES)
+    (args,) = parser.parse_command_line(argv)
     with exit_on_error():
         files = expand_files(args.train_files, option="--train_files")
         report, counts = CorpusReport(), Counter()

@@ -8,14 +8,15 @@ and after fine-tuning with a new vocabulary are scored on the same words.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from elmo_transformers.common.errors import DataFileError, exit_on_error
+from elmo_transformers.training.argument_parser import OneSpellingArgumentParser
 from elmo_transformers.training.pretraining.lm_vocabulary import LmVocabulary
 from elmo_transformers.training.pretraining.perplexity import evaluate_perplexity
 from elmo_transformers.training.pretraining.starting_model import VOCABULARY_FILE, load_starting_model
@@ -30,21 +31,24 @@ EXAMPLES = """examples (from the repository root; installed: elmo-evaluate-perpl
 """
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        allow_abbrev=False,
-        description=__doc__.split("\n\n")[0],
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+@dataclass(frozen=True)
+class PerplexityArguments:
+    model_name_or_path: str = field(metadata={"help": "A language-model folder (with vocab.txt)."})
+    files: list[str] = field(metadata={"help": "Glob(s) of held-out text, one sentence per line."})
+    vocab_file: str | None = field(
+        default=None, metadata={"help": "Score on this vocabulary (default: the model's vocab.txt)."}
     )
-    parser.add_argument("--model_name_or_path", required=True, help="A language-model folder (with vocab.txt).")
-    parser.add_argument("--files", required=True, nargs="+", help="Glob(s) of held-out text, one sentence per line.")
-    parser.add_argument("--vocab_file", help="Score on this vocabulary (default: the model's vocab.txt).")
-    parser.add_argument("--batch_size", type=int, default=32, help="Streams per window.")
-    parser.add_argument("--unroll_steps", type=int, default=20)
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--output", help="Also write the results to this JSON file.")
-    return parser.parse_args(argv)
+    batch_size: int = field(default=32, metadata={"help": "Streams per window."})
+    unroll_steps: int = 20
+    device: str = field(default_factory=lambda: "cuda" if torch.cuda.is_available() else "cpu")
+    output: str | None = field(default=None, metadata={"help": "Also write the results to this JSON file."})
+
+
+def parse_args(argv: list[str] | None = None) -> PerplexityArguments:
+    """The options from `argv` (default: the command line); --help, or a usage error, exits."""
+    parser = OneSpellingArgumentParser.for_command((PerplexityArguments,), doc=__doc__, examples=EXAMPLES)
+    (args,) = parser.parse_command_line(argv)
+    return args
 
 
 def main(argv: list[str] | None = None) -> None:

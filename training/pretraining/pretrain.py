@@ -8,7 +8,6 @@ elmo_transformers.training.pretrain ...`. See the README's "Train your own ELMo"
 
 from __future__ import annotations
 
-import argparse
 import logging
 import math
 import shutil
@@ -37,6 +36,7 @@ from elmo_transformers.common.run_folder import (
     PERPLEXITY_PLOT_FILE,
     TRAINING_ARGS_FILE,
 )
+from elmo_transformers.training.argument_parser import OneSpellingArgumentParser
 from elmo_transformers.training.output_dir import exclusive_output_dir, refuse_existing_output_dir
 from elmo_transformers.training.pretraining.checkpoint import (
     TRAINER_STATE_FILE,
@@ -55,6 +55,14 @@ from elmo_transformers.training.pretraining.checkpoint import (
 from elmo_transformers.training.pretraining.lm_vocabulary import LmVocabulary
 from elmo_transformers.training.pretraining.metrics_log import MetricsLog
 from elmo_transformers.training.pretraining.perplexity import evaluate_perplexity
+from elmo_transformers.training.pretraining.pretrain_arguments import (
+    DEFAULT_LEARNING_RATES,
+    NO_SPACE_CHECK_FLAG,
+    LmDataArguments,
+    LmModelArguments,
+    LmTrainingArguments,
+    PretrainArguments,
+)
 from elmo_transformers.training.pretraining.sparse_softmax_sync import (
     average_touched_softmax_rows,
     copy_from_first_process,
@@ -71,10 +79,6 @@ from elmo_transformers.training.pretraining.window_packer import WindowEncoder, 
 from modeling_elmo.native_elmo import set_native_libraries
 
 logger = logging.getLogger("elmo_transformers.training.pretraining.pretrain")
-# The learning rate of each --optimizer when --learning_rate is not given: 0.2 is bilm-tf's (Adagrad).
-DEFAULT_LEARNING_RATES = {"adagrad": 0.2, "adamw": 1e-3}
-# The free-space check's off switch, in the underscore style of this script's options (elmo-* tools: NO_SPACE_CHECK).
-NO_SPACE_CHECK_FLAG = "--no_space_check"
 # The tensors of a parameter's size that each --optimizer keeps in optimizer.pt (Adagrad's sum; AdamW's two moments).
 OPTIMIZER_STATES_PER_PARAMETER = {"adagrad": 1, "adamw": 2}
 # What a write of a checkpoint or the model raises when it fails: OSError (a full disk: ENOSPC), torch's
@@ -97,82 +101,17 @@ and accelerate launch ... -m elmo_transformers.training.pretrain ...):
 """
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        allow_abbrev=False,
-        description=__doc__.split("\n\n")[0],
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    _add_data_and_model_options(parser)
-    _add_training_options(parser)
-    return parser.parse_args(argv)
-
-
-def _add_data_and_model_options(parser: argparse.ArgumentParser) -> None:
-    data = parser.add_argument_group("data")
-    data.add_argument("--train_files", required=True, nargs="+", help="Glob(s) of text shards: one sentence per line.")
-    data.add_argument("--validation_files", nargs="+", help="Glob(s) of held-out text for perplexity.")
-    data.add_argument("--vocab_file", required=True, help="bilm-tf vocabulary (build_vocab.py writes one).")
-    model = parser.add_argument_group("model (one of)")
-    model.add_argument("--options_file", help="bilm-tf options.json: train a new biLM of that shape.")
-    model.add_argument("--model_name_or_path", help="A saved biLM or language-model folder to continue from.")
-    model.add_argument(
-        "--num_sampled",
-        type=int,
-        help="Sampled-softmax candidates per step (bilm-tf: 8192); 0: full softmax. Default: the model's options.",
-    )
-    model.add_argument("--dropout", type=float, help="Dropout of the LSTM inputs and outputs. Default: the model's.")
-
-
-def _add_training_options(parser: argparse.ArgumentParser) -> None:
-    training = parser.add_argument_group("training")
-    training.add_argument("--output_dir", required=True)
-    training.add_argument("--overwrite_output_dir", action="store_true", help="Train into an existing output_dir.")
-    training.add_argument("--max_steps", type=int, help="Optimizer steps; overrides --num_train_epochs.")
-    training.add_argument("--num_train_epochs", type=float, default=1.0)
-    training.add_argument("--per_device_train_batch_size", type=int, default=128, help="Streams per process.")
-    training.add_argument("--per_device_eval_batch_size", type=int, default=32)
-    training.add_argument("--unroll_steps", type=int, default=20, help="Words per window (truncated BPTT).")
-    training.add_argument("--optimizer", choices=tuple(DEFAULT_LEARNING_RATES), default="adagrad")
-    training.add_argument(
-        "--learning_rate",
-        type=float,
-        help="Default: " + ", ".join(f"{rate} for {name}" for name, rate in DEFAULT_LEARNING_RATES.items()) + ".",
-    )
-    training.add_argument("--max_grad_norm", type=float, default=10.0, help="Global-norm clipping (bilm-tf: 10).")
-    training.add_argument("--save_steps", type=int, default=1000, help="Write checkpoint-N every this many steps.")
-    training.add_argument(
-        "--eval_steps", type=int, help="Validation perplexity every this many steps (default: at saves)."
-    )
-    training.add_argument("--logging_steps", type=int, default=50)
-    training.add_argument("--seed", type=int, default=42)
-    training.add_argument(
-        "--sparse_softmax_sync",
-        action="store_true",
-        help="Average the softmax gradient across processes over the rows the step touched only, instead of DDP's "
-        "all-reduce of the whole V x P matrix (the same result; 17x less traffic with 4 processes at bilm-tf's sizes).",
-    )
-    training.add_argument(
-        "--ddp_comm_hook",
-        choices=("no", "bf16", "fp16"),
-        default="no",
-        help="Send gradients between processes in 16 bits: half the traffic of the per-step all-reduce "
-        "(the softmax gradient is 1.6 GB at the original size); bf16 needs GPUs. Default: float32.",
-    )
-    training.add_argument("--resume_from_checkpoint", help="A checkpoint-N folder, or 'latest' in output_dir.")
-    training.add_argument(
-        NO_SPACE_CHECK_FLAG,
-        action="store_true",
-        help="Start even when the disk of output_dir has less free space than the checkpoints and the model need "
-        "(estimated from the parameters and the optimizer's state).",
-    )
+def parse_args(argv: list[str] | None = None) -> PretrainArguments:
+    """The run's options from `argv` (default: the command line); --help, or a usage error, exits."""
+    groups = (LmDataArguments, LmModelArguments, LmTrainingArguments)
+    parser = OneSpellingArgumentParser.for_command(groups, doc=__doc__, examples=EXAMPLES)
+    return PretrainArguments.from_groups(*parser.parse_command_line(argv))
 
 
 class LmTrainer:
     """One process's part of a training run (every process runs the same loop on its own streams)."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: PretrainArguments) -> None:
         self.args = args
         # Without a GPU, processes started by `accelerate launch --multi_gpu` (or torchrun) join one CPU group
         # (gloo); accelerate's own `--cpu` flag starts a single process.
@@ -453,7 +392,7 @@ class LmTrainer:
                         "step": self.step,
                         "max_steps": self.max_steps,
                         "world_size": self.world_size,
-                        "args": vars(self.args),
+                        "args": self.args.record(),
                     },
                 )
             save_process_state(
@@ -499,7 +438,7 @@ class LmTrainer:
                 with atomic_output_folder(final, overwrite=True) as staging:
                     self._save_folder(staging)
                     write_json(staging / EVAL_RESULTS_FILE, {"step": self.step, **results})
-                    write_json(staging / TRAINING_ARGS_FILE, vars(self.args))
+                    write_json(staging / TRAINING_ARGS_FILE, self.args.record())
                     if self.validation_files:
                         self.metrics.plot(staging / PERPLEXITY_PLOT_FILE)
                     record_checksums(staging)
