@@ -193,12 +193,11 @@ def process_device(device: str | None, processes: PartialState | OneProcess) -> 
 
 
 def _check_request(options: EmbedOptions) -> str:
-    """Refuse, in one line, a run that cannot start: its input, its sizes, its output path, its storage, its model;
-    returns the model (a folder, or a Hub name)."""
-    options.check()
+    """Refuse, in one line, a run that cannot start: its options together (each alone was checked as they were
+    built), its input, its output path, its model; returns the model (a folder, or a Hub name)."""
+    options.check_together()
     check_input(options.input)
     check_output_path(options.output, options.input, folder=options.output_format == "datasets")
-    Storage(options.storage_dtype, options.compression)  # an unknown dtype or filter is refused here, before any work
     model = resolve_model(options.model)
     _check_graph_device(model, options.device)
     return model

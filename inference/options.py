@@ -1,7 +1,10 @@
-"""`elmo-embed`'s options, each stated once (`EmbedOptions`): its name, default, help and choices. The command line
-is built from them (`EmbedOptions.add_arguments`), `embed_file` takes them, and those that the vectors depend on are
-what `OUT.partial/settings.json` records of them (`EmbedOptions.recorded`), which `--resume` compares. Nothing here
-loads torch or numpy: `--help` answers at once.
+"""`elmo-embed`'s options, each stated once (`EmbedOptions`, a `common.cli_options.CommandOptions`): its name,
+default, help, choices and check, which runs whenever the options are built, from the command line or in Python. The
+command line is built from them (`EmbedOptions.add_arguments`), `embed_file` takes them, and those that the vectors
+depend on are what `OUT.partial/settings.json` records of them (`EmbedOptions.recorded`), which `--resume` compares.
+Nothing here loads torch or numpy: `--help` answers at once.
+
+A new option is one declaration here (with its check, if it has one) and its behaviour where the run uses it.
 """
 
 from __future__ import annotations
@@ -136,7 +139,7 @@ class EmbedOptions(CommandOptions, error=EmbedError):
         object.__setattr__(self, "output", Path(self.output))
         super().__post_init__()
 
-    def check(self) -> None:
+    def check_together(self) -> None:
         """Refuse, in one `EmbedError` line, options that cannot run together: checked when the run starts, before
         anything is read or written (each option's own checks ran when the options were built)."""
         if self.resume and self.overwrite:

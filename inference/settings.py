@@ -41,7 +41,7 @@ class EmbedSettings:
 
     @property
     def storage(self) -> Storage:
-        """The stored dtype and HDF5 filter (checked: a one-line error for an unknown one)."""
+        """The stored dtype and HDF5 filter (`EmbedOptions` refused an unknown one)."""
         return Storage(self.options.storage_dtype, self.options.compression)
 
     def as_json(self) -> dict[str, Any]:
