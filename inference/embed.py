@@ -1,7 +1,7 @@
 """The `elmo-embed` command: ELMo vectors of every line of a text file, in AllenNLP's `elmo` command layout.
 
 The options are `elmo_transformers.inference.options.EmbedOptions`, which builds the command line; the run itself is
-`elmo_transformers.inference.embedding.embed_file`, imported once the arguments are parsed: `--help` and argument
+`elmo_transformers.inference.run.embed_file`, imported once the arguments are parsed: `--help` and argument
 errors come without loading torch and transformers, and a run on a graph folder (one process) without them at all.
 """
 
@@ -101,47 +101,50 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ElmoError as error:
         return report_error("elmo-embed", error)
     try:
-        embedding = _import_the_run(options)
+        run = _import_the_run(options)
     except ElmoError as error:
         return report_error("elmo-embed", error)
     except KeyboardInterrupt:  # in the seconds torch and transformers take to import
         return report_interruption("elmo-embed", _interrupted_state(options.output, complete=False))
-    return _run(embedding, options, argv)
+    return _run(run, options, argv)
 
 
 def _import_the_run(options: EmbedOptions) -> ModuleType:
     """The extra `options` need checked, then the heavy imports and the native libraries' settings; the module
-    that runs the embedding (`embedding`)."""
+    that runs the embedding (`run`)."""
     if options.output_format == "datasets":
         require_extra("datasets", "--format datasets", EmbedError)
     from modeling_elmo.native_elmo import set_native_libraries
 
     set_native_libraries()  # before the first kernel
-    from . import embedding
+    from . import run
 
-    return embedding
+    return run
 
 
-def _run(embedding: ModuleType, options: EmbedOptions, argv: list[str]) -> int:
-    """Embed the file as `options` say, with the `embedding` module; the exit status, each failure in one line."""
+def _run(run: ModuleType, options: EmbedOptions, argv: list[str]) -> int:
+    """Embed the file as `options` say, with the `run` module; the exit status, each failure in one line."""
     from elmo_transformers.common.processes import is_main_process, leave_process_group
+
+    from .hdf5_output import OutputComplete
+    from .sharding import ProcessFailure
 
     complete = False  # the output is published
     try:
-        summary = embedding.embed_file(options, command=["elmo-embed", *argv])
+        summary = run.embed_file(options, command=["elmo-embed", *argv])
         complete = True
         if is_main_process():
             print(summary.describe(options.output, options.max_words))
         leave_process_group()
     except ElmoError as error:
         # Under `accelerate launch` an error that every process raised alike is printed once, by the main process.
-        if isinstance(error, embedding.ProcessFailure) or is_main_process():
+        if isinstance(error, ProcessFailure) or is_main_process():
             return report_error("elmo-embed", error)
         return 2
     except KeyboardInterrupt as interrupt:
         if not is_main_process():
             return 130
-        complete = complete or isinstance(interrupt, embedding.OutputComplete)
+        complete = complete or isinstance(interrupt, OutputComplete)
         return report_interruption("elmo-embed", _interrupted_state(options.output, complete))
     return 0
 

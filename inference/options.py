@@ -22,7 +22,7 @@ from elmo_transformers.common.errors import EmbedError
 __all__ = ["COMPRESSIONS", "COMPUTE_DTYPES", "FORMATS", "LAYER_CHOICES", "STORAGE_DTYPES", "EmbedOptions"]
 
 LAYER_CHOICES = ("all", "top", "average", "mix")
-# The dtypes the model computes in (--dtype; torch's names): `elmo_transformers.inference.embedder.TORCH_DTYPES`
+# The dtypes the model computes in (--dtype; torch's names): `elmo_transformers.inference.torch_runner.TORCH_DTYPES`
 # maps them to torch's dtypes.
 COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
 # The dtypes the vectors are stored in (`elmo_transformers.inference.storage`); the first is the default.

@@ -15,8 +15,8 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from elmo_transformers.inference.embedding import embed_file
 from elmo_transformers.inference.options import EmbedOptions
+from elmo_transformers.inference.run import embed_file
 from modeling_elmo import DEFAULT_MODEL
 
 

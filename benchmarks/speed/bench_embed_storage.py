@@ -22,11 +22,11 @@ import h5py
 import numpy as np
 import torch
 
-from elmo_transformers.inference.embedder import Embedder
 from elmo_transformers.inference.hdf5_output import EmbeddingFile
 from elmo_transformers.inference.options import COMPRESSIONS, STORAGE_DTYPES, EmbedOptions
 from elmo_transformers.inference.settings import EmbedSettings
 from elmo_transformers.inference.storage import Storage
+from elmo_transformers.inference.torch_runner import Embedder
 from modeling_elmo import DEFAULT_MODEL
 
 REPOSITORY = Path(__file__).resolve().parents[2]
