@@ -12,6 +12,7 @@ The model runners: `runner` is what a run uses of a model (`BatchEmbedder`), `to
 PyTorch, `onnx_runner` a graph of `elmo-convert onnx` on onnxruntime (without torch).
 
 The outputs: `settings` is what the vectors depend on (`settings.json`, the file's attributes), `storage` their dtype
-and filter, `hdf5_output` the resumable output file, `datasets_output` the `--format datasets` folder made of it.
+and filter, `hdf5_output` the resumable output file, `datasets_output` the `--format datasets` folder made of it,
+`output_attributes` the names of the output's root attributes.
 Errors and atomic outputs come from `common`.
 """

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -18,10 +19,14 @@ from elmo_transformers.common.errors import ElmoError, EmbedError, report_error,
 from elmo_transformers.common.extras import require_extra
 
 from .options import EmbedOptions
+from .output_attributes import help_sentence
 
 __all__ = ["build_parser", "main"]
 
-_EXAMPLES = """examples:
+# The columns of the epilog's prose, to which the sentence naming the output's attributes is wrapped.
+_PROSE_WIDTH = 116
+_EXAMPLES = (
+    """examples:
   elmo-embed sentences.txt sentences.hdf5 --model elmo-original
   elmo-embed raw.txt raw.hdf5 --model elmo-original --tokenize --layers top --device cuda --dtype bfloat16
   elmo-embed big.txt big.hdf5 --model elmo-original --layers top --storage-dtype float16   # 2 KB a word, not 12
@@ -47,12 +52,9 @@ mapping each line's text to its dataset name. The vectors are float32, or float1
 (half the size; a value beyond float16's range, 65504, is refused rather than stored as inf), uncompressed, or
 compressed with --compression gzip or lzf (HDF5's filters, which h5py reads transparently: readers see the same
 names, shapes and values). With --tokenize each line's dataset also has the attribute "words", a JSON list of the
-words its vectors stand for. The file's attributes record how it was made: elmo_embed_model (the model folder),
-elmo_embed_backend (pytorch, or onnxruntime for a folder of elmo-convert onnx), elmo_embed_model_sha256 (of the
-weights file it read: model.safetensors or the graph), elmo_embed_compute_dtype (--dtype), elmo_embed_layers,
-elmo_embed_normalization (NFC, control and format characters removed, with --tokenize; none without),
-elmo_embed_storage_dtype (of the vectors, --storage-dtype), elmo_embed_compression (none, gzip or lzf),
-elmo_embed_version and elmo_embed_command (the command line):
+"""
+    + textwrap.fill("words its vectors stand for. " + help_sentence(), _PROSE_WIDTH)
+    + """
   import h5py, json
   with h5py.File("sentences.hdf5") as file:
       vectors = file["0"][()]
@@ -79,6 +81,7 @@ Before starting, elmo-embed counts the input's words and refuses to start when t
 the output at its peak, the end of the merge: the segments and the merged file, about twice the vectors
 (words x layers x width x 4 bytes, 2 with float16, counted uncompressed) (--no-space-check skips this).
 """
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
