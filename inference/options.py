@@ -75,6 +75,8 @@ class EmbedOptions(CommandOptions, error=EmbedError):
         choices=LAYER_CHOICES,
         recorded=True,
     )
+    # Not recorded: a run out of memory resumes with a smaller batch size, as its error says. The vectors owe it only
+    # their last bits (the native kernels' blocking follows a batch's shape): tests/inference/test_embed_batch_size.py.
     batch_size: int = _option(
         64, "sentences per batch (default %(default)s)", metavar="N", check=_size_check("batch_size")
     )
