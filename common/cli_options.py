@@ -74,7 +74,8 @@ def _flag(option: dataclasses.Field) -> str:
 
 class CommandOptions:
     """The base of a frozen dataclass of options declared with `option` and `positional`; `error` (a class
-    keyword) is the command's error type, which refuses a value outside the `choices`."""
+    keyword) is the command's error type, which refuses a value outside the `choices`. A subclass's own
+    `__post_init__` (converting a value, say) ends with `super().__post_init__()`, which runs the checks."""
 
     _error: type[Exception]
 

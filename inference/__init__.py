@@ -1,8 +1,18 @@
 """`elmo-embed`: ELMo vectors of a text file, one sentence per line, in AllenNLP's `elmo` command layout.
 
-`elmo_transformers.inference.embed` is the command, `elmo_transformers.inference.embedder` runs the model on batches of
-sentences, `elmo_transformers.inference.lines` reads the input (plain or gzip-compressed; binary input is refused),
-`elmo_transformers.inference.batching` groups sentences of similar length, `elmo_transformers.inference.pipeline`
-overlaps reading, the model and writing (on GPUs), and `elmo_transformers.inference.hdf5_output` writes the resumable
-output file. Errors and atomic outputs come from `common`.
+The command line: `embed` is the command (`elmo-embed`), `options` its options (`EmbedOptions`, each with its check).
+
+The run and its plan: `run` is one run (`embed_file`): its checks, then `plan` (the model and its runner, the
+settings, the input's size from `input_size` and the space check), `embedding_pass` (the lines read in windows by
+`lines`, which refuses binary input, grouped into batches of similar length by `batching`, embedded and written, with
+`stages` overlapping reading, the model and writing on GPUs, and `overflow` refusing vectors the model overflowed),
+`sharding` (the share of each process under `accelerate launch`) and `summary` (what the run did).
+
+The model runners: `runner` is what a run uses of a model (`BatchEmbedder`), `torch_runner` runs a model folder on
+PyTorch, `onnx_runner` a graph of `elmo-convert onnx` on onnxruntime (without torch).
+
+The outputs: `settings` is what the vectors depend on (`settings.json`, the file's attributes), `storage` their dtype
+and filter, `hdf5_output` the resumable output file, `datasets_output` the `--format datasets` folder made of it,
+`output_attributes` the names of the output's root attributes.
+Errors and atomic outputs come from `common`.
 """

@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 from elmo_transformers.common.atomic_output import publish_folder, sync_to_disk
 
 from .hdf5_output import WORDS, DamagedSegment, EmbeddingFile, WriteError, publish_output, stored_bytes
+from .output_attributes import MODEL_SHA256
 
 __all__ = ["RECORD_FILE", "SHARD_BYTES", "write_dataset"]
 
@@ -129,7 +130,7 @@ def write_dataset(
     try:
         state = {
             "_data_files": [{"filename": name} for name in names],
-            "_fingerprint": file.attributes.get("elmo_embed_model_sha256", "")[:16] or "elmo-embed",
+            "_fingerprint": file.attributes.get(MODEL_SHA256.name, "")[:16] or "elmo-embed",
             "_format_columns": None,
             "_format_kwargs": {},
             "_format_type": None,

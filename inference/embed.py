@@ -1,7 +1,7 @@
 """The `elmo-embed` command: ELMo vectors of every line of a text file, in AllenNLP's `elmo` command layout.
 
 The options are `elmo_transformers.inference.options.EmbedOptions`, which builds the command line; the run itself is
-`elmo_transformers.inference.embedding.embed_file`, imported once the arguments are parsed: `--help` and argument
+`elmo_transformers.inference.run.embed_file`, imported once the arguments are parsed: `--help` and argument
 errors come without loading torch and transformers, and a run on a graph folder (one process) without them at all.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -18,10 +19,14 @@ from elmo_transformers.common.errors import ElmoError, EmbedError, report_error,
 from elmo_transformers.common.extras import require_extra
 
 from .options import EmbedOptions
+from .output_attributes import help_sentence
 
 __all__ = ["build_parser", "main"]
 
-_EXAMPLES = """examples:
+# The columns of the epilog's prose, to which the sentence naming the output's attributes is wrapped.
+_PROSE_WIDTH = 116
+_EXAMPLES = (
+    """examples:
   elmo-embed sentences.txt sentences.hdf5 --model elmo-original
   elmo-embed raw.txt raw.hdf5 --model elmo-original --tokenize --layers top --device cuda --dtype bfloat16
   elmo-embed big.txt big.hdf5 --model elmo-original --layers top --storage-dtype float16   # 2 KB a word, not 12
@@ -47,12 +52,9 @@ mapping each line's text to its dataset name. The vectors are float32, or float1
 (half the size; a value beyond float16's range, 65504, is refused rather than stored as inf), uncompressed, or
 compressed with --compression gzip or lzf (HDF5's filters, which h5py reads transparently: readers see the same
 names, shapes and values). With --tokenize each line's dataset also has the attribute "words", a JSON list of the
-words its vectors stand for. The file's attributes record how it was made: elmo_embed_model (the model folder),
-elmo_embed_backend (pytorch, or onnxruntime for a folder of elmo-convert onnx), elmo_embed_model_sha256 (of the
-weights file it read: model.safetensors or the graph), elmo_embed_compute_dtype (--dtype), elmo_embed_layers,
-elmo_embed_normalization (NFC, control and format characters removed, with --tokenize; none without),
-elmo_embed_storage_dtype (of the vectors, --storage-dtype), elmo_embed_compression (none, gzip or lzf),
-elmo_embed_version and elmo_embed_command (the command line):
+"""
+    + textwrap.fill("words its vectors stand for. " + help_sentence(), _PROSE_WIDTH)
+    + """
   import h5py, json
   with h5py.File("sentences.hdf5") as file:
       vectors = file["0"][()]
@@ -79,6 +81,7 @@ Before starting, elmo-embed counts the input's words and refuses to start when t
 the output at its peak, the end of the merge: the segments and the merged file, about twice the vectors
 (words x layers x width x 4 bytes, 2 with float16, counted uncompressed) (--no-space-check skips this).
 """
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -101,47 +104,50 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ElmoError as error:
         return report_error("elmo-embed", error)
     try:
-        embedding = _import_the_run(options)
+        run = _import_the_run(options)
     except ElmoError as error:
         return report_error("elmo-embed", error)
     except KeyboardInterrupt:  # in the seconds torch and transformers take to import
         return report_interruption("elmo-embed", _interrupted_state(options.output, complete=False))
-    return _run(embedding, options, argv)
+    return _run(run, options, argv)
 
 
 def _import_the_run(options: EmbedOptions) -> ModuleType:
     """The extra `options` need checked, then the heavy imports and the native libraries' settings; the module
-    that runs the embedding (`embedding`)."""
+    that runs the embedding (`run`)."""
     if options.output_format == "datasets":
         require_extra("datasets", "--format datasets", EmbedError)
     from modeling_elmo.native_elmo import set_native_libraries
 
     set_native_libraries()  # before the first kernel
-    from . import embedding
+    from . import run
 
-    return embedding
+    return run
 
 
-def _run(embedding: ModuleType, options: EmbedOptions, argv: list[str]) -> int:
-    """Embed the file as `options` say, with the `embedding` module; the exit status, each failure in one line."""
+def _run(run: ModuleType, options: EmbedOptions, argv: list[str]) -> int:
+    """Embed the file as `options` say, with the `run` module; the exit status, each failure in one line."""
     from elmo_transformers.common.processes import is_main_process, leave_process_group
+
+    from .hdf5_output import OutputComplete
+    from .sharding import ProcessFailure
 
     complete = False  # the output is published
     try:
-        summary = embedding.embed_file(options, command=["elmo-embed", *argv])
+        summary = run.embed_file(options, command=["elmo-embed", *argv])
         complete = True
         if is_main_process():
             print(summary.describe(options.output, options.max_words))
         leave_process_group()
     except ElmoError as error:
         # Under `accelerate launch` an error that every process raised alike is printed once, by the main process.
-        if isinstance(error, embedding.ProcessFailure) or is_main_process():
+        if isinstance(error, ProcessFailure) or is_main_process():
             return report_error("elmo-embed", error)
         return 2
     except KeyboardInterrupt as interrupt:
         if not is_main_process():
             return 130
-        complete = complete or isinstance(interrupt, embedding.OutputComplete)
+        complete = complete or isinstance(interrupt, OutputComplete)
         return report_interruption("elmo-embed", _interrupted_state(options.output, complete))
     return 0
 

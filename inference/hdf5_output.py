@@ -7,18 +7,8 @@ which readers of the layout decompress without knowing it: `elmo_transformers.in
 forgotten) the dataset "sentence_to_index", a (1,) array of one variable-length string: the JSON object mapping
 each stripped line to its index string. When the words are not simply the line's whitespace-separated tokens
 (`--tokenize`), each line's dataset has the attribute "words": a JSON list of the strings its vectors stand for,
-in order. Its root attributes record how it was made (readers of the layout ignore them), each a string:
-  elmo_embed_model          the model (its folder's absolute path)
-  elmo_embed_backend        what ran it: pytorch, or onnxruntime for a folder of `elmo-convert onnx`
-  elmo_embed_model_sha256   the sha256 of the weights file the backend read (model.safetensors, or the graph)
-  elmo_embed_compute_dtype  the dtype the model computed in (--dtype)
-  elmo_embed_layers         --layers
-  elmo_embed_normalization  the normalisation of the words: "NFC, control and format characters removed"
-                            with --tokenize, none without
-  elmo_embed_storage_dtype  the dtype of the stored vectors (--storage-dtype): float32 or float16
-  elmo_embed_compression    the HDF5 filter of the line datasets (--compression): none, gzip or lzf
-  elmo_embed_version        the version of elmo-transformers
-  elmo_embed_command        the command line that started the file (a --resume continues it)
+in order. Its root attributes record how it was made (readers of the layout ignore them), each a string: the
+names and their meanings are `elmo_transformers.inference.output_attributes.ATTRIBUTES`.
 
 While the run goes on, `OUT.partial/` holds `settings.json` (what the run computes, `EmbedSettings`, so that
 `--resume` cannot mix the outputs of different settings, and the attributes above) and segments
@@ -29,7 +19,7 @@ wrote them:
 under `accelerate launch` each process writes segments of its own lines, and the main process merges them all.
 A segment is written under a temporary name (`.segment-*.tmp`), flushed after each batch, and closed, synced and
 renamed once it holds about `SEGMENT_BYTES` of vectors and no line is half-written (a line longer than --max-words
-is embedded in pieces, in several batches: they fill a dataset in the segment's group "elmo_embed_incomplete",
+is embedded in pieces, in several batches: they fill a dataset in the segment's group `INCOMPLETE_GROUP`,
 moved to its name when the last piece is written). Only renamed segments count as done: a write that fails (a full
 disk) loses the open segment at most, and a killed run leaves a temporary file that the next run removes.
 Finishing copies every line's dataset from the segments, in line order and without decoding, into a new file,
@@ -68,6 +58,7 @@ from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.common.output_lock import lock_path
 from elmo_transformers.common.processes import deferred_interrupts
 
+from .output_attributes import INCOMPLETE_GROUP
 from .settings import EmbedSettings
 
 __all__ = [
@@ -100,7 +91,6 @@ _SEGMENT_GLOB = "lines-*.hdf5"
 # into OUT), not the attributes (the words) nor the file's own metadata.
 _SEGMENT_NAME = re.compile(r"lines-\d+-\d+-(?P<sha256>[0-9a-f]{64})\.hdf5")
 _TEMPORARY_SUFFIX = ".tmp"
-_INCOMPLETE = "elmo_embed_incomplete"
 # The merge keeps at most this many segments open: the lines of one window lie in a few consecutive segments.
 _OPEN_SEGMENTS = 16
 # The merge flushes after this many lines, so that a write error comes from the call that made it.
@@ -398,7 +388,7 @@ class EmbeddingFile:
         """Write `vectors` (shape `self.shape(n)`) for words `start` to `start + n` of line `line` of `words` words.
 
         A line in one piece (or an empty line: `words` = 0) is written at once under its name. A line in pieces is
-        written into the open segment's group "elmo_embed_incomplete" and moved to its name once its `words` words
+        written into the open segment's group `INCOMPLETE_GROUP` and moved to its name once its `words` words
         are written, so that the segment's lines are complete whenever it is closed. `tokens`, the line's `words`
         words (given with any piece), become the dataset's attribute "words".
         """
@@ -412,7 +402,7 @@ class EmbeddingFile:
                 options = self.storage.dataset_options(vectors.shape)
                 self._label(file.create_dataset(str(line), data=vectors, **options), tokens)
             else:
-                staging = f"{_INCOMPLETE}/{line}"
+                staging = f"{INCOMPLETE_GROUP}/{line}"
                 if staging not in file:
                     options = self.storage.dataset_options(self.shape(words))
                     self._label(file.create_dataset(staging, shape=self.shape(words), **options), tokens)
@@ -453,8 +443,8 @@ class EmbeddingFile:
             _discard(segment.file, segment.path)
             return
         with self._writing():
-            if _INCOMPLETE in segment.file:
-                del segment.file[_INCOMPLETE]
+            if INCOMPLETE_GROUP in segment.file:
+                del segment.file[INCOMPLETE_GROUP]
             segment.file.close()
             sync_to_disk(segment.path)
             final = segment.final_path(file_sha256(segment.path))

@@ -1,7 +1,10 @@
-"""`elmo-embed`'s options, each stated once (`EmbedOptions`): its name, default, help and choices. The command line
-is built from them (`EmbedOptions.add_arguments`), `embed_file` takes them, and those that the vectors depend on are
-what `OUT.partial/settings.json` records of them (`EmbedOptions.recorded`), which `--resume` compares. Nothing here
-loads torch or numpy: `--help` answers at once.
+"""`elmo-embed`'s options, each stated once (`EmbedOptions`, a `common.cli_options.CommandOptions`): its name,
+default, help, choices and check, which runs whenever the options are built, from the command line or in Python. The
+command line is built from them (`EmbedOptions.add_arguments`), `embed_file` takes them, and those that the vectors
+depend on are what `OUT.partial/settings.json` records of them (`EmbedOptions.recorded`), which `--resume` compares.
+Nothing here loads torch or numpy: `--help` answers at once.
+
+A new option is one declaration here (with its check, if it has one) and its behaviour where the run uses it.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from elmo_transformers.common.errors import EmbedError
 __all__ = ["COMPRESSIONS", "COMPUTE_DTYPES", "FORMATS", "LAYER_CHOICES", "STORAGE_DTYPES", "EmbedOptions"]
 
 LAYER_CHOICES = ("all", "top", "average", "mix")
-# The dtypes the model computes in (--dtype; torch's names): `elmo_transformers.inference.embedder.TORCH_DTYPES`
+# The dtypes the model computes in (--dtype; torch's names): `elmo_transformers.inference.torch_runner.TORCH_DTYPES`
 # maps them to torch's dtypes.
 COMPUTE_DTYPES = ("float32", "bfloat16", "float16")
 # The dtypes the vectors are stored in (`elmo_transformers.inference.storage`); the first is the default.
@@ -72,6 +75,8 @@ class EmbedOptions(CommandOptions, error=EmbedError):
         choices=LAYER_CHOICES,
         recorded=True,
     )
+    # Not recorded: a run out of memory resumes with a smaller batch size, as its error says. The vectors owe it only
+    # their last bits (the native kernels' blocking follows a batch's shape): tests/inference/test_embed_batch_size.py.
     batch_size: int = _option(
         64, "sentences per batch (default %(default)s)", metavar="N", check=_size_check("batch_size")
     )
@@ -136,7 +141,7 @@ class EmbedOptions(CommandOptions, error=EmbedError):
         object.__setattr__(self, "output", Path(self.output))
         super().__post_init__()
 
-    def check(self) -> None:
+    def check_together(self) -> None:
         """Refuse, in one `EmbedError` line, options that cannot run together: checked when the run starts, before
         anything is read or written (each option's own checks ran when the options were built)."""
         if self.resume and self.overwrite:

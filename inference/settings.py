@@ -14,6 +14,18 @@ from importlib.metadata import version
 from typing import Any
 
 from .options import EmbedOptions
+from .output_attributes import (
+    BACKEND,
+    COMMAND,
+    COMPRESSION,
+    COMPUTE_DTYPE,
+    LAYERS,
+    MODEL,
+    MODEL_SHA256,
+    NORMALIZATION,
+    STORAGE_DTYPE,
+    VERSION,
+)
 from .storage import Storage
 
 __all__ = ["EmbedSettings"]
@@ -41,7 +53,7 @@ class EmbedSettings:
 
     @property
     def storage(self) -> Storage:
-        """The stored dtype and HDF5 filter (checked: a one-line error for an unknown one)."""
+        """The stored dtype and HDF5 filter (`EmbedOptions` refused an unknown one)."""
         return Storage(self.options.storage_dtype, self.options.compression)
 
     def as_json(self) -> dict[str, Any]:
@@ -58,17 +70,17 @@ class EmbedSettings:
         ]
 
     def attributes(self, command: Sequence[str]) -> dict[str, str]:
-        """The finished file's root attributes: these settings (but the input's hash), the package version and the
-        `command` line that started the file."""
+        """The finished file's root attributes (`output_attributes.ATTRIBUTES`, in their order): these settings (but
+        the input's hash), the package version and the `command` line that started the file."""
         return {
-            "elmo_embed_model": self.model,
-            "elmo_embed_backend": self.backend,
-            "elmo_embed_model_sha256": self.model_sha256,
-            "elmo_embed_compute_dtype": self.options.compute_dtype,
-            "elmo_embed_layers": self.options.layers,
-            "elmo_embed_normalization": self.normalization,
-            "elmo_embed_storage_dtype": self.options.storage_dtype,
-            "elmo_embed_compression": self.options.compression,
-            "elmo_embed_version": version("elmo-transformers"),
-            "elmo_embed_command": shlex.join(command),
+            MODEL.name: self.model,
+            BACKEND.name: self.backend,
+            MODEL_SHA256.name: self.model_sha256,
+            COMPUTE_DTYPE.name: self.options.compute_dtype,
+            LAYERS.name: self.options.layers,
+            NORMALIZATION.name: self.normalization,
+            STORAGE_DTYPE.name: self.options.storage_dtype,
+            COMPRESSION.name: self.options.compression,
+            VERSION.name: version("elmo-transformers"),
+            COMMAND.name: shlex.join(command),
         }

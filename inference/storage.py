@@ -26,16 +26,11 @@ CHUNK_BYTES = 256 * 1024
 
 @dataclass(frozen=True)
 class Storage:
-    """The dtype and filter of every line's dataset."""
+    """The dtype and filter of every line's dataset: `STORAGE_DTYPES` and `COMPRESSIONS`, which `EmbedOptions`
+    checks (its `--storage-dtype` and `--compression`)."""
 
     dtype: str = STORAGE_DTYPES[0]
     compression: str = COMPRESSIONS[0]
-
-    def __post_init__(self) -> None:
-        if self.dtype not in STORAGE_DTYPES:
-            raise EmbedError(f"--storage-dtype must be one of {', '.join(STORAGE_DTYPES)}, got {self.dtype!r}")
-        if self.compression not in COMPRESSIONS:
-            raise EmbedError(f"--compression must be one of {', '.join(COMPRESSIONS)}, got {self.compression!r}")
 
     @property
     def itemsize(self) -> int:

@@ -21,7 +21,7 @@ from elmo_transformers.training.finetuning.feature_cache import FEATURES_COLUMN,
 from modeling_elmo import ElmoModel, ElmoTokenizer
 
 if TYPE_CHECKING:
-    from elmo_transformers.inference.onnx_embedder import OnnxEmbedder
+    from elmo_transformers.inference.onnx_runner import OnnxEmbedder
 
 __all__ = ["DEFAULT_CACHE_DIR", "BilmFeatures", "compute_features", "embedder_features", "shuffled_bilm"]
 

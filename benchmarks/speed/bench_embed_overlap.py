@@ -18,8 +18,8 @@ from pathlib import Path
 from harness_corpora import uniform_sentences, write_sentences
 from harness_timing import interleaved_rounds
 
-from elmo_transformers.inference.embedding import embed_file
 from elmo_transformers.inference.options import EmbedOptions
+from elmo_transformers.inference.run import embed_file
 from modeling_elmo import DEFAULT_MODEL
 
 

@@ -24,11 +24,11 @@ from harness_corpora import REPOSITORY, batches_of
 from harness_embed import read_every_dataset
 from harness_timing import seconds_of
 
-from elmo_transformers.inference.embedder import Embedder
 from elmo_transformers.inference.hdf5_output import EmbeddingFile
 from elmo_transformers.inference.options import COMPRESSIONS, STORAGE_DTYPES, EmbedOptions
 from elmo_transformers.inference.settings import EmbedSettings
 from elmo_transformers.inference.storage import Storage
+from elmo_transformers.inference.torch_runner import Embedder
 from modeling_elmo import DEFAULT_MODEL
 
 BATCH_LINES = 64

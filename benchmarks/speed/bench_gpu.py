@@ -51,8 +51,8 @@ from harness_reports import markdown_table, ratio, write_through_rename
 
 from elmo_transformers.conversion.allennlp import load_allennlp_model
 from elmo_transformers.conversion.variants import VARIANTS
-from elmo_transformers.inference.embedding import embed_file
 from elmo_transformers.inference.options import EmbedOptions
+from elmo_transformers.inference.run import embed_file
 from modeling_elmo import ElmoModel, ElmoTokenizer
 
 HERE = Path(__file__).resolve().parent
@@ -179,7 +179,7 @@ def bench_forward(args, models: dict[str, ElmoModel], float64: ElmoModel, allenn
 
 
 def bench_elmo_embed(args, model: ElmoModel, device: torch.device, work: Path) -> list[str]:
-    """`elmo-embed` (elmo_transformers.inference.embedding.embed_file) over --embed-lines generated lines, per dtype:
+    """`elmo-embed` (elmo_transformers.inference.run.embed_file) over --embed-lines generated lines, per dtype:
     words/s."""
     folder = work / "model"
     model.save_pretrained(folder)

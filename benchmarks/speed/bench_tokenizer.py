@@ -20,7 +20,7 @@ What it does, in one run:
 3. Times, group by group and ``--rounds`` times over (so that a change in the machine's load hits both sides
    alike), AllenNLP's ``batch_to_ids(batch)`` in its worker, then in this process
    ``tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt")``, the call that
-   ``inference/embedder.py`` makes:
+   ``inference/torch_runner.py`` makes:
    - warm: one tokenizer for the whole run, so its word cache holds the words of earlier batches (real text
      repeats words; this is the steady state of a long run);
    - cold: a new tokenizer for every batch, whose cache starts empty (a word repeated inside a batch is still

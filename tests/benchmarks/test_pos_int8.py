@@ -16,7 +16,7 @@ import pytest
 
 from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, graph_weights
 from elmo_transformers.conversion.onnx_export import export_onnx
-from elmo_transformers.inference.onnx_embedder import OnnxEmbedder
+from elmo_transformers.inference.onnx_runner import OnnxEmbedder
 from modeling_elmo import ElmoModel, ElmoTokenizer
 
 pytest.importorskip("onnxruntime")  # the [onnx] extra

@@ -17,7 +17,7 @@ from pathlib import Path
 import elmo_transformers.inference.hdf5_output as hdf5_output
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.inference.embed import main
-from elmo_transformers.inference.embedder import Embedder
+from elmo_transformers.inference.torch_runner import Embedder
 
 PROCESS = int(os.environ.get("RANK", "0"))
 

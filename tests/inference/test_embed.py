@@ -26,15 +26,17 @@ from bad_inputs import flip_bytes_in_the_middle
 from ctrl_c_on_import import run_with_ctrl_c_on_importing_torch
 from safetensors.torch import load_file, save_file
 
-import elmo_transformers.inference.embedding as embed_module
+import elmo_transformers.inference.embedding_pass as pass_module
 import elmo_transformers.inference.hdf5_output as hdf5_output
 import elmo_transformers.inference.lines as lines_module
+import elmo_transformers.inference.plan as plan_module
+import elmo_transformers.inference.run as embed_module
 import modeling_elmo
 from elmo_transformers.inference.embed import main
-from elmo_transformers.inference.embedder import Embedder
-from elmo_transformers.inference.embedding import embed_file
 from elmo_transformers.inference.hdf5_output import EmbeddingFile
 from elmo_transformers.inference.options import EmbedOptions
+from elmo_transformers.inference.run import embed_file
+from elmo_transformers.inference.torch_runner import Embedder
 from modeling_elmo import ElmoConfig, ElmoForTokenClassification, ElmoModel, ElmoTokenizer, split_words
 
 SENTENCES = [
@@ -368,8 +370,8 @@ def test_a_resume_needs_only_the_space_of_what_is_left(
     output = tmp_path / "out.hdf5"
     args = (source, output, "--model", fixture_model_folder, "--batch-size", 1, "--max-words", 4)
     needed: list[int] = []
-    check = embed_module.check_free_space
-    monkeypatch.setattr(embed_module, "check_free_space", lambda *a, **k: needed.append(a[1]) or check(*a, **k))
+    check = plan_module.check_free_space
+    monkeypatch.setattr(plan_module, "check_free_space", lambda *a, **k: needed.append(a[1]) or check(*a, **k))
     recorded_pieces.update(interrupt_at=6, interrupt=KeyboardInterrupt())
     assert _embed(capsys, *args)[0] == 130
     stored = sum(path.stat().st_size for path in Path(f"{output}.partial").glob("lines-*.hdf5"))
@@ -1192,8 +1194,8 @@ def test_overlapped_stages_write_the_same_file_in_the_same_order(
 ) -> None:
     """Reading, the model and writing in three threads give the file of the sequential run, written in its order
     by one thread; several windows (of 3 lines or 12 words) and batches of 2."""
-    monkeypatch.setattr(embed_module, "WINDOW_LINES", 3)
-    monkeypatch.setattr(embed_module, "WINDOW_WORDS", 12)
+    monkeypatch.setattr(pass_module, "WINDOW_LINES", 3)
+    monkeypatch.setattr(pass_module, "WINDOW_WORDS", 12)
     source = _write_lines(tmp_path / "in.txt", OVERLAP_LINES)
     options = {"model": str(fixture_model_folder), "batch_size": 2, "max_words": 4, "tokenize": tokenize}
     summaries, orders = [], []
@@ -1254,7 +1256,7 @@ def test_overlapped_stages_fail_as_the_sequential_run_and_resume(
 
     monkeypatch.setattr(Embedder, "prepare", failing_prepare)
     monkeypatch.setattr(h5py.Group, "create_dataset", failing_create)
-    monkeypatch.setattr(embed_module, "WINDOW_LINES", 8)  # two windows: the reading stage fails in the second
+    monkeypatch.setattr(pass_module, "WINDOW_LINES", 8)  # two windows: the reading stage fails in the second
     monkeypatch.setattr(hdf5_output, "SEGMENT_BYTES", 1)  # a segment per batch: a failed write loses one batch
     finished, errors = [], []
     for overlap in (False, True):

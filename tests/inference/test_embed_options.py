@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.inference.embed import build_parser
 from elmo_transformers.inference.options import EmbedOptions
 from elmo_transformers.inference.settings import EmbedSettings
@@ -84,3 +85,25 @@ def test_settings_json_records_what_earlier_runs_recorded() -> None:
     # The options that do not change the vectors are not compared: another batch size resumes.
     resumed = dataclasses.replace(EVERY_OPTION, batch_size=64, device=None, resume=False, space_check=True)
     assert EmbedSettings("c0ffee", "/models/elmo", "pytorch", "beef", resumed).differences(written_before) == []
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"batch_size": 0}, "--batch-size and --max-words must be at least 1, got 0 and 1000"),
+        ({"max_words": 0}, "--batch-size and --max-words must be at least 1, got 64 and 0"),
+        ({"storage_dtype": "int8"}, "--storage-dtype must be one of float32, float16, got 'int8'"),
+        ({"compression": "zip"}, "--compression must be one of none, gzip, lzf, got 'zip'"),
+        ({"layers": "five"}, "--layers must be one of all, top, average, mix, got 'five'"),
+        ({"device": "meta:0"}, "--device meta:0: the meta device holds no data"),
+    ],
+)
+def test_options_built_in_python_are_checked_as_the_command_line_checks_them(
+    options: dict[str, object], message: str
+) -> None:
+    """Each option's check runs when the options are built: `embed_file` never sees options that cannot run."""
+    with pytest.raises(EmbedError) as refused:
+        EmbedOptions("in.txt", "out.hdf5", **options)
+    assert str(refused.value).startswith(message)
+    with pytest.raises(EmbedError):
+        dataclasses.replace(EmbedOptions("in.txt", "out.hdf5"), **options)

@@ -17,10 +17,10 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-import elmo_transformers.inference.embedding as embed_module
+import elmo_transformers.inference.run as embed_module
 import elmo_transformers.inference.storage as storage_module
 from elmo_transformers.inference.embed import main
-from elmo_transformers.inference.embedding import embed_file
+from elmo_transformers.inference.run import embed_file
 from elmo_transformers.inference.storage import Storage
 from modeling_elmo import ElmoModel
 

@@ -37,7 +37,7 @@ from elmo_transformers.conversion.onnx_export import (
     per_word_cosine,
     product_node_names,
 )
-from elmo_transformers.inference.onnx_embedder import OnnxEmbedder
+from elmo_transformers.inference.onnx_runner import OnnxEmbedder
 from modeling_elmo import (
     DEFAULT_MODEL,
     ElmoForSequenceClassification,
@@ -655,7 +655,7 @@ def test_a_missing_extra_is_one_line(fixture_model_folder: Path, tmp_path: Path,
 
 
 def test_the_embedder_on_the_graph_equals_pytorch(bilm_folder: Path, fixture_model_folder: Path) -> None:
-    from elmo_transformers.inference.embedder import Embedder
+    from elmo_transformers.inference.torch_runner import Embedder
 
     for layers in ("all", "top", "average"):
         graph, model = OnnxEmbedder(str(bilm_folder), layers=layers), Embedder(str(fixture_model_folder), layers=layers)

@@ -1,13 +1,12 @@
 """ELMo on onnxruntime: open a folder written by `elmo-convert onnx` and embed batches with its graph.
 
 `OnnxEmbedder` is a `BatchEmbedder`, as PyTorch's `Embedder` is: what `elmo-embed` uses of a model. `elmo-embed
---model M-onnx` takes it where the folder holds a graph (`holds_onnx_graph`). onnxruntime is the `[onnx]` extra:
-without it, opening a graph is refused in one line.
+--model M-onnx` takes it where the folder holds a graph (`holds_onnx_graph`; `plan.open_embedder` chooses).
+onnxruntime is the `[onnx]` extra: without it, opening a graph is refused in one line.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,12 +15,11 @@ import numpy as np
 
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, graph_files, open_graph
-from elmo_transformers.common.processes import is_main_process
 from modeling_elmo.text_elmo import ElmoTextEncoder
 
-from .batch_embedder import BatchEmbedder, PendingVectors, PreparedBatch, recorded_sha256
+from .runner import BatchEmbedder, PendingVectors, PreparedBatch, recorded_sha256
 
-__all__ = ["OnnxEmbedder", "SortedBatch", "holds_onnx_graph", "open_embedder"]
+__all__ = ["OnnxEmbedder", "SortedBatch", "holds_onnx_graph"]
 
 # The files of an ONNX folder that a run reads besides the graph's (the text front end's config among them): each is
 # compared with the folder's SHA256SUMS before the graph is opened.
@@ -32,32 +30,6 @@ def holds_onnx_graph(model: str | Path) -> bool:
     """Whether `model` is a local folder holding an exported graph (`FLOAT_GRAPH` or `QUANTIZED_GRAPH`)."""
     folder = Path(model)
     return folder.is_dir() and any((folder / name).is_file() for name in (FLOAT_GRAPH, QUANTIZED_GRAPH))
-
-
-def open_embedder(
-    model: str, *, layers: str, compute_dtype: str = "float32", device: str | None = None
-) -> BatchEmbedder:
-    """`elmo-embed`'s embedder of `model`: `OnnxEmbedder` where the folder holds an exported graph (on CPU whatever
-    `device`), else `Embedder` (PyTorch) on `device`, imported only then (with torch and transformers). The graph is
-    the float32 one; a folder holding only the int8 graph is run with it, and a one-line notice says so (its vectors
-    are near float32's, not equal)."""
-    if not holds_onnx_graph(model):
-        from transformers.utils.logging import disable_progress_bar
-
-        from .embedder import Embedder
-
-        disable_progress_bar()  # transformers' weight-loading bar; elmo-embed shows its own
-        return Embedder(model, layers=layers, compute_dtype=compute_dtype, device=device)
-    if compute_dtype != "float32":
-        raise EmbedError(f"--dtype {compute_dtype}: {model} holds an ONNX graph, which runs in float32 (on CPU)")
-    quantized = not (Path(model) / FLOAT_GRAPH).is_file()
-    if quantized and is_main_process():
-        print(
-            f"elmo-embed: notice: {model} holds no {FLOAT_GRAPH}: embedding with its int8 graph {QUANTIZED_GRAPH}"
-            " (8-bit products: vectors near float32's, not equal to them)",
-            file=sys.stderr,
-        )
-    return OnnxEmbedder(model, layers=layers, quantized=quantized)
 
 
 class OnnxEmbedder(BatchEmbedder):

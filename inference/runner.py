@@ -1,6 +1,6 @@
-"""What `elmo-embed` uses of a model, whatever runs it (`BatchEmbedder`): PyTorch (`embedder.Embedder`) or onnxruntime
-(`onnx_embedder.OnnxEmbedder`). Neither torch nor transformers is imported here, so that a run on a graph goes
-without them.
+"""What `elmo-embed` uses of a model, whatever runs it (`BatchEmbedder`): PyTorch (`torch_runner.Embedder`) or
+onnxruntime (`onnx_runner.OnnxEmbedder`). Neither torch nor transformers is imported here, so that a run on a graph
+goes without them.
 """
 
 from __future__ import annotations
@@ -12,24 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-import modeling_elmo
 from elmo_transformers.common.checksums import CHECKSUM_WAY_ON, checksum_problem, file_sha256
 from elmo_transformers.common.errors import EmbedError
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["BatchEmbedder", "PendingVectors", "PreparedBatch", "recorded_sha256", "resolve_model"]
-
-
-def resolve_model(model: str | None) -> str:
-    """The model to load: `model`, or `modeling_elmo.DEFAULT_MODEL` when none is given (and one is defined)."""
-    if model is not None:
-        return model
-    default = getattr(modeling_elmo, "DEFAULT_MODEL", None)
-    if default is None:
-        raise EmbedError("there is no default model yet: pass --model DIR, a model folder written by elmo-convert")
-    return str(default)
+__all__ = ["BatchEmbedder", "PendingVectors", "PreparedBatch", "recorded_sha256"]
 
 
 def recorded_sha256(path: Path) -> str:

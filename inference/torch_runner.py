@@ -22,8 +22,8 @@ from modeling_elmo import ElmoConfig, ElmoLayerMix, ElmoModel, ElmoTokenizer
 from modeling_elmo.mixing_elmo import MIX_MODES_WITH_WEIGHTS
 from modeling_elmo.modeling_elmo import FIRST_MIX_WEIGHTS_PREFIX
 
-from .batch_embedder import BatchEmbedder, PendingVectors, PreparedBatch
 from .options import COMPUTE_DTYPES, LAYER_CHOICES
+from .runner import BatchEmbedder, PendingVectors, PreparedBatch
 
 __all__ = ["LAYER_CHOICES", "TORCH_DTYPES", "Embedder", "default_device"]
 
