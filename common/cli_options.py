@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import field
 from typing import Any, TypeVar
@@ -126,7 +127,7 @@ class CommandOptions:
             return max(
                 index
                 for index, klass in enumerate(cls.__mro__)
-                if option.name in vars(klass).get("__annotations__", {})
+                if option.name in inspect.get_annotations(klass)  # (the class's own, on every Python)
             )
 
         return sorted(dataclasses.fields(cls), key=base_declaring)
