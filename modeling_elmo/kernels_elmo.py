@@ -14,20 +14,23 @@ by keyword); it reads the stacks through `lstm_elmo.LstmStackWeights` and return
 How a model's kernel runs besides its name (oneDNN, the cell step) is its `lstm_elmo.LstmOptions`, one frozen
 object (`model.lstm_options`).
 
-This module imports neither torch nor, at its import, any other module: configuration_elmo.py checks names against
-it and must load on its own (transformers copies a local folder's remote code by direct imports only, and a config
-loads before the model's code). The built-in kernels are taken from `lstm_elmo.py` at their first run.
+This module imports neither torch nor any other module of the package by an import statement, not even inside a
+function: configuration_elmo.py checks names against it and must load on its own as remote code. transformers reads
+every `from .x import` line of a remote-code file, indented ones too, as a file it needs beside it, and
+transformers 5.4 (the floor), loading a config, requires those files without copying them. The built-in kernels
+are taken from `lstm_elmo.py` (torch) by `importlib` at their first run; the stacks, state and options below are
+`lstm_elmo`'s `LstmStackWeights`, `LstmState` and `LstmOptions`.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # (torch's types, for the annotations only)
     import torch
-
-    from .lstm_elmo import LstmOptions, LstmStackWeights, LstmState
 
 __all__ = [
     "LSTM_IMPLEMENTATIONS",
@@ -37,20 +40,20 @@ __all__ = [
 ]
 
 # A kernel of `LSTM_IMPLEMENTATIONS` (see the module's docstring).
-LstmImplementation = Callable[..., "tuple[list[torch.Tensor], LstmState]"]
+LstmImplementation = Callable[..., "tuple[list[torch.Tensor], Any]"]
 
 
 def run_lstm_stacks(
-    stacks: Sequence[LstmStackWeights],
+    stacks: Sequence[Any],
     inputs: torch.Tensor,
     batch_sizes: list[int],
-    state: LstmState,
+    state: Any,
     num_layers: int,
     *,
     implementation: str = "auto",
     dropout: float = 0.0,
-    options: LstmOptions | None = None,
-) -> tuple[list[torch.Tensor], LstmState]:
+    options: Any = None,
+) -> tuple[list[torch.Tensor], Any]:
     """Run D stacks of one shape (ELMo's forward and backward directions), each over its own inputs, all with
     the same `batch_sizes` (each row has the same length read either way), by the kernel
     `LSTM_IMPLEMENTATIONS[implementation]` (a model passes its `config.lstm_implementation`).
@@ -64,30 +67,29 @@ def run_lstm_stacks(
     residual cell did: the skip connection adds the dropped input. `options`: how the kernel runs besides which
     one (`lstm_elmo.LstmOptions`, default `LstmOptions()`).
     """
-    from .lstm_elmo import LstmOptions  # (torch: imported at the first run, see the module's docstring)
-
     kernel = LSTM_IMPLEMENTATIONS[implementation]
-    options = LstmOptions() if options is None else options
+    options = _lstm_elmo().LstmOptions() if options is None else options
     return kernel(stacks, inputs, batch_sizes, state, num_layers, dropout=dropout, options=options)
 
 
-def _run_auto(stacks: Sequence[LstmStackWeights], inputs: torch.Tensor, *arguments: Any, **options: Any):
+def _run_auto(stacks: Sequence[Any], inputs: torch.Tensor, *arguments: Any, **options: Any):
     """`"auto"`: the kernel for the device of `inputs` (see the module's docstring), given the same arguments."""
     kernel = LSTM_IMPLEMENTATIONS["layer_by_layer" if inputs.device.type == "cpu" else "wavefront"]
     return kernel(stacks, inputs, *arguments, **options)
 
 
-# The built-in kernels of lstm_elmo.py, imported at their first run (it imports torch: see the module's docstring).
-def _run_layer_by_layer(*arguments: Any, **options: Any):
-    from .lstm_elmo import run_layer_by_layer
+def _lstm_elmo() -> ModuleType:
+    """lstm_elmo.py, imported at a kernel's first run, by importlib (see the module's docstring)."""
+    return importlib.import_module(".lstm_elmo", __package__)
 
-    return run_layer_by_layer(*arguments, **options)
+
+# The built-in kernels of lstm_elmo.py, imported at their first run.
+def _run_layer_by_layer(*arguments: Any, **options: Any):
+    return _lstm_elmo().run_layer_by_layer(*arguments, **options)
 
 
 def _run_wavefront(*arguments: Any, **options: Any):
-    from .lstm_elmo import run_wavefront
-
-    return run_wavefront(*arguments, **options)
+    return _lstm_elmo().run_wavefront(*arguments, **options)
 
 
 # The kernels by the names `config.lstm_implementation` accepts, in the order its message lists them.

@@ -86,3 +86,16 @@ def test_an_unknown_name_is_refused_naming_every_registered_one() -> None:
             ElmoConfig(lstm_implementation="fast")
     finally:
         del LSTM_IMPLEMENTATIONS["my_other_kernel"]
+
+
+def test_the_registry_names_no_file_for_remote_code_to_carry() -> None:
+    """configuration_elmo.py imports the registry, and transformers reads every `from .x import` line of a
+    remote-code file (indented ones too) as a file it needs: transformers 5.4, loading a config alone, requires
+    them without copying them. The registry takes lstm_elmo.py by importlib, and names no other file."""
+    import re
+    from pathlib import Path
+
+    import modeling_elmo.kernels_elmo as registry
+
+    source = Path(registry.__file__).read_text(encoding="utf-8")
+    assert not re.findall(r"^\s*from\s+\.(\S+)\s+import|^\s*import\s+\.(\S+)", source, flags=re.MULTILINE)
