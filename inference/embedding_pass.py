@@ -80,9 +80,10 @@ class EmbeddingPass:
     def __post_init__(self) -> None:
         self.share = BatchShare(self.plan.processes.process_index, self.plan.processes.num_processes)
 
-    def embed_lines(self, *, keep_sentences: bool) -> dict[str, str] | None:
-        """Embed every line not yet in the file; returns "sentence_to_index" (None unless `keep_sentences`)."""
-        sentence_to_index: dict[str, str] | None = {} if keep_sentences else None
+    def embed_lines(self) -> dict[str, str] | None:
+        """Embed every line not yet in the file; returns "sentence_to_index" (None unless the plan
+        `keeps_sentences`)."""
+        sentence_to_index: dict[str, str] | None = {} if self.plan.keeps_sentences else None
         self.finished = self.file.finished_lines()
         bar = {
             "desc": "elmo-embed",

@@ -114,7 +114,7 @@ def _embed_lines(plan: RunPlan, file: EmbeddingFile, summary: EmbedSummary) -> d
     `ProcessFailure`, which this process reports."""
     embedding = EmbeddingPass(plan, file, summary)
     try:
-        sentence_to_index = embedding.embed_lines(keep_sentences=plan.keeps_sentences)
+        sentence_to_index = embedding.embed_lines()
     except (RuntimeError, OSError, MemoryError) as error:  # out of memory, ...
         raise ProcessFailure(
             f"{type(error).__name__} after {summary.lines:,} lines: {first_line(error)}; {plan.partial} keeps"

@@ -58,7 +58,9 @@ class BatchEmbedder:
         """The float32 vectors of each sentence (a non-empty list of words), of shape `self.shape(len(words))`.
 
         The sentences are padded into one batch; the model computes every row on its own (no state is carried
-        from sentence to sentence), so a sentence gets the same vectors in any batch.
+        from sentence to sentence). The ONNX graphs give a sentence the same bits in any batch (docs/onnx.md);
+        PyTorch's native kernels block a product by the batch's shape, so that another batch may move a vector's
+        last float32 bits (1 ulp measured: tests/inference/test_embed_batch_size.py).
         """
         return self.run(self.prepare(sentences)).result()
 
