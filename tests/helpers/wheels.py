@@ -6,29 +6,27 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 __all__ = ["build_wheel"]
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-# The packaged folders and the files pyproject.toml names.
-SOURCES = [
-    "pyproject.toml",
-    "README.md",
-    "model_card.md",
-    "modeling_elmo",
-    "common",
-    "conversion",
-    "inference",
-    "training",
-]
+
+
+def _sources() -> list[str]:
+    """The files pyproject.toml names and the folders its packages come from (read there: one owner)."""
+    setuptools = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {package.split(".")[0] for package in setuptools["packages"] if "." not in package}
+    folders |= {folder.split("/")[0] for folder in setuptools["package-dir"].values()}
+    return ["pyproject.toml", "README.md", "model_card.md", *sorted(folders)]
 
 
 def build_wheel(work: Path) -> Path:
     """The wheel `pip wheel` builds (no dependencies, no build isolation: offline), in `work/wheel`."""
     source, out = work / "source", work / "wheel"
     source.mkdir(parents=True)
-    for name in SOURCES:
+    for name in _sources():
         if (REPOSITORY / name).is_dir():
             ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
             shutil.copytree(REPOSITORY / name, source / name, symlinks=True, ignore=ignore)
