@@ -27,7 +27,9 @@ def batch_to_ids(batch: Sequence[Sequence[str]]) -> torch.Tensor:
         raise ConfigurationError(f"batch_to_ids takes a list of tokenized sentences, got {type(batch).__name__}")
     for index, sentence in enumerate(batch):
         if isinstance(sentence, str):
-            raise ConfigurationError(f"batch_to_ids: sentence {index} is a string, {sentence!r:.60}: split it into words")
+            raise ConfigurationError(
+                f"batch_to_ids: sentence {index} is a string, {sentence!r:.60}: split it into words"
+            )
     if not batch:
         return torch.zeros(0, 0, 50, dtype=torch.long)
     try:
