@@ -103,6 +103,8 @@ class Elmo(nn.Module):
             leading = original_shape[:-1]
         else:
             return {"elmo_representations": representations, "mask": mask}
+        # (AllenNLP viewed to the input's timesteps, which crashed with the boundaries kept: 2 more positions)
+        leading = (*leading[:-1], mask.shape[-1])
         return {
             "elmo_representations": [representation.view(*leading, -1) for representation in representations],
             "mask": mask.view(leading),
