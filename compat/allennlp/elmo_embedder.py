@@ -66,7 +66,7 @@ class ElmoEmbedder:
         character_ids = batch_to_ids(batch)
         if self.cuda_device >= 0:
             character_ids = character_ids.cuda(device=self.cuda_device)
-        with torch.inference_mode():
+        with torch.no_grad():  # (not inference_mode: the tensors returned stay ordinary ones, as AllenNLP's)
             return self.elmo_bilm.layers_without_markers(character_ids)
 
     def embed_sentence(self, sentence: list[str]) -> np.ndarray:
