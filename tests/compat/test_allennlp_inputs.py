@@ -221,4 +221,6 @@ def test_requires_grad_reaches_every_weight(files) -> None:
         elmo = compat.Elmo(*files, 1, requires_grad=requires_grad)
         flags = {parameter.requires_grad for name, parameter in elmo.named_parameters() if "_elmo_lstm" in name}
         assert flags == {requires_grad}
+    registered = {id(parameter) for parameter in elmo.parameters()}
+    assert {id(parameter) for parameter in elmo._elmo_lstm._model.parameters()} <= registered  # .to(), optimisers
     assert torch.is_tensor(elmo(compat.batch_to_ids([SENTENCE]))["mask"])
