@@ -180,3 +180,27 @@ def test_stateless_vectors_depend_on_the_sentence_alone(elmo_fixture) -> None:
     stateful = compat.ElmoEmbedder(*files)
     stateful.embed_sentence(sentence)
     assert np.abs(stateful.embed_sentence(sentence) - alone).max() > 1e-3  # AllenNLP's default differs
+
+
+def test_a_cached_vocabulary_matches_allennlp(allennlp, random_model) -> None:
+    """`vocab_to_cache` with word ids, a word outside the cache falling back to the CNN, as AllenNLP's."""
+    options, weights = random_model
+    vocabulary = ["@@PADDING@@", "@@UNKNOWN@@", "the", "cat", "sat", "naïve", "x" * 60]
+    theirs = allennlp.modules.elmo.Elmo(options, weights, 1, dropout=0.0, vocab_to_cache=vocabulary)
+    ours = compat.Elmo(options, weights, 1, dropout=0.0, vocab_to_cache=vocabulary)
+    batches = [[["the", "cat", "sat"], ["naïve"]], [["x" * 60, "the"], ["cat"], ["sat", "sat", "the", "cat"]]]
+    for call, batch in enumerate(batches):
+        ids = allennlp.modules.elmo.batch_to_ids(batch)
+        words = torch.tensor([[vocabulary.index(word) for word in s] + [0] * (ids.shape[1] - len(s)) for s in batch])
+        _assert_same_output(ours(ids, words), theirs(ids, words), f"call {call}")
+    outside = torch.tensor([[2, 99]])  # id 99: not cached
+    ids = allennlp.modules.elmo.batch_to_ids([["the", "dog"]])
+    # AllenNLP fell back to the CNN on torch 1.x's RuntimeError; torch 2 raises an IndexError, which it let through:
+    # its CNN path stands for its fallback
+    _assert_same_output(ours(ids, outside), theirs(ids), "a word outside the cache")
+    # the cached vectors are used: with word ids, the character ids do not matter
+    stateless = compat.Elmo(options, weights, 1, dropout=0.0, vocab_to_cache=vocabulary, stateful=False)
+    words = torch.tensor([[2, 3, 4]])
+    cached = stateless(allennlp.modules.elmo.batch_to_ids([["the", "cat", "sat"]]), words)
+    other_characters = stateless(allennlp.modules.elmo.batch_to_ids([["a", "b", "c"]]), words)
+    torch.testing.assert_close(other_characters, cached, rtol=0, atol=0)
