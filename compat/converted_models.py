@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,15 +24,25 @@ from elmo_transformers.conversion.convert_options import AllennlpOptions
 from elmo_transformers.conversion.nlpl_archive import convert_archive
 from modeling_elmo import ElmoForBidirectionalLM, ElmoModel, ElmoTokenizer
 
-__all__ = ["check_sentences", "load_converted", "word_layers"]
+__all__ = ["ConvertedModel", "check_sentences", "load_converted", "word_layers"]
 
 LstmState = tuple[torch.Tensor, torch.Tensor]
 
 
-def load_converted(path: str | Path, *, language_model: bool = False) -> tuple[torch.nn.Module, ElmoTokenizer]:
-    """The model of the archive or folder `path` (see the module docstring) and its tokenizer: the biLM
-    (`ElmoModel`), or with `language_model` the biLM with its softmax (`ElmoForBidirectionalLM`: a checkpoint's).
-    A path that holds no model it can read is a `ConversionError` of one line naming it."""
+@dataclass(frozen=True)
+class ConvertedModel:
+    """A model converted on load: the biLM (`ElmoModel`) or the language model (`ElmoForBidirectionalLM`), its
+    tokenizer, and for a language model the lines of its `vocab.txt` (the softmax's rows), else None."""
+
+    model: torch.nn.Module
+    tokenizer: ElmoTokenizer
+    vocabulary_lines: list[str] | None = None
+
+
+def load_converted(path: str | Path, *, language_model: bool = False) -> ConvertedModel:
+    """The model of the archive or folder `path` (see the module docstring): the biLM, or with `language_model`
+    the biLM with its softmax (a checkpoint's). A path that holds no model it can read, or with `language_model`
+    none with a softmax, is a `ConversionError` of one line naming it."""
     if not Path(path).exists():
         raise ConversionError(f"{path}: no such archive or folder")
     with tempfile.TemporaryDirectory(prefix="elmo-compat-") as temporary:
@@ -39,14 +50,15 @@ def load_converted(path: str | Path, *, language_model: bool = False) -> tuple[t
         convert_archive(AllennlpOptions(archive=str(path), output=str(folder)))
         tokenizer = ElmoTokenizer.from_pretrained(folder)
         if not language_model:
-            return ElmoModel.from_pretrained(folder).eval(), tokenizer
+            return ConvertedModel(ElmoModel.from_pretrained(folder).eval(), tokenizer)
         model = ElmoForBidirectionalLM.from_pretrained(folder).eval()
-    if model.softmax_is_random:
-        raise ConversionError(
-            f"{path} holds a biLM without its softmax (bilm-tf weights): a language model needs a bilm-tf checkpoint"
-            " (model.ckpt-N.index, .data, options.json, vocab.txt)"
-        )
-    return model, tokenizer
+        if model.softmax_is_random:
+            raise ConversionError(
+                f"{path} holds a biLM without its softmax (bilm-tf weights): full=True needs a bilm-tf checkpoint"
+                " (model.ckpt-N.index and .data, options.json, vocab.txt)"
+            )
+        lines = (folder / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    return ConvertedModel(model, tokenizer, lines)
 
 
 def check_sentences(sentences: object, what: str) -> list[list[str]]:

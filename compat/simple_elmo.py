@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from .converted_models import check_sentences, load_converted, word_layers
+from .simple_elmo_substitutes import elmo_substitutes, read_vocabulary
 
 __all__ = ["LAYER_CHOICES", "ElmoModel", "divide_chunks", "tokenize"]
 
@@ -75,6 +76,7 @@ class ElmoModel:
         self.n_layers: int | None = None
         self.model: torch.nn.Module | None = None
         self.tokenizer = None
+        self.vocab: list[str] | None = None
         self._bilm = None
         self._padding_word: np.ndarray | None = None
 
@@ -88,7 +90,9 @@ class ElmoModel:
             raise ValueError(f"max_batch_size must be a positive integer, got {max_batch_size!r}")
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise ValueError(f"limit must be a non-negative integer, got {limit!r}")
-        self.model, self.tokenizer = load_converted(directory, language_model=bool(full))
+        converted = load_converted(directory, language_model=bool(full))
+        self.model, self.tokenizer = converted.model, converted.tokenizer
+        self.vocab = None if converted.vocabulary_lines is None else read_vocabulary(converted.vocabulary_lines)
         self._bilm = getattr(self.model, "elmo", self.model)  # a language model's biLM gives the vectors
         config = self._bilm.config
         self.batch_size, self.max_chars = max_batch_size, config.max_characters_per_token
@@ -133,6 +137,28 @@ class ElmoModel:
                 mean = sentence.sum(axis=0) / sentence.shape[0]
                 averages.append(mean / np.linalg.norm(mean))
         return np.stack(averages)
+
+    def get_elmo_substitutes(
+        self, data: Sequence[str], topn: int = 3, nodelimiters: bool = True
+    ) -> list[list[dict[str, Any]]]:
+        """simple_elmo's lexical substitutes (a model loaded with `full=True`): for the sentences (strings, split at
+        whitespace) its packing reports, in its order, per word `{"word", "forward": {"candidates",
+        "candidate_words", "logp"}, "backward": {...}}`, each direction's `topn` highest logits after one neighbour
+        (see `compat/simple_elmo_substitutes.py` and docs/substitutes.md). Needs at least `max_batch_size`
+        sentences, as simple_elmo does."""
+        if self.vocab is None:
+            raise ValueError("get_elmo_substitutes needs the language model: load(PATH, full=True) a checkpoint")
+        if isinstance(data, str) or not all(isinstance(sentence, str) for sentence in data):
+            raise ValueError("data must be a list of sentences, each a string of words separated by whitespace")
+        if len(data) < self.batch_size:
+            raise ValueError(
+                f"get_elmo_substitutes needs at least max_batch_size ({self.batch_size}) sentences, got {len(data)}"
+            )
+        if isinstance(topn, bool) or not isinstance(topn, int) or not 1 <= topn <= len(self.vocab):
+            raise ValueError(f"topn must lie in 1..{len(self.vocab)} (the vocabulary's size), got {topn!r}")
+        return elmo_substitutes(
+            self.model, self.tokenizer, self.vocab, data, rows=self.batch_size, topn=topn, nodelimiters=nodelimiters
+        )
 
     def _check_call(self, texts: Any, layers: str, session: Any) -> list[list[str]]:
         if self.model is None:
