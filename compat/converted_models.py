@@ -22,7 +22,7 @@ import torch
 from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.conversion.convert_options import AllennlpOptions
 from elmo_transformers.conversion.nlpl_archive import convert_archive
-from modeling_elmo import ElmoForBidirectionalLM, ElmoModel, ElmoTokenizer
+from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM, ElmoModel, ElmoTokenizer
 
 __all__ = ["ConvertedModel", "check_sentences", "load_converted", "word_layers"]
 
@@ -51,12 +51,12 @@ def load_converted(path: str | Path, *, language_model: bool = False) -> Convert
         tokenizer = ElmoTokenizer.from_pretrained(folder)
         if not language_model:
             return ConvertedModel(ElmoModel.from_pretrained(folder).eval(), tokenizer)
-        model = ElmoForBidirectionalLM.from_pretrained(folder).eval()
-        if model.softmax_is_random:
+        if not ElmoConfig.from_pretrained(folder).vocab_size:
             raise ConversionError(
                 f"{path} holds a biLM without its softmax (bilm-tf weights): full=True needs a bilm-tf checkpoint"
                 " (model.ckpt-N.index and .data, options.json, vocab.txt)"
             )
+        model = ElmoForBidirectionalLM.from_pretrained(folder).eval()
         lines = (folder / "vocab.txt").read_text(encoding="utf-8").splitlines()
     return ConvertedModel(model, tokenizer, lines)
 

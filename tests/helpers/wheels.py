@@ -18,6 +18,7 @@ SOURCES = [
     "model_card.md",
     "modeling_elmo",
     "common",
+    "compat",
     "conversion",
     "inference",
     "training",
