@@ -80,7 +80,7 @@ class ElmoModel:
         self._bilm = None
         self._padding_word: np.ndarray | None = None
 
-    def load(self, directory: str | Path, max_batch_size: int = 32, limit: int = 100, full: bool = False) -> str:
+    def load(self, directory: str | Path, max_batch_size: int = 32, limit: int | None = 100, full: bool = False) -> str:
         """Load (and convert) the model of an NLPL archive or its unzipped folder, in any layout (bilm-tf
         `model.hdf5` or other `*.hdf5` with `options.json`; a bilm-tf checkpoint; an ELMoForManyLangs model).
         `max_batch_size`: sentences per batch. `limit`: accepted and unused (simple_elmo cached that many
@@ -88,8 +88,8 @@ class ElmoModel:
         (a checkpoint's softmax) as `self.model`, an `ElmoForBidirectionalLM`."""
         if isinstance(max_batch_size, bool) or not isinstance(max_batch_size, int) or max_batch_size < 1:
             raise ValueError(f"max_batch_size must be a positive integer, got {max_batch_size!r}")
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ValueError(f"limit must be a non-negative integer, got {limit!r}")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise ValueError(f"limit must be a non-negative integer or None, got {limit!r}")
         converted = load_converted(directory, language_model=bool(full))
         self.model, self.tokenizer = converted.model, converted.tokenizer
         self.vocab = None if converted.vocabulary_lines is None else read_vocabulary(converted.vocabulary_lines)

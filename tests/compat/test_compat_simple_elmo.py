@@ -147,7 +147,7 @@ def test_bad_input_is_one_line(loaded: ElmoModel, nlpl_zip: Path, tmp_path: Path
         (lambda: loaded.get_elmo_substitutes(RAW_SENTENCES), "get_elmo_substitutes needs the language model"),
         (lambda: ElmoModel().get_elmo_vectors(SENTENCES), "no model is loaded"),
         (lambda: ElmoModel().load(nlpl_zip, max_batch_size=0), "max_batch_size must be a positive integer, got 0"),
-        (lambda: ElmoModel().load(nlpl_zip, limit=-1), "limit must be a non-negative integer, got -1"),
+        (lambda: ElmoModel().load(nlpl_zip, limit=-1), "limit must be a non-negative integer or None, got -1"),
     ]
     for call, problem in cases:
         with pytest.raises(ValueError) as error:
