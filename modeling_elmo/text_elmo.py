@@ -24,7 +24,7 @@ import json
 import re
 import threading
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -150,9 +150,7 @@ _DIGITS = (
     "16a60-16a69,16ac0-16ac9,16b50-16b59,1d7ce-1d7ff,1e140-1e149,1e2f0-1e2f9,1e950-1e959,1fbf0-1fbf9"
 )
 # str.isspace(): white space
-_SPACES = (
-    "9-d,1c-20,85,a0,1680,2000-200a,2028-2029,202f,205f,3000"
-)
+_SPACES = "9-d,1c-20,85,a0,1680,2000-200a,2028-2029,202f,205f,3000"
 # the combining marks (Mn, Mc, Me)
 _MARKS = (
     "300-36f,483-489,591-5bd,5bf,5c1-5c2,5c4-5c5,5c7,610-61a,64b-65f,670,6d6-6dc,6df-6e4,6e7-6e8,6ea-6ed,711,"
@@ -353,7 +351,8 @@ def _word_pattern(one_of: Callable[[_Spans], str], clusters: bool) -> re.Pattern
     starts none (it is skipped, dropped); without, the text holds none of them. A symbol also takes the symbols
     that zero-width joiners attach to it (an emoji sequence: a family). A position where no word starts is skipped:
     a control character or a zero-width space separates words, and a joiner there is dropped.
-    The clitics' letters are matched case-insensitively; a class never is (U+0345, a combining mark, folds to ι)."""
+    The clitics' letters are matched case-insensitively; a class never is (U+0345, a combining mark, folds to
+    the Greek iota)."""
     extend = f"{one_of(_EXTENDER)}*" if clusters else ""
     letter, digits = f"(?:{one_of(_LETTER)}{extend})", f"(?:{one_of(_DIGIT)}{extend})+"
     word = f"(?:{one_of(_WORD_CHARACTER)}{extend})+"
@@ -434,6 +433,8 @@ def split_words(text: str) -> list[str]:
     if pattern is _CLUSTER_WORD_PATTERN:  # a joiner that ends a word joins nothing (the pattern took it as a mark)
         words = [word.rstrip(_JOINERS) for word in words]
     return words
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The character-id rule
 # ---------------------------------------------------------------------------------------------------------------

@@ -30,9 +30,11 @@ _BLOCK = re.compile(f"^{re.escape(_BEGIN)}.*?^{re.escape(_END)}[^\n]*\n", re.DOT
 
 # (the table's name, what it holds, which code points)
 _CLASSES: list[tuple[str, str, Callable[[str], bool]]] = [
-    ("_LETTERS", "str.isalnum() but not str.isdecimal(): letters (L*) and numerals (No, Nl, ...)", lambda c: (
-        c.isalnum() and not c.isdecimal()
-    )),
+    (
+        "_LETTERS",
+        "str.isalnum() but not str.isdecimal(): letters (L*) and numerals (No, Nl, ...)",
+        lambda c: c.isalnum() and not c.isdecimal(),
+    ),
     ("_DIGITS", "str.isdecimal(): the decimal digits (Nd)", str.isdecimal),
     ("_SPACES", "str.isspace(): white space", str.isspace),
     ("_MARKS", "the combining marks (Mn, Mc, Me)", lambda c: unicodedata.category(c) in ("Mn", "Mc", "Me")),
@@ -80,9 +82,10 @@ def table_block() -> str:
         ranges = _ranges(code for code, character in enumerate(characters) if holds(character))
         chunks = _lines_of(ranges, width=110)
         lines.append(f"# {about}")
-        lines.append(f"{name} = (")
-        lines.extend(f'    "{chunk}"' for chunk in chunks)
-        lines.append(")")
+        if len(chunks) == 1:
+            lines.append(f'{name} = "{chunks[0]}"')
+        else:
+            lines.extend((f"{name} = (", *(f'    "{chunk}"' for chunk in chunks), ")"))
     lines.append(_END)
     return "\n".join(lines) + "\n"
 
