@@ -24,7 +24,7 @@ import json
 import re
 import threading
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -36,9 +36,12 @@ __all__ = [
     "BOS_WORD",
     "DEFAULT_WORD_CACHE_SIZE",
     "EOS_WORD",
+    "MAX_CHARACTERS_PER_TOKEN",
+    "UNICODE_VERSION",
     "UNK_WORD",
     "ElmoTextEncoder",
     "WordCache",
+    "checked_max_characters_per_token",
     "framed_char_ids",
     "split_words",
     "word_to_char_ids",
@@ -58,6 +61,24 @@ BILM_TF_SPECIAL_WORD_IDS = tuple(range(len(BILM_TF_SPECIAL_WORDS)))
 # The character ids of bilm-tf and AllenNLP beyond a byte's (1-256: the byte + 1; 0 is "no word here"): the
 # sentence markers' characters, the begin- and end-of-word marks and the padding after a word's end.
 BILM_TF_CHAR_IDS = {"bos": 257, "eos": 258, "bow": 259, "eow": 260, "pad": 261}
+# The widths of a word's row of character ids that the package takes (`max_characters_per_token`): the frame and at
+# least one character, and at most 1024 ids, ample for any model (bilm-tf's, AllenNLP's and ELMoForManyLangs' are
+# 50): wider, a word's row is memory for nothing (the word cache holds 16,384 rows: 128 MiB at 1024), and a width
+# such as 10**9 would ask numpy for gigabytes at the first word. The one owner of the rule: ElmoConfig,
+# ElmoTokenizer and ElmoTextEncoder check the field against it.
+MAX_CHARACTERS_PER_TOKEN = range(3, 1025)
+
+
+def checked_max_characters_per_token(value: object, where: str = "") -> int:
+    """`value` if it is an int in `MAX_CHARACTERS_PER_TOKEN`; else a ValueError of one line, led by `where` (a file
+    or a class: "tokenizer_config.json: ")."""
+    if isinstance(value, bool) or not isinstance(value, int) or value not in MAX_CHARACTERS_PER_TOKEN:
+        limits = MAX_CHARACTERS_PER_TOKEN
+        raise ValueError(
+            f"{where}max_characters_per_token must be an int from {limits.start} to {limits.stop - 1}, got {value!r}"
+        )
+    return value
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # The word splitter
@@ -74,7 +95,7 @@ BILM_TF_CHAR_IDS = {"bos": 257, "eos": 258, "bow": 259, "eow": 260, "pad": 261}
 
 # BEGIN the Unicode property table (Unicode 14.0.0), written by tests/helpers/unicode_table.py: do not edit by hand.
 # Each class is a str of comma-separated hexadecimal ranges of code points, ascending.
-_UNICODE_VERSION = "14.0.0"
+UNICODE_VERSION = "14.0.0"
 # str.isalnum() but not str.isdecimal(): letters (L*) and numerals (No, Nl, ...)
 _LETTERS = (
     "41-5a,61-7a,aa,b2-b3,b5,b9-ba,bc-be,c0-d6,d8-f6,f8-2c1,2c6-2d1,2e0-2e4,2ec,2ee,370-374,376-377,37a-37d,37f,"
@@ -698,11 +719,7 @@ class ElmoTextEncoder:
     """
 
     def __init__(self, max_characters_per_token: int = 50, word_cache_size: int = DEFAULT_WORD_CACHE_SIZE) -> None:
-        if isinstance(max_characters_per_token, bool) or not isinstance(max_characters_per_token, int):
-            raise ValueError(f"max_characters_per_token must be an int, got {max_characters_per_token!r}")
-        if max_characters_per_token < 3:
-            raise ValueError(f"max_characters_per_token must be at least 3, got {max_characters_per_token}")
-        self.max_characters_per_token = max_characters_per_token
+        self.max_characters_per_token = checked_max_characters_per_token(max_characters_per_token, "ElmoTextEncoder: ")
         self._word_cache = WordCache(word_cache_size, max_characters_per_token, with_word_ids=False)
 
     @classmethod
@@ -720,17 +737,23 @@ class ElmoTextEncoder:
             if (folder / name).is_file():
                 settings = _read_json_object(folder / name)
                 _check_padding_token(folder / name, settings)
-                return cls(_max_characters_per_token(folder / name, settings), word_cache_size)
+                width = checked_max_characters_per_token(
+                    settings.get("max_characters_per_token", 50), f"{folder / name}: "
+                )
+                return cls(width, word_cache_size)
         raise ValueError(f"{folder}: neither {_TOKENIZER_CONFIG} nor {_MODEL_CONFIG} is there (not a model folder)")
 
     def split(self, text: str) -> list[str]:
-        """The words of one raw line (`split_words`)."""
+        """The words of one raw line (`split_words`; a TypeError for anything but a str)."""
         return split_words(text)
 
-    def encode_words(self, sentences: Sequence[Sequence[str]]) -> dict[str, np.ndarray]:
-        """`input_ids` and `attention_mask` of sentences given as their words, each word kept exactly (an empty
-        string or a word with spaces included), one position per word."""
-        if isinstance(sentences, str) or any(isinstance(sentence, str) for sentence in sentences):
+    def encode_words(self, sentences: Iterable[Sequence[str]]) -> dict[str, np.ndarray]:
+        """`input_ids` and `attention_mask` of sentences given as their words (a list, or any iterable, of lists of
+        words), each word kept exactly (an empty string or a word with spaces included), one position per word."""
+        if isinstance(sentences, str):
+            raise TypeError("encode_words takes sentences as lists of words; for raw lines use encode_text")
+        sentences = list(sentences)  # (an iterator is read once, here)
+        if any(isinstance(sentence, str) for sentence in sentences):
             raise TypeError("encode_words takes sentences as lists of words; for raw lines use encode_text")
         words = list(itertools.chain.from_iterable(sentences))
         if not (_STR_TYPE.issuperset(map(type, words)) or all(isinstance(word, str) for word in words)):
@@ -741,10 +764,15 @@ class ElmoTextEncoder:
         char_ids, _ = self._word_cache.gather(words, layout, self._new_word_ids)
         return {"input_ids": char_ids, "attention_mask": layout.astype(np.int64)}
 
-    def encode_text(self, lines: Sequence[str]) -> dict[str, np.ndarray]:
-        """`input_ids` and `attention_mask` of raw lines, one sentence each: `split`, then `encode_words`."""
-        if isinstance(lines, str) or not all(isinstance(line, str) for line in lines):
-            raise TypeError("encode_text takes a list of raw lines (str), one sentence each")
+    def encode_text(self, lines: Iterable[str]) -> dict[str, np.ndarray]:
+        """`input_ids` and `attention_mask` of raw lines (a list, or any iterable, of str), one sentence each:
+        `split`, then `encode_words`."""
+        if isinstance(lines, str | bytes):
+            raise TypeError("encode_text takes a list of raw lines (str), one sentence each, not one line")
+        lines = list(lines)  # (an iterator is read once, here: the check below would leave nothing to encode)
+        if not all(isinstance(line, str) for line in lines):
+            kind = next(type(line).__name__ for line in lines if not isinstance(line, str))
+            raise TypeError(f"encode_text takes a list of raw lines (str), one sentence each; got a {kind} among them")
         return self.encode_words([split_words(line) for line in lines])
 
     def _new_word_ids(self, words: list[str]) -> tuple[np.ndarray, None]:
@@ -759,13 +787,6 @@ def _read_json_object(path: Path) -> dict:
     if not isinstance(settings, dict):
         raise ValueError(f"{path}: expected a JSON object, got a {type(settings).__name__}")
     return settings
-
-
-def _max_characters_per_token(path: Path, settings: Mapping) -> int:
-    value = settings.get("max_characters_per_token", 50)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 3:
-        raise ValueError(f"{path}: max_characters_per_token must be an int of at least 3, got {value!r}")
-    return value
 
 
 def _check_padding_token(path: Path, settings: Mapping) -> None:

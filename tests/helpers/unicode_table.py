@@ -12,6 +12,8 @@ from the repository root:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import sys
@@ -20,7 +22,7 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-__all__ = ["FRONT_END_FILE", "UNICODE_VERSION", "table_block", "written_front_end"]
+__all__ = ["FRONT_END_FILE", "UNICODE_VERSION", "split_digest", "table_block", "written_front_end"]
 
 UNICODE_VERSION = "14.0.0"
 FRONT_END_FILE = Path(__file__).resolve().parents[2] / "modeling_elmo" / "text_elmo.py"
@@ -41,6 +43,28 @@ _CLASSES: list[tuple[str, str, Callable[[str], bool]]] = [
     ("_FORMATS", "the format characters (Cf)", lambda c: unicodedata.category(c) == "Cf"),
     ("_UNASSIGNED", "the unassigned code points (Cn)", lambda c: unicodedata.category(c) == "Cn"),
 ]
+
+
+# Each code point is split in these contexts: inside a word, after a symbol (where a mark would attach to it),
+# between digits, and after a symbol in a line with a combining mark (the pattern of grapheme clusters).
+_CONTEXTS = ("a{c}b", "({c}x", "1{c}2", "x\u0301({c}")
+# The planes where Unicode has put characters, or plans to (planes 4 to 13 hold none in any version to date;
+# planes 15 and 16 are private use, unassigned in none).
+_PLANES = (range(0x40000), range(0xE0000, 0xF0000))
+
+
+def split_digest(split: Callable[[str], list[str]], step: int = 64) -> str:
+    """SHA-256 of the words `split` gives for each code point of `_PLANES` in each of `_CONTEXTS`, the contexts of
+    `step` consecutive code points making one line (a space between them). The same digest on two Pythons is the
+    same words for those code points on both (tests/model/test_unicode_table.py holds the front end to the digest
+    Python 3.11 gives)."""
+    digest = hashlib.sha256()
+    for context in _CONTEXTS:
+        for plane in _PLANES:
+            for start in range(plane.start, plane.stop, step):
+                line = " ".join(context.format(c=chr(code)) for code in range(start, start + step))
+                digest.update(json.dumps(split(line)).encode("ascii"))
+    return digest.hexdigest()
 
 
 def _ranges(codes: Iterable[int]) -> str:
@@ -76,7 +100,7 @@ def table_block() -> str:
     lines = [
         f"{_BEGIN} (Unicode {UNICODE_VERSION}), written by tests/helpers/unicode_table.py: do not edit by hand.",
         "# Each class is a str of comma-separated hexadecimal ranges of code points, ascending.",
-        f'_UNICODE_VERSION = "{UNICODE_VERSION}"',
+        f'UNICODE_VERSION = "{UNICODE_VERSION}"',
     ]
     for name, about, holds in _CLASSES:
         ranges = _ranges(code for code, character in enumerate(characters) if holds(character))

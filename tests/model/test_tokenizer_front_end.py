@@ -117,6 +117,37 @@ def test_front_end_refuses_lines_given_as_words_and_words_that_are_not_strings()
         encoder.encode_text("one line")
 
 
+def test_front_end_reads_an_iterator_of_lines_or_sentences_once() -> None:
+    """An iterator is read once: its lines are encoded, not consumed by a type check and encoded as no batch."""
+    encoder, lines = ElmoTextEncoder(), ["It's a test.", "", "e\u0301cole"]
+    _assert_same(encoder.encode_text(iter(lines)), encoder.encode_text(lines))
+    _assert_same(encoder.encode_text(line for line in lines), encoder.encode_text(lines))
+    sentences = [split_words(line) for line in lines]
+    _assert_same(encoder.encode_words(iter(sentences)), encoder.encode_words(sentences))
+    with pytest.raises(TypeError, match="got a bytes among them"):
+        encoder.encode_text(iter(["a line", b"bytes"]))
+
+
+@pytest.mark.parametrize(("text", "kind"), [(None, "NoneType"), (b"a line", "bytes"), (["a line"], "list")])
+def test_split_refuses_what_is_not_a_str(text: object, kind: str) -> None:
+    message = f"^split_words takes one raw line, a str; got a {kind}$"
+    with pytest.raises(TypeError, match=message):
+        split_words(text)
+    with pytest.raises(TypeError, match=message):
+        ElmoTextEncoder().split(text)
+
+
+@pytest.mark.parametrize("width", [2, 1025, 10**9, True, 50.0])
+def test_a_word_width_outside_the_limits_is_refused_in_one_line(width: object) -> None:
+    """One owner of the limits (text_elmo.MAX_CHARACTERS_PER_TOKEN): a width of 10**9 asked numpy for 7.45 GiB at the
+    first word."""
+    expected = f"max_characters_per_token must be an int from 3 to 1024, got {width!r}$"
+    with pytest.raises(ValueError, match="^ElmoTextEncoder: " + expected):
+        ElmoTextEncoder(width)
+    with pytest.raises(ValueError, match="^ElmoTokenizer: " + expected):
+        ElmoTokenizer(max_characters_per_token=width)
+
+
 def test_encoder_from_folder_reads_the_tokenizers_settings(tmp_path: Path) -> None:
     assert ElmoTextEncoder.from_folder(DEFAULT_MODEL).max_characters_per_token == 50
     ElmoTokenizer(max_characters_per_token=7).save_pretrained(tmp_path)
@@ -133,6 +164,10 @@ def test_encoder_from_folder_reads_the_tokenizers_settings(tmp_path: Path) -> No
         ({"tokenizer_config.json": "{"}, "tokenizer_config.json: cannot be read as JSON"),
         ({"tokenizer_config.json": "[]"}, "tokenizer_config.json: expected a JSON object, got a list"),
         ({"config.json": '{"max_characters_per_token": 2}'}, "config.json: max_characters_per_token must be an int"),
+        (
+            {"tokenizer_config.json": '{"max_characters_per_token": 1000000000}'},
+            r"tokenizer_config.json: max_characters_per_token must be an int from 3 to 1024, got 1000000000$",
+        ),
         ({"tokenizer_config.json": '{"pad_token": "<x>"}'}, "pad_token must be '<pad>'"),
         ({"tokenizer_config.json": "{}", "char_vocab.json": "{}"}, "char_vocab.json: this folder's tokenizer reads"),
         ({}, "neither tokenizer_config.json nor config.json is there"),
