@@ -73,6 +73,26 @@ def test_conformance_file_is_what_its_generator_writes() -> None:
     assert CONFORMANCE_FILE.stat().st_size < 64_000
 
 
+# Each reading of the split rule that clients took two ways (issue 50), by a piece of a line that decides it.
+OPEN_READINGS = {
+    "rule 3's word boundary applies to rule 4's n't": "n'tx",
+    "how many characters rule 9 takes after U+200D": "\U0001f468\u200d\u200d\U0001f469\U0001f467",
+    "whether rule 1's letter includes numerals": "\u00bd.S. \u216b.\u2163.",
+    "whether case-insensitive folds the long s": "it'\u017f",
+    "whether tags must follow U+1F3F4 before dropping": "\U0001f3f4\u200e\U000e0067",
+    "a word boundary at a chunk's end": "don't\u00a0it's",
+    "a trailing U+200D": "word\u200d ",
+    "the Greek iota beside a mark": "(\u0399\u03b1\u03bd",
+    "a character assigned since Unicode 14.0": "a\U00011f04b",
+}
+
+
+@pytest.mark.parametrize("reading", OPEN_READINGS)
+def test_the_conformance_file_decides_each_open_reading(reading: str) -> None:
+    cases = json.loads(CONFORMANCE_FILE.read_text(encoding="ascii"))["cases"]
+    assert any(OPEN_READINGS[reading] in case["line"] for case in cases), reading
+
+
 def test_tokenizer_and_front_end_pass_the_conformance_file() -> None:
     document = json.loads(CONFORMANCE_FILE.read_text(encoding="ascii"))
     encoder, tokenizer = ElmoTextEncoder(document["max_characters_per_token"]), ElmoTokenizer()
