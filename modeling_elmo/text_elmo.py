@@ -37,6 +37,7 @@ __all__ = [
     "DEFAULT_WORD_CACHE_SIZE",
     "EOS_WORD",
     "MAX_CHARACTERS_PER_TOKEN",
+    "SPLIT_RULE",
     "UNICODE_VERSION",
     "UNK_WORD",
     "ElmoTextEncoder",
@@ -412,6 +413,52 @@ def _nfc(text: str) -> str:
     if len(pieces) == 1:
         return unicodedata.normalize("NFC", text)
     return "".join(piece if index % 2 else unicodedata.normalize("NFC", piece) for index, piece in enumerate(pieces))
+
+
+# The split rule as a client in another language follows it, in Markdown: docs/onnx.md ("The split rule") and the
+# page of an exported folder state it in these words (tests/model/test_tokenizer_front_end.py holds them to it).
+SPLIT_RULE = """\
+Raw text becomes words by these steps, in this order, with Unicode 14.0's character properties on every Python
+(`text_elmo.py` carries them in a table: a newer Python's Unicode changes no word):
+
+1. **Drop** the invisible characters that say nothing: every format character (general category `Cf`) but the
+   zero-width space U+200B, the zero-width non-joiner U+200C and joiner U+200D (the bidirectional marks, the soft
+   hyphen, the word joiner, U+FEFF inside a line, ...), and every lone surrogate (U+D800..U+DFFF); but keep an emoji
+   tag sequence, U+1F3F4 then one or more of U+E0020..U+E007E then U+E007F, where its characters follow each other
+   in the text as given (an invisible character among them breaks it: its tags are then dropped, as format
+   characters). On ASCII text steps 1 and 2 change nothing.
+2. **NFC**-normalise (not NFKC: the ligature `\ufb01` and full-width digits stay) as Unicode 14.0 does: a code point
+   unassigned in 14.0 stays as it is, and nothing composes or reorders across it.
+3. **Chunks**: split on white space (U+0009..U+000D, U+001C..U+0020, U+0085, U+00A0, U+1680, U+2000..U+200A,
+   U+2028, U+2029, U+202F, U+205F, U+3000; Python's `str.split()`). A chunk that is exactly `<S>` or `</S>` is one
+   word.
+4. **Words**: inside a chunk, from its start, take the first of these that matches, as a word; where none matches,
+   skip one character (this is where the controls U+0000..U+001F, U+007F..U+009F and U+200B separate words, and
+   where a joiner or a combining mark with nothing before it in its word is dropped). Let *X* be the extenders (the
+   marks `Mn`, `Mc`, `Me`; U+200C, U+200D; the skin tones U+1F3FB..U+1F3FF; the tags U+E0020..U+E007F), `\\w` a
+   word character (a letter `L*`, a number `N*`, or `_`), `\\d` a decimal digit (`Nd`), *a letter* a `\\w` that
+   is neither `\\d` nor `_` (numerals such as `\u00bd` and `\u216b` are letters), and *a boundary* a place after
+   a `\\w` where no `\\w` follows: the chunk's end, or any other character (a mark, a control, U+200B). Only
+   the clitics' letters match case-insensitively: `n`, `t`, `s`, `r`, `e`, `v`, `l`, `d`, `m` in either ASCII
+   case, and U+017F (`\u017f`, the long s) as `s`; nothing else does (a Greek iota is a letter, never a mark).
+   1. an abbreviation: two or more of (a letter *X*\\*, then `.`): `U.S.`, `e.g.`, `\u00bd.S.`;
+   2. a number: (`\\d` *X*\\*)+, then any count of (one of `. , : /`, then (`\\d` *X*\\*)+): `3.14`,
+      `1,000.50`, `10:30`;
+   3. (`\\w` *X*\\*)+ followed by `n't` and a boundary: `do` of `don't`, not of `don'tx`; 4. `n't`, then a boundary;
+   5. a clitic: `'s`, `'re`, `'ve`, `'ll`, `'d` or `'m`, then a boundary;
+   6. a word: (`\\w` *X*\\*)+ with inner hyphens (`-` then more of it) and inner apostrophes (`'` not starting a
+      clitic and a boundary, then more of it): `bio-identical`, `o'clock`, `n'tx`;
+   7. `...` or `--`;
+   8. two regional indicators (U+1F1E6..U+1F1FF): a flag;
+   9. any other character that is not a control, U+200B, a joiner or a mark, with its *X*\\*; then, while the last
+      character taken is U+200D, one more such character with its *X*\\* (an emoji sequence: a family; two joiners
+      in a row join once: U+1F468 U+200D U+200D U+1F469 U+1F467 is two words, the last U+1F467).
+5. A word's trailing U+200C and U+200D are removed (they join nothing; one before a mark is not trailing).
+
+Rule 9 is why `(a)` is three words and a lone U+0301 or U+FE0F between spaces is none. Then each word gets its ids
+by the character-id rule. `text_elmo_conformance.json`, beside `text_elmo.py`, holds a case (a raw line, its words
+and their ids) for each rule and for each reading above that clients took two ways.
+"""
 
 
 def split_words(text: str) -> list[str]:

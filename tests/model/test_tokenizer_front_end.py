@@ -81,7 +81,7 @@ OPEN_READINGS = {
     "whether case-insensitive folds the long s": "it'\u017f",
     "whether tags must follow U+1F3F4 before dropping": "\U0001f3f4\u200e\U000e0067",
     "a word boundary at a chunk's end": "don't\u00a0it's",
-    "a trailing U+200D": "word\u200d ",
+    "a trailing U+200D": "\U0001f44d\u200d\u200d ",
     "the Greek iota beside a mark": "(\u0399\u03b1\u03bd",
     "a character assigned since Unicode 14.0": "a\U00011f04b",
 }
@@ -91,6 +91,14 @@ OPEN_READINGS = {
 def test_the_conformance_file_decides_each_open_reading(reading: str) -> None:
     cases = json.loads(CONFORMANCE_FILE.read_text(encoding="ascii"))["cases"]
     assert any(OPEN_READINGS[reading] in case["line"] for case in cases), reading
+
+
+def test_the_docs_state_the_split_rule_in_the_front_ends_words() -> None:
+    """docs/onnx.md states `text_elmo.SPLIT_RULE` word for word (the page of an exported folder does too:
+    tests/onnx/test_onnx_export.py), each reading the conformance file decides among it."""
+    docs = (ROOT / "docs" / "onnx.md").read_text(encoding="utf-8")
+    assert modeling_elmo.text_elmo.SPLIT_RULE in docs
+    assert "onnxruntime-web" in docs and "externalData" in docs
 
 
 def test_tokenizer_and_front_end_pass_the_conformance_file() -> None:
