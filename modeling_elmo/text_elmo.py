@@ -4,7 +4,8 @@ One self-contained file (the standard library and numpy; no torch, no transforme
 home of the rules that turn text into ELMo's inputs, so that it can be copied alone beside an exported graph (an
 ONNX folder, a Triton python-backend model) and a client needs nothing else:
 
-- the word splitter (`split_words`): PTB-like, NFC, invisible characters out, never inside a grapheme cluster;
+- the word splitter (`split_words`): PTB-like, NFC, invisible characters out, never inside a grapheme cluster, by
+  Unicode 14.0's character classes on every Python (a table of them, written in by tests/helpers/unicode_table.py);
 - the character-id rule (`word_to_char_ids`, batched `words_to_char_ids`): bilm-tf's and AllenNLP's UTF-8 bytes,
   and ELMoForManyLangs' code points (`word_to_code_point_ids`, `words_to_code_point_ids`);
 - the sentence-marker words and their character ids (`BOS_WORD`, `EOS_WORD`, `BILM_TF_CHAR_IDS`);
@@ -12,8 +13,9 @@ ONNX folder, a Triton python-backend model) and a client needs nothing else:
 - `ElmoTextEncoder`: raw lines or words -> `input_ids` (batch, words, chars) and `attention_mask` (batch, words),
   exactly as `ElmoTokenizer` (tokenization_elmo.py, which calls this module) gives them.
 
-The rules, stated for clients in other languages, are in docs/onnx.md ("The split rule"); the conformance file
-text_elmo_conformance.json holds raw lines with their words, ids and mask, one case per rule.
+The split rule, stated for clients in other languages, is `SPLIT_RULE` (docs/onnx.md and an exported folder's page
+state it in its words); the conformance file text_elmo_conformance.json holds raw lines with their words, ids and
+mask, one case per rule and per reading of it that clients took two ways.
 """
 
 from __future__ import annotations
