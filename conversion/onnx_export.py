@@ -46,6 +46,7 @@ from elmo_transformers.common.onnx_layout import (
 )
 from elmo_transformers.common.run_folder import TRAINING_RECORDS
 from modeling_elmo import ElmoConfig, ElmoForSequenceClassification, ElmoForTokenClassification, ElmoModel
+from modeling_elmo.text_elmo import SPLIT_RULE
 from modeling_elmo.tokenization_elmo import ElmoTokenizer
 
 from .convert_options import OnnxOptions
@@ -453,6 +454,24 @@ session = onnxruntime.InferenceSession("{name}/{float_graph}")
 outputs = session.run(None, encoder.encode_text(["Hello world.", "Hi!"]))  # raw lines (encode_words: split ones)
 ```
 
+### Raw text: the split rule
+
+`encode_text` splits each line into words with `text_elmo.split_words`, by this rule:
+
+{split_rule}
+A client in another language passes when it gives every case of `{conformance}` (in this folder) its words and ids,
+and the batch its arrays.
+
+### In a browser (onnxruntime-web)
+
+A browser cannot open `{float_graph}_data` by path: name it in the session's options, or the weights are missing.
+
+```javascript
+const session = await ort.InferenceSession.create("{float_graph}", {{
+  externalData: [{{ path: "{float_graph}_data", data: "{float_graph}_data" }}],  // data: a URL, or the file's bytes
+}});
+```
+
 **The mask decides a sentence's words**, not the ids: its words are the positions before the first 0 of its
 `attention_mask` (any non-zero value counts as 1), and everything after that first 0 is padding, whatever the mask or
 the ids say there (ids past the words are never read). The tokenizer's masks are ones then zeros, and then this is
@@ -556,6 +575,8 @@ def _write_model_page(folder: Path, source: Path, model: torch.nn.Module, result
         parity_bar=FLOAT_PARITY_BAR,
         cosine_bar=INT8_COSINE_BAR,
         batch_bar=INT8_BATCH_BAR,
+        split_rule=SPLIT_RULE,
+        conformance=_CONFORMANCE_FILE,
     )
     (folder / "README.md").write_text(page, encoding="utf-8")
 

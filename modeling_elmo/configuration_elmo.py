@@ -12,7 +12,7 @@ from huggingface_hub.errors import StrictDataclassClassValidationError, StrictDa
 from transformers import PreTrainedConfig
 
 from .kernels_elmo import LSTM_IMPLEMENTATIONS
-from .text_elmo import BILM_TF_CHAR_IDS
+from .text_elmo import BILM_TF_CHAR_IDS, MAX_CHARACTERS_PER_TOKEN
 
 __all__ = [
     "BILM_TF_CHAR_VOCAB_SIZE",
@@ -121,6 +121,11 @@ _DROPOUT = _value_check("a number in [0, 1)", lambda value: _is_number(value) an
 _CLIP = _value_check("a positive number", lambda value: _is_number(value) and value > 0, optional=True)
 # (a filter's width is checked against max_characters_per_token once every field fits)
 _FILTERS = _value_check("a non-empty list of [width, count] pairs of positive integers", _is_filter_list)
+# (text_elmo owns the limits: the tokenizer and the numpy front end check them too)
+_WORD_WIDTH = _value_check(
+    f"an integer from {MAX_CHARACTERS_PER_TOKEN.start} to {MAX_CHARACTERS_PER_TOKEN.stop - 1}",
+    lambda value: _is_int(value) and value in MAX_CHARACTERS_PER_TOKEN,
+)
 _DICT = _value_check("a dict (JSON object)", lambda value: isinstance(value, dict), optional=True)
 _LAYER_LIST = _list_check("a list of layer indices", _is_int)
 _NUMBER_LIST = _list_check("a list of numbers", _is_number)
@@ -218,7 +223,7 @@ class ElmoConfig(PreTrainedConfig):
 
     char_vocab_size: int = validated_field(_POSITIVE_INT, default=BILM_TF_CHAR_VOCAB_SIZE)
     # bow, eow and a character: the shortest word, and each sentence marker
-    max_characters_per_token: int = validated_field(_int_check(3), default=50)
+    max_characters_per_token: int = validated_field(_WORD_WIDTH, default=50)
     char_embedding_dim: int = validated_field(_POSITIVE_INT, default=16)
     char_cnn_filters: Sequence[Sequence[int]] = validated_field(_FILTERS, default=ORIGINAL_CHAR_CNN_FILTERS)
     char_cnn_activation: str = validated_field(_choice_check(CHAR_CNN_ACTIVATIONS), default="relu")

@@ -31,6 +31,7 @@ from .text_elmo import (
     DEFAULT_WORD_CACHE_SIZE,
     EOS_WORD,
     WordCache,
+    checked_max_characters_per_token,
     split_words,
     word_to_char_ids,
     word_to_code_point_ids,
@@ -95,9 +96,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
         word_cache_size: int = DEFAULT_WORD_CACHE_SIZE,
         **kwargs,
     ) -> None:
-        if max_characters_per_token < 3:
-            raise ValueError(f"max_characters_per_token must be at least 3, got {max_characters_per_token}")
-        self.max_characters_per_token = max_characters_per_token
+        self.max_characters_per_token = checked_max_characters_per_token(max_characters_per_token, "ElmoTokenizer: ")
         self.char_vocab = _read_json_vocabulary(char_vocab_file)
         self.word_vocab = _read_json_vocabulary(word_vocab_file)
         self.special_char_ids = dict(special_char_ids or BILM_TF_CHAR_IDS)

@@ -16,10 +16,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-import unicodedata
 from pathlib import Path
 
-from modeling_elmo.text_elmo import ElmoTextEncoder
+from modeling_elmo.text_elmo import UNICODE_VERSION, ElmoTextEncoder
 
 __all__ = ["CASES", "CONFORMANCE_FILE", "conformance_text"]
 
@@ -113,6 +112,61 @@ CASES: list[tuple[str, str, list[str]]] = [
         "\u65e5\u672c\u8a9e\u3067\u3059\u3002 na\u00efve \u0645\u0631\u062d\u0628\u0627",
         ["\u65e5\u672c\u8a9e\u3067\u3059", "\u3002", "na\u00efve", "\u0645\u0631\u062d\u0628\u0627"],
     ),
+    (
+        "rules 3-5: n't and a clitic need a word boundary after them (no word character follows): n'tx is a word",
+        "n'tx don'tx n't don't it'sx 'sx it's",
+        ["n'tx", "don'tx", "n't", "do", "n't", "it'sx", "'", "sx", "it", "'s"],
+    ),
+    (
+        "rules 3-5: a chunk's end, a control, U+200B and a mark are word boundaries (the mark, left alone, is dropped)",
+        "don't\u00a0it's I'm\u200bwe'd it's\x00x don't\u0301",
+        ["do", "n't", "it", "'s", "I", "'m", "we", "'d", "it", "'s", "x", "do", "n't"],
+    ),
+    (
+        "rules 3-5: the clitics' letters match in either ASCII case, and U+017F (long s) as s; nothing else does",
+        "DON'T it'\u017f I'M We'Ll",
+        ["DO", "N'T", "it", "'\u017f", "I", "'M", "We", "'Ll"],
+    ),
+    (
+        "rule 1: a letter is a \\w that is no decimal digit and no _: numerals (No, Nl) are letters",
+        "\u00bd.S. \u216b.\u2163. 1.S. \u00b2.x.",
+        ["\u00bd.S.", "\u216b.\u2163.", "1", ".", "S", ".", "\u00b2.x."],
+    ),
+    (
+        "rule 9: after the U+200D that ends a run of extenders, one more character: two joiners in a row take one",
+        f"\U0001f468\u200d\u200d\U0001f469\U0001f467 {FAMILY}",
+        ["\U0001f468\u200d\u200d\U0001f469", "\U0001f467", FAMILY],
+    ),
+    (
+        "step 1: a tag sequence is kept only where its tags follow U+1F3F4 in the line as given, before any dropping",
+        f"\U0001f3f4\u200e{ENGLAND[1:]} {ENGLAND[:3]}\u200e{ENGLAND[3:]} {ENGLAND}\u200e",
+        ["\U0001f3f4", "\U0001f3f4", ENGLAND],
+    ),
+    (
+        "step 5: a word's trailing joiners are removed, a lone joiner is no word, a joiner before a mark stays",
+        f"word\u200d \U0001f44d\u200d\u200d \u200d a\u200d\u0301 {PERSIAN[:2]}\u200c",
+        ["word", "\U0001f44d", "a\u200d\u0301", PERSIAN[:2]],
+    ),
+    (
+        "only the clitics match case-insensitively: the Greek iota (U+0345 folds to it) is a letter, never a mark",
+        "(\u0399\u03b1\u03bd\u03bf\u03c5\u03ac\u03c1\u03b9\u03bf\u03c2 2020) \U0001f44d\U0001f3fd (\u03b9 (\u1fbe",
+        [
+            "(",
+            "\u0399\u03b1\u03bd\u03bf\u03c5\u03ac\u03c1\u03b9\u03bf\u03c2",
+            "2020",
+            ")",
+            "\U0001f44d\U0001f3fd",
+            "(",
+            "\u03b9",
+            "(",
+            "\u03b9",
+        ],
+    ),
+    (
+        "Unicode 14.0 on any Python: a character assigned since is an unassigned code point (a symbol and a starter)",
+        "a\U00011f04b \U0001e4f1\U0001e4f2 a\U00013439b a\U00011f42\u0301",
+        ["a", "\U00011f04", "b", "\U0001e4f1", "\U0001e4f2", "a", "\U00013439", "b", "a", "\U00011f42\u0301"],
+    ),
     ("an empty line has no word", "", []),
     ("a line of spaces and invisible characters has no word", " \t\u200e\x00\u200b \u0301", []),
 ]
@@ -145,7 +199,7 @@ def conformance_text() -> str:
     batch = encoder.encode_text(BATCH)
     header = {
         "about": _ABOUT,
-        "unicode_version": unicodedata.unidata_version,
+        "unicode_version": UNICODE_VERSION,
         "max_characters_per_token": encoder.max_characters_per_token,
     }
     lines = [f" {json.dumps(key)}: {json.dumps(value)}," for key, value in header.items()]

@@ -41,7 +41,8 @@ def _folder_with(fixture_model_folder: Path, destination: Path, **fields: Any) -
         # the edges of each kind of check: JSON's true is no count, a clip of 0 clips everything, a dropout of 1
         # drops everything, and NaN or infinity is no number
         ("num_hidden_layers", True, "num_hidden_layers must be a positive integer, got true"),
-        ("max_characters_per_token", 2, "max_characters_per_token must be an integer >= 3, got 2"),
+        ("max_characters_per_token", 2, "max_characters_per_token must be an integer from 3 to 1024, got 2"),
+        ("max_characters_per_token", 1025, "max_characters_per_token must be an integer from 3 to 1024, got 1025"),
         ("proj_clip", 0, "proj_clip must be a positive number or null, got 0"),
         ("classifier_dropout", 1, "classifier_dropout must be a number in [0, 1), got 1"),
         ("mix_dropout", 1, "mix_dropout must be a number in [0, 1), got 1"),
@@ -105,7 +106,7 @@ def test_the_weight_counts_are_the_models(fixture_model_folder: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "value"),
     [
-        ("max_characters_per_token", 1_000_000),
+        ("max_characters_per_token", 1000),
         ("special_char_ids", {"bos": 1, "bow": 259, "eos": 2, "eow": 260, "pad": 261}),
     ],
 )

@@ -25,7 +25,8 @@ from modeling_elmo import DEFAULT_MODEL, ElmoTextEncoder, ElmoTokenizer, split_w
 ROOT = Path(__file__).resolve().parents[2]
 # every file of raw text the tests hold, one sentence a line
 CORPORA = [ROOT / "examples" / "sentences.txt", ROOT / "tests" / "model" / "data" / "heldout_sample.txt"]
-MARKS = [chr(code) for code in range(sys.maxunicode + 1) if unicodedata.category(chr(code)) in ("Mn", "Mc", "Me")]
+# Unicode 14.0's marks, which the front end reads on every Python
+MARKS = [chr(code) for first, last in modeling_elmo.text_elmo._MARK for code in range(first, last + 1)]
 
 
 def _corpus_lines() -> list[str]:
@@ -73,6 +74,34 @@ def test_conformance_file_is_what_its_generator_writes() -> None:
     assert CONFORMANCE_FILE.stat().st_size < 64_000
 
 
+# Each reading of the split rule that clients took two ways (issue 50), by a piece of a line that decides it.
+OPEN_READINGS = {
+    "rule 3's word boundary applies to rule 4's n't": "n'tx",
+    "how many characters rule 9 takes after U+200D": "\U0001f468\u200d\u200d\U0001f469\U0001f467",
+    "whether rule 1's letter includes numerals": "\u00bd.S. \u216b.\u2163.",
+    "whether case-insensitive folds the long s": "it'\u017f",
+    "whether tags must follow U+1F3F4 before dropping": "\U0001f3f4\u200e\U000e0067",
+    "a word boundary at a chunk's end": "don't\u00a0it's",
+    "a trailing U+200D": "\U0001f44d\u200d\u200d ",
+    "the Greek iota beside a mark": "(\u0399\u03b1\u03bd",
+    "a character assigned since Unicode 14.0": "a\U00011f04b",
+}
+
+
+@pytest.mark.parametrize("reading", OPEN_READINGS)
+def test_the_conformance_file_decides_each_open_reading(reading: str) -> None:
+    cases = json.loads(CONFORMANCE_FILE.read_text(encoding="ascii"))["cases"]
+    assert any(OPEN_READINGS[reading] in case["line"] for case in cases), reading
+
+
+def test_the_docs_state_the_split_rule_in_the_front_ends_words() -> None:
+    """docs/onnx.md states `text_elmo.SPLIT_RULE` word for word (the page of an exported folder does too:
+    tests/onnx/test_onnx_export.py), each reading the conformance file decides among it."""
+    docs = (ROOT / "docs" / "onnx.md").read_text(encoding="utf-8")
+    assert modeling_elmo.text_elmo.SPLIT_RULE in docs
+    assert "onnxruntime-web" in docs and "externalData" in docs
+
+
 def test_tokenizer_and_front_end_pass_the_conformance_file() -> None:
     document = json.loads(CONFORMANCE_FILE.read_text(encoding="ascii"))
     encoder, tokenizer = ElmoTextEncoder(document["max_characters_per_token"]), ElmoTokenizer()
@@ -117,6 +146,37 @@ def test_front_end_refuses_lines_given_as_words_and_words_that_are_not_strings()
         encoder.encode_text("one line")
 
 
+def test_front_end_reads_an_iterator_of_lines_or_sentences_once() -> None:
+    """An iterator is read once: its lines are encoded, not consumed by a type check and encoded as no batch."""
+    encoder, lines = ElmoTextEncoder(), ["It's a test.", "", "e\u0301cole"]
+    _assert_same(encoder.encode_text(iter(lines)), encoder.encode_text(lines))
+    _assert_same(encoder.encode_text(line for line in lines), encoder.encode_text(lines))
+    sentences = [split_words(line) for line in lines]
+    _assert_same(encoder.encode_words(iter(sentences)), encoder.encode_words(sentences))
+    with pytest.raises(TypeError, match="got a bytes among them"):
+        encoder.encode_text(iter(["a line", b"bytes"]))
+
+
+@pytest.mark.parametrize(("text", "kind"), [(None, "NoneType"), (b"a line", "bytes"), (["a line"], "list")])
+def test_split_refuses_what_is_not_a_str(text: object, kind: str) -> None:
+    message = f"^split_words takes one raw line, a str; got a {kind}$"
+    with pytest.raises(TypeError, match=message):
+        split_words(text)
+    with pytest.raises(TypeError, match=message):
+        ElmoTextEncoder().split(text)
+
+
+@pytest.mark.parametrize("width", [2, 1025, 10**9, True, 50.0])
+def test_a_word_width_outside_the_limits_is_refused_in_one_line(width: object) -> None:
+    """One owner of the limits (text_elmo.MAX_CHARACTERS_PER_TOKEN): a width of 10**9 asked numpy for 7.45 GiB at the
+    first word."""
+    expected = f"max_characters_per_token must be an int from 3 to 1024, got {width!r}$"
+    with pytest.raises(ValueError, match="^ElmoTextEncoder: " + expected):
+        ElmoTextEncoder(width)
+    with pytest.raises(ValueError, match="^ElmoTokenizer: " + expected):
+        ElmoTokenizer(max_characters_per_token=width)
+
+
 def test_encoder_from_folder_reads_the_tokenizers_settings(tmp_path: Path) -> None:
     assert ElmoTextEncoder.from_folder(DEFAULT_MODEL).max_characters_per_token == 50
     ElmoTokenizer(max_characters_per_token=7).save_pretrained(tmp_path)
@@ -133,6 +193,10 @@ def test_encoder_from_folder_reads_the_tokenizers_settings(tmp_path: Path) -> No
         ({"tokenizer_config.json": "{"}, "tokenizer_config.json: cannot be read as JSON"),
         ({"tokenizer_config.json": "[]"}, "tokenizer_config.json: expected a JSON object, got a list"),
         ({"config.json": '{"max_characters_per_token": 2}'}, "config.json: max_characters_per_token must be an int"),
+        (
+            {"tokenizer_config.json": '{"max_characters_per_token": 1000000000}'},
+            r"tokenizer_config.json: max_characters_per_token must be an int from 3 to 1024, got 1000000000$",
+        ),
         ({"tokenizer_config.json": '{"pad_token": "<x>"}'}, "pad_token must be '<pad>'"),
         ({"tokenizer_config.json": "{}", "char_vocab.json": "{}"}, "char_vocab.json: this folder's tokenizer reads"),
         ({}, "neither tokenizer_config.json nor config.json is there"),

@@ -45,6 +45,7 @@ from modeling_elmo import (
     ElmoModel,
     ElmoTokenizer,
 )
+from modeling_elmo.text_elmo import SPLIT_RULE
 
 TOLERANCE = 1e-5
 AWKWARD = [
@@ -166,6 +167,18 @@ def test_plain_numpy_char_ids_are_the_tokenizers(bilm_folder: Path) -> None:
     for name, array in _encode(AWKWARD).items():
         assert np.array_equal(array, expected[name]), name
     assert "b1 + 1" in (bilm_folder / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_model_page_states_the_split_rule_and_the_browsers_option(bilm_folder: Path) -> None:
+    """The page states the split rule (the front end's own words), names the conformance file beside it, and says
+    that onnxruntime-web needs the weights named in `externalData`."""
+    page = (bilm_folder / "README.md").read_text(encoding="utf-8")
+    assert SPLIT_RULE in page
+    assert (
+        "`text_elmo_conformance.json` (in this folder)" in page
+        and (bilm_folder / "text_elmo_conformance.json").is_file()
+    )
+    assert 'externalData: [{ path: "model.onnx_data", data: "model.onnx_data" }]' in page
 
 
 def test_the_model_pages_code_runs(bilm_folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
