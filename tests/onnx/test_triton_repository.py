@@ -34,8 +34,9 @@ from triton_server import (
     triton_server,
 )
 
-from elmo_transformers.common.onnx_layout import graph_weights
+from elmo_transformers.common.onnx_layout import GraphSignature, GraphTensor, graph_weights
 from elmo_transformers.conversion.cli import main
+from elmo_transformers.conversion.triton_repository import ensemble_config, model_config, text_encoder_config
 from modeling_elmo import ElmoForSequenceClassification, ElmoForTokenClassification, ElmoTokenizer
 
 # ONNX's element types as Triton's config names them.
@@ -481,3 +482,27 @@ def test_a_graph_with_external_data_brings_its_data_into_the_triton_model(
         sentences = ["Hello , world", ""]
         copy = _graph_outputs(tmp_path / "models" / model / "1" / "model.onnx", sentences, tmp_path / "elmo")
         _assert_same_outputs(copy, _graph_outputs(tmp_path / "elmo" / graph, sentences))
+
+
+@pytest.mark.parametrize("name", ['el"mo', "el\\mo", "el\nmo", "élmo ✓", "tab\there"])
+def test_a_model_name_of_any_characters_gives_configs_that_triton_parses(
+    model_config_pb2: ModuleType, name: str
+) -> None:
+    """The model is named after the --output folder: a quote in it wrote an ensemble config that Triton's schema
+    rejected (the step's model name was written unescaped)."""
+    signature = GraphSignature(
+        inputs=(
+            GraphTensor("input_ids", "int64", ("batch", "words", 50)),
+            GraphTensor("attention_mask", "int64", ("batch", "words")),
+        ),
+        outputs=(GraphTensor("last_hidden_state", "float", ("batch", "words", 32)),),
+    )
+    encoder, ensemble = name + "_text_encoder", name + "_text"
+    configs = {
+        name: model_config(name, signature),
+        encoder: text_encoder_config(encoder, signature),
+        ensemble: ensemble_config(ensemble, encoder, name, signature),
+    }
+    parsed = {model: text_format.Parse(text, model_config_pb2.ModelConfig()) for model, text in configs.items()}
+    assert {model: config.name for model, config in parsed.items()} == {model: model for model in configs}
+    assert [step.model_name for step in parsed[ensemble].ensemble_scheduling.step] == [encoder, name]
