@@ -439,12 +439,9 @@ def _python_backend_stand_in() -> ModuleType:
     return backend
 
 
-def test_the_text_encoders_model_alone_encodes_each_request_as_the_tokenizer_does(
-    exports: tuple[Path, dict[str, Path]], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Its model.py under a stand-in of the python backend's module (where no tritonserver can be had): each
-    request padded to its own longest sentence, the tokenizer's ids; a row that is not UTF-8 gets one line."""
-    repository, sources = exports
+def _text_encoder_model(repository: Path, monkeypatch: pytest.MonkeyPatch) -> object:
+    """The front-end model's model.py under a stand-in of the python backend's module (where no tritonserver can be
+    had), initialised."""
     monkeypatch.setitem(sys.modules, "triton_python_backend_utils", _python_backend_stand_in())
     monkeypatch.setitem(sys.modules, "text_elmo", None)  # (the model loads its own: removed after the test)
     spec = importlib.util.spec_from_file_location("text_encoder_model", repository / "bilm_text_encoder/1/model.py")
@@ -453,6 +450,16 @@ def test_the_text_encoders_model_alone_encodes_each_request_as_the_tokenizer_doe
     model = module.TritonPythonModel()
     outputs = [{"name": "input_ids"}, {"name": "attention_mask"}]
     model.initialize({"model_config": json.dumps({"output": outputs})})
+    return model
+
+
+def test_the_text_encoders_model_alone_encodes_each_request_as_the_tokenizer_does(
+    exports: tuple[Path, dict[str, Path]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each request padded to its own longest sentence, the tokenizer's ids; a row that is not UTF-8 gets one
+    line."""
+    repository, sources = exports
+    model = _text_encoder_model(repository, monkeypatch)
     batches = [AWKWARD_SENTENCES, [""], ["x" * 60, "short"]]
     rows = [np.array([[sentence.encode("utf-8")] for sentence in batch], dtype=object) for batch in batches]
     rows.append(np.array([[b"fine"], [b"ok\xff"]], dtype=object))
@@ -467,6 +474,27 @@ def test_the_text_encoders_model_alone_encodes_each_request_as_the_tokenizer_doe
     assert responses[-1].error.message == (
         "text row 1 is not UTF-8 (invalid start byte at byte 2): send each sentence as UTF-8"
     )
+
+
+@pytest.mark.parametrize(
+    ("row", "error"),
+    [
+        ("a " * 40_000, "text row 1 is 80,000 bytes, over the 65,536 a sentence may have: send one sentence per row"),
+        ("a," * 2_100, "text row 1 has 4,200 words, over the 4,096 a sentence may have: send one sentence per row"),
+    ],
+)
+def test_the_text_encoders_model_refuses_a_request_over_its_bounds(
+    exports: tuple[Path, dict[str, Path]], monkeypatch: pytest.MonkeyPatch, row: str, error: str
+) -> None:
+    """A request's ids are 400 bytes a word, padded to its longest sentence: a 33 MB row of one-letter words asked
+    for 4.2 GB and died in MemoryError after 44 s. A sentence over the bounds is refused, the request answered."""
+    model = _text_encoder_model(exports[0], monkeypatch)
+    rows = np.array([[b"fine"], [row.encode("utf-8")]], dtype=object)
+    (response,) = model.execute([{"text": SimpleNamespace(as_numpy=lambda: rows)}])
+    assert response.error.message == error and response.tensors == []
+    rows = np.array([[b"fine"], [("a " * 4096).encode("utf-8")]], dtype=object)  # (the most words a sentence may have)
+    (response,) = model.execute([{"text": SimpleNamespace(as_numpy=lambda: rows)}])
+    assert response.error is None and response.tensors[0].as_numpy().shape == (2, 4096, 50)
 
 
 def test_a_graph_with_external_data_brings_its_data_into_the_triton_model(
