@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import numbers
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -958,6 +959,8 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
         """
         self.check_softmax_is_trained()
         proposable = self.config.vocab_size - len(set(excluded_ids))
+        if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral):  # (a bool is an int to torch)
+            raise TypeError(f"top_k must be an int (how many substitutes), got {top_k!r}")
         if not 1 <= top_k <= proposable:
             raise ValueError(f"top_k must lie in 1..{proposable} (the words that can be proposed), got {top_k}")
         word_mask = self.elmo._word_mask(input_ids, attention_mask)
