@@ -10,8 +10,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import numbers
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -378,6 +380,42 @@ def _device_of(stack: ElmoLstmStack) -> torch.device:
     return devices.pop()
 
 
+def _refuse_unusable_placement(device_map: object, offload_folder: str | os.PathLike | None) -> None:
+    """Refuse, before loading, a `device_map` onto the meta device (transformers' "Unsupported device type") and an
+    `offload_folder` that is a file or lies under one (accelerate's FileExistsError)."""
+    devices = device_map.values() if isinstance(device_map, dict) else [device_map]
+    if any(device is not None and str(device).split(":")[0] == "meta" for device in devices):
+        raise ValueError(
+            f"device_map={device_map!r}: the meta device holds no data, so nothing can be computed on it; map the"
+            ' model to "cpu", a cuda device or "disk" (with an offload_folder)'
+        )
+    if offload_folder is not None:
+        folder = Path(offload_folder).absolute()
+        existing = next(path for path in (folder, *folder.parents) if path.exists())
+        if not existing.is_dir():
+            raise ValueError(
+                f"offload_folder {offload_folder}: {existing} is a file, not a folder: name a folder for the"
+                " offloaded weights (it is made if it does not exist)"
+            )
+
+
+def _refuse_split_modules(model: nn.Module) -> None:
+    """Refuse a loaded model whose device map put the parts of a module of `_no_split_modules` on different devices
+    (the character encoder's layers read their weights outside their own `forward`: the first batch met "weight is
+    on the meta device, we need a `value`"); a map that keeps each whole, as device_map="auto" does, passes."""
+    device_map = getattr(model, "hf_device_map", None) or {}
+    for name, module in model.named_modules():
+        if type(module).__name__ not in model._no_split_modules:
+            continue
+        inside = {key: device for key, device in device_map.items() if f"{key}.".startswith(f"{name}.")}
+        if len({str(device) for device in inside.values()}) > 1:
+            places = ", ".join(f"{key}: {device}" for key, device in inside.items())
+            raise ValueError(
+                f"device_map places the parts of {name} ({type(module).__name__}) apart ({places}): map {name}"
+                ' to one device as a whole (it is in _no_split_modules; device_map="auto" keeps it whole)'
+            )
+
+
 def _run_each_stack_on_its_device(
     stacks: Sequence[ElmoLstmStack],
     inputs: torch.Tensor,
@@ -415,9 +453,12 @@ class ElmoPreTrainedModel(PreTrainedModel):
     def from_pretrained(cls, *args, **kwargs):
         """transformers' `from_pretrained`, then a warning (transformers' logging) naming the first weight that holds
         a NaN or an infinity: such a weight makes the outputs computed with it NaN, with no other word (a pass over
-        the loaded weights; see `non_finite_weight`)."""
+        the loaded weights; see `non_finite_weight`). A `device_map` or `offload_folder` that cannot serve is
+        refused in one line (`_refuse_unusable_placement`, `_refuse_split_modules`)."""
+        _refuse_unusable_placement(kwargs.get("device_map"), kwargs.get("offload_folder"))
         loaded = super().from_pretrained(*args, **kwargs)
         model = loaded[0] if isinstance(loaded, tuple) else loaded  # output_loading_info=True gives a tuple
+        _refuse_split_modules(model)
         problem = model.non_finite_weight()
         if problem:
             source = args[0] if args else kwargs.get("pretrained_model_name_or_path")
