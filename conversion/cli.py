@@ -8,7 +8,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from elmo_transformers.common.errors import ElmoError, report_error, report_interruption
+from elmo_transformers.common.errors import ConversionError, ElmoError, report_error, report_interruption
+from elmo_transformers.common.extras import missing_dependencies_refused
 
 from .command import COMMANDS, ConverterCommand
 
@@ -75,10 +76,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         options = command.options.from_arguments(args)  # (each option's own checks)
         # Torch is imported here, once the arguments are parsed: seconds in which a Ctrl-C is caught too.
-        from modeling_elmo.native_elmo import set_native_libraries
+        with missing_dependencies_refused(ConversionError):  # (an install with --no-deps)
+            from modeling_elmo.native_elmo import set_native_libraries
 
-        set_native_libraries()  # before the first kernel: the parity measured is that of every run
-        summary = command.run(options)
+            set_native_libraries()  # before the first kernel: the parity measured is that of every run
+            summary = command.run(options)
         if repo:
             from .hub import push_folder
 
