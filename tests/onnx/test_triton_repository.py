@@ -534,3 +534,50 @@ def test_a_model_name_of_any_characters_gives_configs_that_triton_parses(
     parsed = {model: text_format.Parse(text, model_config_pb2.ModelConfig()) for model, text in configs.items()}
     assert {model: config.name for model, config in parsed.items()} == {model: model for model in configs}
     assert [step.model_name for step in parsed[ensemble].ensemble_scheduling.step] == [encoder, name]
+
+
+_STALLED_EXPORT = """
+import sys, time
+from pathlib import Path
+from elmo_transformers.conversion import onnx_export
+
+def stalled(*args, **kwargs):
+    Path(sys.argv[1]).write_text("measuring", encoding="utf-8")
+    time.sleep(600)
+
+onnx_export._parity = stalled
+from elmo_transformers.conversion.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_a_sigterm_during_an_export_leaves_no_staging_folder_and_no_lock(
+    fixture_model_folder: Path, tmp_path: Path
+) -> None:
+    """SIGTERM ended Python at once: each `elmo-convert onnx` killed so left its 12 MB `.partial` staging folders
+    (the ONNX folder's and each Triton model's) and their locks, which no later run removed."""
+    import signal
+    import time
+
+    work, ready = tmp_path / "work", tmp_path / "ready"
+    work.mkdir()
+    command = ["onnx", "--model", str(fixture_model_folder), "--output", str(work / "elmo")]
+    command += ["--triton-repository", str(work / "models")]
+    process = subprocess.Popen(
+        [sys.executable, "-c", _STALLED_EXPORT, str(ready), *command], stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not ready.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert ready.exists(), process.stderr.read() if process.poll() is not None else "no measurement in 120 s"
+        assert any(path.name.endswith(".partial") for path in work.rglob("*"))  # (what the SIGTERM must remove)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert (process.returncode, err.splitlines()[-1]) == (
+        143,
+        f"elmo-convert: interrupted: nothing was written: {work / 'elmo'} is as it was; run the command again",
+    )
+    assert _every_path(work) == []
