@@ -15,6 +15,7 @@ it, then the graph, and answers the graph's outputs.
 from __future__ import annotations
 
 import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -23,6 +24,7 @@ from elmo_transformers.common.atomic_output import atomic_output_folder
 from elmo_transformers.common.checksums import record_checksums
 from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, GraphSignature, GraphTensor, graph_weights
+from elmo_transformers.common.output_lock import output_lock
 from modeling_elmo import text_elmo
 
 __all__ = [
@@ -204,16 +206,43 @@ def triton_model_folders(
 ) -> Iterator[dict[str, Path]]:
     """The staging folder of each model of the export to `output` in `repository` (by name; none without a
     repository), each published atomically as `REPO/<name>` when the block completes (`atomic_output_folder`: an
-    existing model is refused unless `overwrite`, and kept as it was on any failure)."""
+    existing model is refused unless `overwrite`, and kept as it was on any failure). The int8 models of an earlier
+    export of the same name, which an export without int8 does not write, are refused too unless `overwrite`, and
+    removed once the new models are published: Triton would serve the old int8 graph beside the new one."""
     if repository is None:
         yield {}
         return
     repository, names = Path(repository), triton_model_names(output.name, quantize=quantize)
+    left = _left_by_an_earlier_export(repository, output.name, names)
+    if left and not overwrite:
+        raise ConversionError(
+            f"{left[0]} is left by an earlier export with --quantize int8, and would go on serving beside the new"
+            " models: pass --overwrite to remove it (or export with --quantize int8 again)"
+        )
     with ExitStack() as stack:
         yield {
             name: stack.enter_context(atomic_output_folder(repository / name, overwrite=overwrite, inputs=inputs))
             for name in names
         }
+    for folder in left:  # (once the new models are published)
+        _remove_model(folder)
+
+
+def _left_by_an_earlier_export(repository: Path, name: str, names: list[str]) -> list[Path]:
+    """The models of an export named `name` in `repository` that this export does not write (`names`): an earlier
+    export's int8 models, which Triton would go on serving beside the new ones (links are not followed)."""
+    every = triton_model_names(name, quantize=True)
+    return [repository / model for model in every if model not in names and (repository / model).is_dir()]
+
+
+def _remove_model(folder: Path) -> None:
+    """Remove the model folder `folder` under its lock: renamed first to a staging name (Triton never sees half a
+    model, and a run killed meanwhile leaves what the next writer removes: `atomic_output`), then deleted."""
+    with output_lock(folder, error=ConversionError):
+        if folder.is_dir() and not folder.is_symlink():
+            aside = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".partial", dir=folder.parent))
+            folder.replace(aside)
+            shutil.rmtree(aside)
 
 
 def _write_graph_model(folder: Path, name: str, graph: Path, signature: GraphSignature) -> None:

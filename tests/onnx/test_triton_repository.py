@@ -581,3 +581,20 @@ def test_a_sigterm_during_an_export_leaves_no_staging_folder_and_no_lock(
         f"elmo-convert: interrupted: nothing was written: {work / 'elmo'} is as it was; run the command again",
     )
     assert _every_path(work) == []
+
+
+def test_a_re_export_without_int8_removes_the_earlier_int8_models(
+    fixture_model_folder: Path, tmp_path: Path, capsys
+) -> None:
+    """Re-exporting without --quantize left the earlier `_int8` models serving beside the new one."""
+    repository = tmp_path / "models"
+    _export(fixture_model_folder, tmp_path / "elmo", repository, "--quantize", "int8")
+    shutil.rmtree(repository / "elmo")  # (only the int8 models in the way: refused without --overwrite)
+    command = ["onnx", "--model", str(fixture_model_folder), "--output", str(tmp_path / "other" / "elmo")]
+    assert main([*command, "--triton-repository", str(repository)]) == 2
+    assert last_error_line(capsys) == (
+        f"elmo-convert: error: {repository / 'elmo_int8'} is left by an earlier export with --quantize int8, and would"
+        " go on serving beside the new models: pass --overwrite to remove it (or export with --quantize int8 again)"
+    )
+    _export(fixture_model_folder, tmp_path / "elmo", repository, "--overwrite")
+    assert sorted(path.name for path in repository.iterdir()) == ["elmo", "elmo_text", "elmo_text_encoder"]
