@@ -369,7 +369,7 @@ def _hooked_weights_loaded(modules: Sequence[nn.Module]) -> Iterator[None]:
 
 def _device_of(stack: ElmoLstmStack) -> torch.device:
     """The one device that holds `stack`'s weights; a device map that splits a stack is refused (the kernels feed
-    each layer's outputs to the next, and stack the layers' weights, on one device)."""
+    each layer's outputs to the next, and stack the layers' weights, on one device), and so is the meta device."""
     devices = {parameter.device for parameter in stack.parameters()}
     if len(devices) != 1:
         names = ", ".join(sorted(str(device) for device in devices))
@@ -377,7 +377,13 @@ def _device_of(stack: ElmoLstmStack) -> torch.device:
             f"the weights of one LSTM stack lie on {names}: a device_map must keep each ElmoLstmStack on one"
             ' device (it is in _no_split_modules; device_map="auto" does so)'
         )
-    return devices.pop()
+    device = devices.pop()
+    if device.type == "meta":  # (torch's words: "Cannot copy out of meta tensor; no data!")
+        raise ValueError(
+            'the LSTM weights lie on the meta device, which holds no data (a model moved with .to("meta")): nothing'
+            ' can be computed; put the model on "cpu" or a cuda device'
+        )
+    return device
 
 
 def _refuse_unusable_placement(device_map: object, offload_folder: str | os.PathLike | None) -> None:
@@ -755,6 +761,11 @@ class ElmoModel(ElmoPreTrainedModel):
         self.lstm_options = dataclasses.replace(self.lstm_options, cell=cell)
 
     def _word_mask(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        if input_ids.device.type == "meta":  # (torch's words: "aten::equal: attempted to run this operator ...")
+            raise ValueError(
+                "input_ids lie on the meta device, which holds no data (a pipeline's device=\"meta\"): nothing can be"
+                ' computed; put the model and its inputs on "cpu" or a cuda device'
+            )
         expected_chars = self.config.max_characters_per_token
         if input_ids.dim() != 3 or input_ids.shape[-1] != expected_chars:
             raise ValueError(

@@ -160,3 +160,27 @@ def test_a_device_map_that_splits_the_character_encoder_is_refused(tmp_path):
     whole = {"char_encoder": "cpu", "forward_lstm": "cpu", "backward_lstm": "disk"}  # (each module whole: served)
     model = AutoModel.from_pretrained(DEFAULT_MODEL, device_map=whole, offload_folder=tmp_path / "whole").eval()
     assert_equal(every_layer(model), every_layer(AutoModel.from_pretrained(DEFAULT_MODEL).eval()))
+
+
+def test_a_model_on_the_meta_device_is_refused_in_one_line():
+    """A model moved to the meta device (`.to("meta")`, a pipeline's `device="meta"`) got torch's "Cannot copy out
+    of meta tensor; no data!"."""
+    model = AutoModel.from_pretrained(DEFAULT_MODEL).eval().to("meta")
+    with pytest.raises(ValueError) as refusal:
+        every_layer(model)
+    assert str(refusal.value) == (
+        'the LSTM weights lie on the meta device, which holds no data (a model moved with .to("meta")): nothing can'
+        ' be computed; put the model on "cpu" or a cuda device'
+    )
+
+
+def test_a_pipeline_on_the_meta_device_is_refused_in_one_line():
+    """`pipeline(..., device="meta")` moves the inputs there too: torch's "aten::equal: attempted to run this
+    operator with Meta tensors, but there was no fake impl or Meta kernel registered ..." (a paragraph)."""
+    extractor = transformers.pipeline("feature-extraction", model=str(DEFAULT_MODEL), device="meta")
+    with pytest.raises(ValueError) as refusal:
+        extractor("a sentence")
+    assert str(refusal.value) == (
+        'input_ids lie on the meta device, which holds no data (a pipeline\'s device="meta"): nothing can be'
+        ' computed; put the model and its inputs on "cpu" or a cuda device'
+    )
