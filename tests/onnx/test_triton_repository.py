@@ -183,6 +183,16 @@ def test_every_model_folder_records_its_files_sha256(exports: tuple[Path, dict[s
             assert subprocess.run(check, cwd=folder, capture_output=True).returncode == 0, folder.name
 
 
+def test_docs_model_md_counts_the_triton_models_among_the_recorded_folders() -> None:
+    """Its "Checking a folder" section said the Triton models were "not yet recorded", though each records its files
+    (the test above)."""
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "model.md").read_text(encoding="utf-8")
+    section = " ".join(docs.partition("## Checking a folder: SHA256SUMS")[2].partition("\n## ")[0].split())
+    recorded, _, not_recorded = section.partition("Not yet recorded:")
+    assert "--triton-repository" in recorded
+    assert "triton" not in not_recorded.partition(".")[0].lower()
+
+
 def test_the_configs_dims_for_the_bilm(exports: tuple[Path, dict[str, Path]], model_config_pb2: ModuleType) -> None:
     """The fixture biLM's (words of 50 characters, 2 biLSTM layers of projection 16), written out."""
     repository, _ = exports
