@@ -763,7 +763,7 @@ class ElmoModel(ElmoPreTrainedModel):
     def _word_mask(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
         if input_ids.device.type == "meta":  # (torch's words: "aten::equal: attempted to run this operator ...")
             raise ValueError(
-                "input_ids lie on the meta device, which holds no data (a pipeline's device=\"meta\"): nothing can be"
+                'input_ids lie on the meta device, which holds no data (a pipeline\'s device="meta"): nothing can be'
                 ' computed; put the model and its inputs on "cpu" or a cuda device'
             )
         expected_chars = self.config.max_characters_per_token
