@@ -227,6 +227,24 @@ def graph_signature(config: GraphConfig) -> GraphSignature:
     return GraphSignature(inputs, outputs)
 
 
+def _missing_external_data(graph: Path) -> Path | None:
+    """The first file the graph `graph` keeps weights in (ONNX external data, beside it) that is not there, or None
+    (read only when onnxruntime fails to load it: the graph's structure, without its weights)."""
+    import onnx
+    from onnx.external_data_helper import ExternalDataInfo, uses_external_data
+
+    try:
+        model = onnx.load(str(graph), load_external_data=False)
+    except Exception:  # (not a graph onnx reads: onnxruntime's own line says more)
+        return None
+    for tensor in model.graph.initializer:  # (the export keeps every weight in the main graph: save_graph)
+        if uses_external_data(tensor):
+            location = graph.parent / ExternalDataInfo(tensor).location
+            if not location.is_file():
+                return location
+    return None
+
+
 def open_graph(path: str | Path, error: type[ElmoError], *, threads: int | None = None) -> onnxruntime.InferenceSession:
     """An onnxruntime session (CPU) of the graph at `path`, once checked against its folder: the folder's config.json
     gives the graph's sizes (`read_graph_config`), this version reads the graph's layout, and its architecture,
@@ -245,6 +263,12 @@ def open_graph(path: str | Path, error: type[ElmoError], *, threads: int | None 
     try:
         session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as failure:  # onnxruntime raises its own exception types, one per failure kind
+        missing = _missing_external_data(path)
+        if missing is not None:  # (onnxruntime's words: a paragraph that names neither file)
+            raise error(
+                f"{path}: its weights file {missing.name} is missing (the graph keeps its weights beside it, in"
+                f" {missing}): copy the whole folder, or export the model again with elmo-convert onnx"
+            ) from None
         raise error(f"{path}: onnxruntime cannot load the graph: {first_line(failure)}") from None
     metadata = session.get_modelmeta().custom_metadata_map
     layout = metadata.get(LAYOUT_KEY)

@@ -23,11 +23,13 @@ from .errors import ElmoError
 
 __all__ = [
     "OneProcess",
+    "Terminated",
     "deferred_interrupts",
     "is_main_process",
     "launched",
     "leave_process_group",
     "on_main_process",
+    "terminations_interrupt",
     "wait_for_everyone",
 ]
 
@@ -129,6 +131,33 @@ def deferred_interrupts() -> Iterator[Callable[[], None]]:
     finally:
         signal.signal(signal.SIGINT, previous)
     check()
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`kill PID`, a job scheduler's stop), raised as a Ctrl-C is (`terminations_interrupt`); a command that
+    catches it exits with 143 (128 + 15)."""
+
+    exit_status = 143
+
+
+@contextmanager
+def terminations_interrupt() -> Iterator[None]:
+    """Inside the block SIGTERM raises `Terminated`, a KeyboardInterrupt: the cleanup that a Ctrl-C runs (staging
+    folders removed, locks released) runs for it too. By default SIGTERM ends Python at once, with no cleanup: each
+    `elmo-convert onnx` killed so left a 12 MB `.partial` folder and its lock. Outside the main thread (where signals
+    cannot be caught) the block runs as is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(number: int, frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def leave_process_group() -> None:

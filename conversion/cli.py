@@ -8,7 +8,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from elmo_transformers.common.errors import ElmoError, report_error, report_interruption
+from elmo_transformers.common.errors import ConversionError, ElmoError, report_error, report_interruption
+from elmo_transformers.common.extras import missing_dependencies_refused
+from elmo_transformers.common.processes import Terminated, terminations_interrupt
 
 from .command import COMMANDS, ConverterCommand
 
@@ -73,21 +75,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = next(command for command in COMMANDS if command.name == args.command)
     repo, uploading = vars(args).get("push_to_hub"), False
     try:
-        options = command.options.from_arguments(args)  # (each option's own checks)
-        # Torch is imported here, once the arguments are parsed: seconds in which a Ctrl-C is caught too.
-        from modeling_elmo.native_elmo import set_native_libraries
+        with terminations_interrupt():  # (SIGTERM cleans up as a Ctrl-C does)
+            options = command.options.from_arguments(args)  # (each option's own checks)
+            # Torch is imported here, once the arguments are parsed: seconds in which a Ctrl-C is caught too.
+            with missing_dependencies_refused(ConversionError):  # (an install with --no-deps)
+                from modeling_elmo.native_elmo import set_native_libraries
 
-        set_native_libraries()  # before the first kernel: the parity measured is that of every run
-        summary = command.run(options)
-        if repo:
-            from .hub import push_folder
+                set_native_libraries()  # before the first kernel: the parity measured is that of every run
+                summary = command.run(options)
+            if repo:
+                from .hub import push_folder
 
-            uploading = True
-            push_folder(args.output, repo)
+                uploading = True
+                push_folder(args.output, repo)
     except ElmoError as error:
         return report_error("elmo-convert", error)
-    except KeyboardInterrupt:
-        return report_interruption("elmo-convert", _kept_after_interruption(args.output, repo if uploading else None))
+    except KeyboardInterrupt as interrupt:
+        report_interruption("elmo-convert", _kept_after_interruption(args.output, repo if uploading else None))
+        return Terminated.exit_status if isinstance(interrupt, Terminated) else 130
     print(summary)
     return 0
 

@@ -14,6 +14,7 @@ by the converter, as `common.cli_options` has it. Nothing here imports torch: `-
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from elmo_transformers.common.cli_options import CommandOptions, option, required
 from elmo_transformers.common.disk_space import NO_SPACE_CHECK
@@ -57,6 +58,21 @@ class ToAllennlpOptions(ConverterOptions):
     output: str = required("folder to create for options.json and weights.hdf5")
 
 
+def _batch_size_at_least_one(options: TokenEmbeddingsOptions) -> None:
+    # (0 was a traceback from range(); a negative size wrote a file of zeros: range() with a negative step is empty)
+    if options.batch_size < 1:
+        raise ConversionError(f"--batch-size must be at least 1, got {options.batch_size}")
+
+
+def _repository_named(options: OnnxOptions) -> None:
+    # (an empty path is the current folder: the Triton models were written into it, beside whatever it held)
+    if options.triton_repository is not None and not str(options.triton_repository).strip():
+        raise ConversionError(
+            f"--triton-repository {options.triton_repository!r}: an empty path names no folder; name the folder of"
+            f" the model repository (the current one: --triton-repository {Path.cwd()})"
+        )
+
+
 @dataclass(frozen=True, kw_only=True)
 class TokenEmbeddingsOptions(ConverterOptions):
     """`elmo-convert token-embeddings`: the token layer of a vocabulary."""
@@ -64,7 +80,7 @@ class TokenEmbeddingsOptions(ConverterOptions):
     model: str = required("model folder written by this package")
     vocab: str = required("vocabulary file, one word per line")
     output: str = required("hdf5 file to create (dataset 'embedding')")
-    batch_size: int = option(1024, "words per batch (default %(default)s)")
+    batch_size: int = option(1024, "words per batch (default %(default)s)", check=_batch_size_at_least_one)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,6 +102,7 @@ class OnnxOptions(ConverterOptions):
         " the front end NAME_text_encoder (python backend, numpy only) and an ensemble per graph, NAME_text (and"
         " NAME_int8_text), whose input is one sentence per batch row",
         metavar="REPO",
+        check=_repository_named,
     )
 
 

@@ -14,8 +14,8 @@ it, then the graph, and answers the graph's outputs.
 
 from __future__ import annotations
 
-import json
 import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -24,6 +24,7 @@ from elmo_transformers.common.atomic_output import atomic_output_folder
 from elmo_transformers.common.checksums import record_checksums
 from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, GraphSignature, GraphTensor, graph_weights
+from elmo_transformers.common.output_lock import output_lock
 from modeling_elmo import text_elmo
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "ensemble_config",
     "graph_model_names",
     "model_config",
+    "quoted",
     "refuse_unusable_repository",
     "text_encoder_config",
     "triton_dims",
@@ -84,7 +86,7 @@ def triton_dims(tensor: GraphTensor) -> list[int]:
 def _tensor_list(kind: str, tensors: list[tuple[str, str, list[int]]]) -> str:
     """The `input [...]` or `output [...]` list of a model's config.pbtxt, of (name, Triton type, dims)."""
     entries = ",\n".join(
-        f'  {{\n    name: "{name}"\n    data_type: {data_type}\n    dims: [ {", ".join(map(str, dims))} ]\n  }}'
+        f"  {{\n    name: {quoted(name)}\n    data_type: {data_type}\n    dims: [ {', '.join(map(str, dims))} ]\n  }}"
         for name, data_type, dims in tensors
     )
     return f"{kind} [\n{entries}\n]\n"
@@ -94,12 +96,28 @@ def _graph_tensors(tensors: tuple[GraphTensor, ...]) -> list[tuple[str, str, lis
     return [(tensor.name, _DATA_TYPES[tensor.element], triton_dims(tensor)) for tensor in tensors]
 
 
+def quoted(text: str) -> str:
+    """`text` as a string of protobuf's text format, which Triton parses a config in: a quote, a backslash and
+    each control character escaped (octal, which every parser reads; JSON's \\u escapes are not protobuf's), the
+    rest as UTF-8. A model is named after the --output folder, whose name may hold any of them."""
+    escaped = "".join(
+        "\\" + char if char in '"\\' else f"\\{ord(char):03o}" if ord(char) < 0x20 or ord(char) == 0x7F else char
+        for char in text
+    )
+    return f'"{escaped}"'
+
+
+def _shown(name: str) -> str:
+    """A name as a comment shows it: escaped as in a string (a line break in it would end the comment)."""
+    return quoted(name)[1:-1]
+
+
 def _header(name: str, what: str) -> str:
     """A config's first lines: what the model is, and its name."""
     return (
-        f"# Triton model {name}, written by elmo-convert onnx: {what}\n"
+        f"# Triton model {_shown(name)}, written by elmo-convert onnx: {what}\n"
         f"# (elmo-transformers, docs/onnx.md: Serving with Triton).\n"
-        f"name: {json.dumps(name, ensure_ascii=False)}\n"
+        f"name: {quoted(name)}\n"
     )
 
 
@@ -135,9 +153,9 @@ def text_encoder_config(name: str, signature: GraphSignature) -> str:
 def _step(model: str, inputs: list[str], outputs: list[str]) -> str:
     """One step of an ensemble: the model `model`, its `inputs` and `outputs` mapped to the ensemble's tensors of
     the same names."""
-    maps = [f'      input_map {{ key: "{name}" value: "{name}" }}\n' for name in inputs]
-    maps += [f'      output_map {{ key: "{name}" value: "{name}" }}\n' for name in outputs]
-    return f'    {{\n      model_name: "{model}"\n      model_version: -1\n{"".join(maps)}    }}'
+    maps = [f"      input_map {{ key: {quoted(name)} value: {quoted(name)} }}\n" for name in inputs]
+    maps += [f"      output_map {{ key: {quoted(name)} value: {quoted(name)} }}\n" for name in outputs]
+    return f"    {{\n      model_name: {quoted(model)}\n      model_version: -1\n{''.join(maps)}    }}"
 
 
 def ensemble_config(name: str, encoder: str, graph: str, signature: GraphSignature) -> str:
@@ -146,7 +164,8 @@ def ensemble_config(name: str, encoder: str, graph: str, signature: GraphSignatu
     inputs, outputs = ([tensor.name for tensor in tensors] for tensors in (signature.inputs, signature.outputs))
     steps = (_step(encoder, [TEXT_INPUT], inputs), _step(graph, inputs, outputs))
     return (
-        _header(name, f"raw sentences (UTF-8, one per batch row) -> {encoder} -> {graph}") + 'platform: "ensemble"\n'
+        _header(name, f"raw sentences (UTF-8, one per batch row) -> {_shown(encoder)} -> {_shown(graph)}")
+        + 'platform: "ensemble"\n'
         f"max_batch_size: {MAX_BATCH_SIZE}\n"
         + _tensor_list("input", [(TEXT_INPUT, "TYPE_STRING", [1])])
         + _tensor_list("output", _graph_tensors(signature.outputs))
@@ -187,16 +206,43 @@ def triton_model_folders(
 ) -> Iterator[dict[str, Path]]:
     """The staging folder of each model of the export to `output` in `repository` (by name; none without a
     repository), each published atomically as `REPO/<name>` when the block completes (`atomic_output_folder`: an
-    existing model is refused unless `overwrite`, and kept as it was on any failure)."""
+    existing model is refused unless `overwrite`, and kept as it was on any failure). The int8 models of an earlier
+    export of the same name, which an export without int8 does not write, are refused too unless `overwrite`, and
+    removed once the new models are published: Triton would serve the old int8 graph beside the new one."""
     if repository is None:
         yield {}
         return
     repository, names = Path(repository), triton_model_names(output.name, quantize=quantize)
+    left = _left_by_an_earlier_export(repository, output.name, names)
+    if left and not overwrite:
+        raise ConversionError(
+            f"{left[0]} is left by an earlier export with --quantize int8, and would go on serving beside the new"
+            " models: pass --overwrite to remove it (or export with --quantize int8 again)"
+        )
     with ExitStack() as stack:
         yield {
             name: stack.enter_context(atomic_output_folder(repository / name, overwrite=overwrite, inputs=inputs))
             for name in names
         }
+    for folder in left:  # (once the new models are published)
+        _remove_model(folder)
+
+
+def _left_by_an_earlier_export(repository: Path, name: str, names: list[str]) -> list[Path]:
+    """The models of an export named `name` in `repository` that this export does not write (`names`): an earlier
+    export's int8 models, which Triton would go on serving beside the new ones (links are not followed)."""
+    every = triton_model_names(name, quantize=True)
+    return [repository / model for model in every if model not in names and (repository / model).is_dir()]
+
+
+def _remove_model(folder: Path) -> None:
+    """Remove the model folder `folder` under its lock: renamed first to a staging name (Triton never sees half a
+    model, and a run killed meanwhile leaves what the next writer removes: `atomic_output`), then deleted."""
+    with output_lock(folder, error=ConversionError):
+        if folder.is_dir() and not folder.is_symlink():
+            aside = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".partial", dir=folder.parent))
+            folder.replace(aside)
+            shutil.rmtree(aside)
 
 
 def _write_graph_model(folder: Path, name: str, graph: Path, signature: GraphSignature) -> None:

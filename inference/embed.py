@@ -16,7 +16,7 @@ from types import ModuleType
 
 from elmo_transformers.common.atomic_output import partial_path
 from elmo_transformers.common.errors import ElmoError, EmbedError, report_error, report_interruption
-from elmo_transformers.common.extras import require_extra
+from elmo_transformers.common.extras import missing_dependencies_refused, require_extra
 
 from .options import EmbedOptions
 from .output_attributes import help_sentence
@@ -117,10 +117,11 @@ def _import_the_run(options: EmbedOptions) -> ModuleType:
     that runs the embedding (`run`)."""
     if options.output_format == "datasets":
         require_extra("datasets", "--format datasets", EmbedError)
-    from modeling_elmo.native_elmo import set_native_libraries
+    with missing_dependencies_refused(EmbedError):  # (an install with --no-deps)
+        from modeling_elmo.native_elmo import set_native_libraries
 
-    set_native_libraries()  # before the first kernel
-    from . import run
+        set_native_libraries()  # before the first kernel
+        from . import run
 
     return run
 
@@ -134,7 +135,8 @@ def _run(run: ModuleType, options: EmbedOptions, argv: list[str]) -> int:
 
     complete = False  # the output is published
     try:
-        summary = run.embed_file(options, command=["elmo-embed", *argv])
+        with missing_dependencies_refused(EmbedError):  # (a module imported as the run needs it)
+            summary = run.embed_file(options, command=["elmo-embed", *argv])
         complete = True
         if is_main_process():
             print(summary.describe(options.output, options.max_words))

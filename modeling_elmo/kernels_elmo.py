@@ -10,7 +10,9 @@ A kernel computes what the others compute (ELMo's two LSTM stacks); the kernels 
 `register_lstm_implementation(name, kernel)` adds a kernel: the config then accepts its name, and a model runs it
 once chosen (`from_pretrained(..., lstm_implementation=name)` or `model.set_lstm_implementation(name)`), with no
 other change. A kernel is called as [`run_lstm_stacks`] is, but without `implementation` (`dropout` and `options`
-by keyword); it reads the stacks through `lstm_elmo.LstmStackWeights` and returns what `run_lstm_stacks` returns.
+by keyword); it reads the stacks through `lstm_elmo.LstmStackWeights` and returns what `run_lstm_stacks` returns,
+which is checked at each call (`lstm_elmo.check_kernel_result`: the outputs' and state's shapes, and no NaN or
+infinity from finite inputs, one line naming the kernel; the built-in kernels are not checked).
 How a model's kernel runs besides its name (oneDNN, the cell step) is its `lstm_elmo.LstmOptions`, one frozen
 object (`model.lstm_options`).
 
@@ -69,7 +71,10 @@ def run_lstm_stacks(
     """
     kernel = LSTM_IMPLEMENTATIONS[implementation]
     options = _lstm_elmo().LstmOptions() if options is None else options
-    return kernel(stacks, inputs, batch_sizes, state, num_layers, dropout=dropout, options=options)
+    result = kernel(stacks, inputs, batch_sizes, state, num_layers, dropout=dropout, options=options)
+    if kernel is _BUILT_IN.get(implementation):
+        return result  # (the built-in kernels are tested against the original: no check on the default path)
+    return _lstm_elmo().check_kernel_result(implementation, result, inputs, state, num_layers)
 
 
 def _run_auto(stacks: Sequence[Any], inputs: torch.Tensor, *arguments: Any, **options: Any):
@@ -98,6 +103,7 @@ LSTM_IMPLEMENTATIONS: dict[str, LstmImplementation] = {
     "layer_by_layer": _run_layer_by_layer,
     "wavefront": _run_wavefront,
 }
+_BUILT_IN = dict(LSTM_IMPLEMENTATIONS)  # a registered kernel's result is checked (`lstm_elmo.check_kernel_result`)
 
 
 def register_lstm_implementation(name: str, kernel: LstmImplementation) -> None:

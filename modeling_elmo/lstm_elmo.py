@@ -33,6 +33,7 @@ __all__ = [
     "LstmOptions",
     "LstmStackWeights",
     "LstmState",
+    "check_kernel_result",
     "lstm_cell_step",
     "run_layer_by_layer",
     "run_lstm_layer",
@@ -368,3 +369,46 @@ class _OneDnnLayerProducts(_LayerProducts):
 
     def output(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.layer.onednn_weights.linear("output", hidden, self.layer.output_projection.weight)
+
+
+def check_kernel_result(
+    name: str, result: object, inputs: torch.Tensor, state: LstmState, num_layers: int
+) -> tuple[list[torch.Tensor], LstmState]:
+    """`result`, what the registered kernel `name` returned for `inputs` (D, batch, time, P), `state` and
+    `num_layers`, once checked to be what `kernels_elmo.run_lstm_stacks` returns: `num_layers` outputs of the shape of
+    `inputs`, a state `(h, c)` of the shapes of `state`, and (where `inputs` and `state` are finite) no NaN or
+    infinity. A TypeError or ValueError names the kernel and what it must return. The checks cost a few comparisons
+    and one sum per tensor (a kernel's own work is some thousand times more)."""
+    what = f"LSTM implementation {name!r}"
+    must = "a kernel returns (outputs, (h, c)): one output (D, batch, time, P) per layer run, the state as given"
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        raise TypeError(f"{what} returned {_described(result)}; {must}")
+    outputs, final = result
+    if not (isinstance(outputs, (tuple, list)) and isinstance(final, (tuple, list)) and len(final) == 2):
+        raise TypeError(f"{what} returned ({_described(outputs)}, {_described(final)}); {must}")
+    if len(outputs) != num_layers:
+        raise ValueError(f"{what} returned {len(outputs)} outputs for {num_layers} layers run; {must}")
+    expected = [(f"the output of layer {index}", tuple(inputs.shape)) for index in range(num_layers)]
+    expected += [("the state's h", tuple(state[0].shape)), ("the state's c", tuple(state[1].shape))]
+    tensors = [*outputs, *final]
+    for (part, shape), tensor in zip(expected, tensors, strict=True):
+        if not isinstance(tensor, torch.Tensor) or tuple(tensor.shape) != shape:
+            raise ValueError(f"{what} returned {part} as {_described(tensor)}, not of shape {shape}; {must}")
+    if not _all_finite(tensors) and _all_finite([inputs, *state]):
+        part = next(part for (part, _), tensor in zip(expected, tensors, strict=True) if not _all_finite([tensor]))
+        raise ValueError(f"{what} returned a NaN or an infinity in {part}, from finite inputs and state")
+    return list(outputs), (final[0], final[1])
+
+
+def _described(value: object) -> str:
+    """A value as a message names it: a tensor by its shape, anything else by its type."""
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)}"
+    return "None" if value is None else f"a {type(value).__name__}"
+
+
+def _all_finite(tensors: Sequence[torch.Tensor]) -> bool:
+    """Whether every tensor is free of NaN and infinity: one sum each in float32 (a NaN or an infinity makes the sum
+    non-finite; an LSTM's bounded values do not overflow it), one host synchronisation for them all."""
+    sums = [tensor.sum(dtype=torch.float32) for tensor in tensors if tensor.is_floating_point() and tensor.numel()]
+    return not sums or bool(torch.isfinite(torch.stack([part.to(sums[0].device) for part in sums])).all())

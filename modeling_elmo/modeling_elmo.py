@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import numbers
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -366,7 +369,7 @@ def _hooked_weights_loaded(modules: Sequence[nn.Module]) -> Iterator[None]:
 
 def _device_of(stack: ElmoLstmStack) -> torch.device:
     """The one device that holds `stack`'s weights; a device map that splits a stack is refused (the kernels feed
-    each layer's outputs to the next, and stack the layers' weights, on one device)."""
+    each layer's outputs to the next, and stack the layers' weights, on one device), and so is the meta device."""
     devices = {parameter.device for parameter in stack.parameters()}
     if len(devices) != 1:
         names = ", ".join(sorted(str(device) for device in devices))
@@ -374,7 +377,49 @@ def _device_of(stack: ElmoLstmStack) -> torch.device:
             f"the weights of one LSTM stack lie on {names}: a device_map must keep each ElmoLstmStack on one"
             ' device (it is in _no_split_modules; device_map="auto" does so)'
         )
-    return devices.pop()
+    device = devices.pop()
+    if device.type == "meta":  # (torch's words: "Cannot copy out of meta tensor; no data!")
+        raise ValueError(
+            'the LSTM weights lie on the meta device, which holds no data (a model moved with .to("meta")): nothing'
+            ' can be computed; put the model on "cpu" or a cuda device'
+        )
+    return device
+
+
+def _refuse_unusable_placement(device_map: object, offload_folder: str | os.PathLike | None) -> None:
+    """Refuse, before loading, a `device_map` onto the meta device (transformers' "Unsupported device type") and an
+    `offload_folder` that is a file or lies under one (accelerate's FileExistsError)."""
+    devices = device_map.values() if isinstance(device_map, dict) else [device_map]
+    if any(device is not None and str(device).split(":")[0] == "meta" for device in devices):
+        raise ValueError(
+            f"device_map={device_map!r}: the meta device holds no data, so nothing can be computed on it; map the"
+            ' model to "cpu", a cuda device or "disk" (with an offload_folder)'
+        )
+    if offload_folder is not None:
+        folder = Path(offload_folder).absolute()
+        existing = next(path for path in (folder, *folder.parents) if path.exists())
+        if not existing.is_dir():
+            raise ValueError(
+                f"offload_folder {offload_folder}: {existing} is a file, not a folder: name a folder for the"
+                " offloaded weights (it is made if it does not exist)"
+            )
+
+
+def _refuse_split_modules(model: nn.Module) -> None:
+    """Refuse a loaded model whose device map put the parts of a module of `_no_split_modules` on different devices
+    (the character encoder's layers read their weights outside their own `forward`: the first batch met "weight is
+    on the meta device, we need a `value`"); a map that keeps each whole, as device_map="auto" does, passes."""
+    device_map = getattr(model, "hf_device_map", None) or {}
+    for name, module in model.named_modules():
+        if type(module).__name__ not in model._no_split_modules:
+            continue
+        inside = {key: device for key, device in device_map.items() if f"{key}.".startswith(f"{name}.")}
+        if len({str(device) for device in inside.values()}) > 1:
+            places = ", ".join(f"{key}: {device}" for key, device in inside.items())
+            raise ValueError(
+                f"device_map places the parts of {name} ({type(module).__name__}) apart ({places}): map {name}"
+                ' to one device as a whole (it is in _no_split_modules; device_map="auto" keeps it whole)'
+            )
 
 
 def _run_each_stack_on_its_device(
@@ -414,9 +459,12 @@ class ElmoPreTrainedModel(PreTrainedModel):
     def from_pretrained(cls, *args, **kwargs):
         """transformers' `from_pretrained`, then a warning (transformers' logging) naming the first weight that holds
         a NaN or an infinity: such a weight makes the outputs computed with it NaN, with no other word (a pass over
-        the loaded weights; see `non_finite_weight`)."""
+        the loaded weights; see `non_finite_weight`). A `device_map` or `offload_folder` that cannot serve is
+        refused in one line (`_refuse_unusable_placement`, `_refuse_split_modules`)."""
+        _refuse_unusable_placement(kwargs.get("device_map"), kwargs.get("offload_folder"))
         loaded = super().from_pretrained(*args, **kwargs)
         model = loaded[0] if isinstance(loaded, tuple) else loaded  # output_loading_info=True gives a tuple
+        _refuse_split_modules(model)
         problem = model.non_finite_weight()
         if problem:
             source = args[0] if args else kwargs.get("pretrained_model_name_or_path")
@@ -713,6 +761,11 @@ class ElmoModel(ElmoPreTrainedModel):
         self.lstm_options = dataclasses.replace(self.lstm_options, cell=cell)
 
     def _word_mask(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        if input_ids.device.type == "meta":  # (torch's words: "aten::equal: attempted to run this operator ...")
+            raise ValueError(
+                'input_ids lie on the meta device, which holds no data (a pipeline\'s device="meta"): nothing can be'
+                ' computed; put the model and its inputs on "cpu" or a cuda device'
+            )
         expected_chars = self.config.max_characters_per_token
         if input_ids.dim() != 3 or input_ids.shape[-1] != expected_chars:
             raise ValueError(
@@ -958,6 +1011,8 @@ class ElmoForBidirectionalLM(ElmoPreTrainedModel):
         """
         self.check_softmax_is_trained()
         proposable = self.config.vocab_size - len(set(excluded_ids))
+        if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral):  # (a bool is an int to torch)
+            raise TypeError(f"top_k must be an int (how many substitutes), got {top_k!r}")
         if not 1 <= top_k <= proposable:
             raise ValueError(f"top_k must lie in 1..{proposable} (the words that can be proposed), got {top_k}")
         word_mask = self.elmo._word_mask(input_ids, attention_mask)

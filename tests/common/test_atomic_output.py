@@ -83,3 +83,21 @@ def test_a_failed_output_leaves_no_folder_made_for_it_and_every_folder_that_was_
     with pytest.raises(RuntimeError), writer(tmp_path / "mine" / "new" / "out"):
         raise RuntimeError("killed")
     assert sorted(path.name for path in tmp_path.rglob("*")) == ["mine", "new", "theirs"]
+
+
+@pytest.mark.parametrize("writer", [atomic_output_folder, atomic_output_file])
+def test_staging_left_by_a_killed_writer_is_removed_by_the_next(tmp_path, writer):
+    """A writer killed with SIGKILL leaves its `.NAME.XXXXXXXX.partial` (12 MB for each `elmo-convert onnx`): no later
+    run removed them, and they piled up. The next writer of the same output, holding its lock, removes them; the
+    staging of other outputs, links and the resumable `NAME.partial` of elmo-embed stay."""
+    output = tmp_path / "elmo"
+    (tmp_path / ".elmo.k1ll3d_x.partial").mkdir()
+    (tmp_path / ".elmo.k1ll3d_x.partial" / "model.onnx").write_bytes(b"\0" * 1024)
+    (tmp_path / ".elmo.abcdefgh.partial").write_bytes(b"half a file")
+    kept = [".elmo2.abcdefgh.partial", "elmo.partial", ".elmo.v2.partial", "elmo.lock.other"]
+    for name in kept:
+        (tmp_path / name).mkdir()
+    (tmp_path / ".elmo.linked12.partial").symlink_to(tmp_path / "elmo.partial")
+    with writer(output) as staging:
+        (staging / "x").write_text("new") if staging.is_dir() else staging.write_text("new")
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(["elmo", ".elmo.linked12.partial", *kept])

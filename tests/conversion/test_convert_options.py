@@ -10,7 +10,7 @@ import dataclasses
 import pytest
 
 from elmo_transformers.common.errors import ConversionError
-from elmo_transformers.conversion.cli import build_parser
+from elmo_transformers.conversion.cli import build_parser, main
 from elmo_transformers.conversion.command import COMMANDS
 from elmo_transformers.conversion.convert_options import (
     AllennlpOptions,
@@ -90,3 +90,31 @@ def test_an_archive_goes_to_the_archive_converter() -> None:
     (allennlp,) = [command for command in COMMANDS if command.name == "allennlp"]
     assert allennlp.converter(AllennlpOptions(archive="209.zip", output="o")) == "nlpl_archive:convert_archive"
     assert allennlp.converter(AllennlpOptions(variant="small", weights="w", output="o")) == "allennlp:run_convert"
+
+
+@pytest.mark.parametrize("size", ["0", "-1"])
+def test_a_token_embeddings_batch_size_under_one_is_refused(
+    size: str, tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """0 was a traceback from range(); -1 wrote a file of zeros (range() with a negative step is empty)."""
+    monkeypatch.chdir(tmp_path)
+    command = ["token-embeddings", "--model", "m", "--vocab", "v.txt", "--output", "t.hdf5", "--batch-size", size]
+    assert main(command) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"elmo-convert: error: --batch-size must be at least 1, got {size}"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("repository", ["", "  "])
+def test_an_empty_triton_repository_is_refused(
+    repository: str, tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--triton-repository ""` is the current folder: three model folders were written into it."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["onnx", "--model", "m", "--output", "o", "--triton-repository", repository]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"elmo-convert: error: --triton-repository {repository!r}: an empty path names no folder; name the folder of"
+        f" the model repository (the current one: --triton-repository {tmp_path})"
+    )
+    assert list(tmp_path.iterdir()) == []

@@ -118,3 +118,69 @@ def test_the_language_models_predictions_with_its_weights_on_disk(tmp_path):
     with torch.no_grad():
         expected = plain.word_log_probabilities(**awkward_batch())
         assert_equal([offloaded.word_log_probabilities(**awkward_batch())], [expected])
+
+
+def test_an_offload_folder_that_is_a_file_is_refused(tmp_path):
+    """accelerate's words: "[Errno 17] File exists: '.../file'"."""
+    (tmp_path / "file").write_text("not a folder", encoding="utf-8")
+    for folder in (tmp_path / "file", tmp_path / "file" / "offload"):
+        with pytest.raises(ValueError) as refusal:
+            AutoModel.from_pretrained(
+                DEFAULT_MODEL, device_map="auto", max_memory={"cpu": 10**6}, offload_folder=folder
+            )
+        assert str(refusal.value) == (
+            f"offload_folder {folder}: {tmp_path / 'file'} is a file, not a folder: name a folder for the offloaded"
+            " weights (it is made if it does not exist)"
+        )
+
+
+@pytest.mark.parametrize("device_map", ["meta", {"": "meta"}, torch.device("meta")])
+def test_a_device_map_onto_the_meta_device_is_refused(device_map):
+    """transformers' words: "Unsupported device type 'meta'. Supported device types are: cpu, cuda, ..."."""
+    with pytest.raises(ValueError) as refusal:
+        AutoModel.from_pretrained(DEFAULT_MODEL, device_map=device_map)
+    assert str(refusal.value) == (
+        f"device_map={device_map!r}: the meta device holds no data, so nothing can be computed on it; map the model"
+        ' to "cpu", a cuda device or "disk" (with an offload_folder)'
+    )
+
+
+def test_a_device_map_that_splits_the_character_encoder_is_refused(tmp_path):
+    """It loaded, and the first batch met torch's "weight is on the meta device, we need a `value` to put in on
+    cpu"."""
+    parts = {f"char_encoder.{part}": "cpu" for part in ("char_embedding", "highways", "projection")}
+    device_map = {**parts, "char_encoder.convolutions": "disk", "forward_lstm": "cpu", "backward_lstm": "cpu"}
+    with pytest.raises(ValueError) as refusal:
+        AutoModel.from_pretrained(DEFAULT_MODEL, device_map=device_map, offload_folder=tmp_path / "offload")
+    assert str(refusal.value) == (
+        "device_map places the parts of char_encoder (ElmoCharacterEncoder) apart (char_encoder.char_embedding: cpu,"
+        " char_encoder.highways: cpu, char_encoder.projection: cpu, char_encoder.convolutions: disk): map"
+        ' char_encoder to one device as a whole (it is in _no_split_modules; device_map="auto" keeps it whole)'
+    )
+    whole = {"char_encoder": "cpu", "forward_lstm": "cpu", "backward_lstm": "disk"}  # (each module whole: served)
+    model = AutoModel.from_pretrained(DEFAULT_MODEL, device_map=whole, offload_folder=tmp_path / "whole").eval()
+    assert_equal(every_layer(model), every_layer(AutoModel.from_pretrained(DEFAULT_MODEL).eval()))
+
+
+def test_a_model_on_the_meta_device_is_refused_in_one_line():
+    """A model moved to the meta device (`.to("meta")`, a pipeline's `device="meta"`) got torch's "Cannot copy out
+    of meta tensor; no data!"."""
+    model = AutoModel.from_pretrained(DEFAULT_MODEL).eval().to("meta")
+    with pytest.raises(ValueError) as refusal:
+        every_layer(model)
+    assert str(refusal.value) == (
+        'the LSTM weights lie on the meta device, which holds no data (a model moved with .to("meta")): nothing can'
+        ' be computed; put the model on "cpu" or a cuda device'
+    )
+
+
+def test_a_pipeline_on_the_meta_device_is_refused_in_one_line():
+    """`pipeline(..., device="meta")` moves the inputs there too: torch's "aten::equal: attempted to run this
+    operator with Meta tensors, but there was no fake impl or Meta kernel registered ..." (a paragraph)."""
+    extractor = transformers.pipeline("feature-extraction", model=str(DEFAULT_MODEL), device="meta")
+    with pytest.raises(ValueError) as refusal:
+        extractor("a sentence")
+    assert str(refusal.value) == (
+        'input_ids lie on the meta device, which holds no data (a pipeline\'s device="meta"): nothing can be'
+        ' computed; put the model and its inputs on "cpu" or a cuda device'
+    )

@@ -99,3 +99,64 @@ def test_the_registry_names_no_file_for_remote_code_to_carry() -> None:
 
     source = Path(registry.__file__).read_text(encoding="utf-8")
     assert not re.findall(r"^\s*from\s+\.(\S+)\s+import|^\s*import\s+\.(\S+)", source, flags=re.MULTILINE)
+
+
+def _wrong_width(outputs, state):
+    return [output[..., :-1] for output in outputs], state
+
+
+def _nan_in_the_top_layer(outputs, state):
+    return [*outputs[:-1], outputs[-1] * float("nan")], state
+
+
+@pytest.mark.parametrize(
+    ("change", "kind", "message"),
+    [
+        (
+            lambda outputs, state: None,
+            TypeError,
+            "LSTM implementation 'broken' returned None; a kernel returns (outputs, (h, c)): one output (D, batch,"
+            " time, P) per layer run, the state as given",
+        ),
+        (
+            lambda outputs, state: (outputs, None),
+            TypeError,
+            "LSTM implementation 'broken' returned (a list, None); a kernel returns (outputs, (h, c)): one output"
+            " (D, batch, time, P) per layer run, the state as given",
+        ),
+        (
+            lambda outputs, state: (outputs[:1], state),
+            ValueError,
+            "LSTM implementation 'broken' returned 1 outputs for 2 layers run; a kernel returns (outputs, (h, c)):"
+            " one output (D, batch, time, P) per layer run, the state as given",
+        ),
+        (
+            _wrong_width,
+            ValueError,
+            "LSTM implementation 'broken' returned the output of layer 0 as a tensor of shape (2, 4, 7, 127), not of"
+            " shape (2, 4, 7, 128); a kernel returns (outputs, (h, c)): one output (D, batch, time, P) per layer run,"
+            " the state as given",
+        ),
+        (
+            _nan_in_the_top_layer,
+            ValueError,
+            "LSTM implementation 'broken' returned a NaN or an infinity in the output of layer 1, from finite inputs"
+            " and state",
+        ),
+    ],
+)
+def test_a_registered_kernel_returning_the_wrong_thing_is_named(change, kind: type, message: str) -> None:
+    """A kernel returning None got a TypeError naming neither the kernel nor what it must return; one returning the
+    wrong width or a NaN passed through unchecked."""
+
+    def broken(*arguments, **options):
+        return change(*LSTM_IMPLEMENTATIONS["layer_by_layer"](*arguments, **options))
+
+    register_lstm_implementation("broken", broken)
+    try:
+        model = ElmoModel.from_pretrained(DEFAULT_MODEL, lstm_implementation="broken").eval()
+        with pytest.raises(kind) as refusal:
+            _outputs(model)
+        assert str(refusal.value) == message
+    finally:
+        del LSTM_IMPLEMENTATIONS["broken"]

@@ -138,6 +138,15 @@ def test_a_top_k_beyond_the_proposable_words_is_refused():
         model.substitutes(**inputs, combination="sum")
 
 
+@pytest.mark.parametrize("top_k", [True, 2.0, "2"])
+def test_a_top_k_that_is_not_an_int_is_refused(top_k: object) -> None:
+    """`top_k=True` reached torch as 1 (a bool is an int); 2.0 and "2" got torch's or Python's words."""
+    model = _language_model()
+    inputs = ElmoTokenizer()([["a", "b"]], is_split_into_words=True, return_tensors="pt")
+    with pytest.raises(TypeError, match=rf"^top_k must be an int \(how many substitutes\), got {top_k!r}$"):
+        model.substitutes(**inputs, top_k=top_k)
+
+
 def test_the_bundled_model_loads_as_a_language_model_with_its_softmax():
     model, info = ElmoForBidirectionalLM.from_pretrained(DEFAULT_MODEL, output_loading_info=True)
     assert not any(info.values()), info  # no missing, unexpected or mismatched weights

@@ -1053,3 +1053,16 @@ def test_a_front_end_that_does_not_fit_the_graph_is_one_line_before_any_output(
     assert embed([str(source), str(tmp_path / "out.hdf5"), "--model", str(folder)]) == 2
     assert capsys.readouterr().err == f"elmo-embed: error: {problem.format(folder=folder)}\n"
     assert sorted(tmp_path.iterdir()) == before
+
+
+def test_a_graph_without_its_weights_file_names_the_missing_file(bilm_folder: Path, tmp_path: Path) -> None:
+    """A graph whose weights lie beside it (model.onnx_data), copied without them: onnxruntime's paragraph named
+    neither file."""
+    folder = _copied_folder(bilm_folder, tmp_path / "graph")
+    (folder / "model.onnx_data").unlink()
+    with pytest.raises(EmbedError) as refused:
+        open_graph(folder / "model.onnx", EmbedError)
+    assert str(refused.value) == (
+        f"{folder / 'model.onnx'}: its weights file model.onnx_data is missing (the graph keeps its weights beside it,"
+        f" in {folder / 'model.onnx_data'}): copy the whole folder, or export the model again with elmo-convert onnx"
+    )

@@ -34,8 +34,9 @@ from triton_server import (
     triton_server,
 )
 
-from elmo_transformers.common.onnx_layout import graph_weights
+from elmo_transformers.common.onnx_layout import GraphSignature, GraphTensor, graph_weights
 from elmo_transformers.conversion.cli import main
+from elmo_transformers.conversion.triton_repository import ensemble_config, model_config, text_encoder_config
 from modeling_elmo import ElmoForSequenceClassification, ElmoForTokenClassification, ElmoTokenizer
 
 # ONNX's element types as Triton's config names them.
@@ -180,6 +181,16 @@ def test_every_model_folder_records_its_files_sha256(exports: tuple[Path, dict[s
         if shutil.which("sha256sum"):
             check = ["sha256sum", "-c", "--strict", "--quiet", "SHA256SUMS"]
             assert subprocess.run(check, cwd=folder, capture_output=True).returncode == 0, folder.name
+
+
+def test_docs_model_md_counts_the_triton_models_among_the_recorded_folders() -> None:
+    """Its "Checking a folder" section said the Triton models were "not yet recorded", though each records its files
+    (the test above)."""
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "model.md").read_text(encoding="utf-8")
+    section = " ".join(docs.partition("## Checking a folder: SHA256SUMS")[2].partition("\n## ")[0].split())
+    recorded, _, not_recorded = section.partition("Not yet recorded:")
+    assert "--triton-repository" in recorded
+    assert "triton" not in not_recorded.partition(".")[0].lower()
 
 
 def test_the_configs_dims_for_the_bilm(exports: tuple[Path, dict[str, Path]], model_config_pb2: ModuleType) -> None:
@@ -438,12 +449,9 @@ def _python_backend_stand_in() -> ModuleType:
     return backend
 
 
-def test_the_text_encoders_model_alone_encodes_each_request_as_the_tokenizer_does(
-    exports: tuple[Path, dict[str, Path]], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Its model.py under a stand-in of the python backend's module (where no tritonserver can be had): each
-    request padded to its own longest sentence, the tokenizer's ids; a row that is not UTF-8 gets one line."""
-    repository, sources = exports
+def _text_encoder_model(repository: Path, monkeypatch: pytest.MonkeyPatch) -> object:
+    """The front-end model's model.py under a stand-in of the python backend's module (where no tritonserver can be
+    had), initialised."""
     monkeypatch.setitem(sys.modules, "triton_python_backend_utils", _python_backend_stand_in())
     monkeypatch.setitem(sys.modules, "text_elmo", None)  # (the model loads its own: removed after the test)
     spec = importlib.util.spec_from_file_location("text_encoder_model", repository / "bilm_text_encoder/1/model.py")
@@ -452,6 +460,16 @@ def test_the_text_encoders_model_alone_encodes_each_request_as_the_tokenizer_doe
     model = module.TritonPythonModel()
     outputs = [{"name": "input_ids"}, {"name": "attention_mask"}]
     model.initialize({"model_config": json.dumps({"output": outputs})})
+    return model
+
+
+def test_the_text_encoders_model_alone_encodes_each_request_as_the_tokenizer_does(
+    exports: tuple[Path, dict[str, Path]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each request padded to its own longest sentence, the tokenizer's ids; a row that is not UTF-8 gets one
+    line."""
+    repository, sources = exports
+    model = _text_encoder_model(repository, monkeypatch)
     batches = [AWKWARD_SENTENCES, [""], ["x" * 60, "short"]]
     rows = [np.array([[sentence.encode("utf-8")] for sentence in batch], dtype=object) for batch in batches]
     rows.append(np.array([[b"fine"], [b"ok\xff"]], dtype=object))
@@ -468,6 +486,27 @@ def test_the_text_encoders_model_alone_encodes_each_request_as_the_tokenizer_doe
     )
 
 
+@pytest.mark.parametrize(
+    ("row", "error"),
+    [
+        ("a " * 40_000, "text row 1 is 80,000 bytes, over the 65,536 a sentence may have: send one sentence per row"),
+        ("a," * 2_100, "text row 1 has 4,200 words, over the 4,096 a sentence may have: send one sentence per row"),
+    ],
+)
+def test_the_text_encoders_model_refuses_a_request_over_its_bounds(
+    exports: tuple[Path, dict[str, Path]], monkeypatch: pytest.MonkeyPatch, row: str, error: str
+) -> None:
+    """A request's ids are 400 bytes a word, padded to its longest sentence: a 33 MB row of one-letter words asked
+    for 4.2 GB and died in MemoryError after 44 s. A sentence over the bounds is refused, the request answered."""
+    model = _text_encoder_model(exports[0], monkeypatch)
+    rows = np.array([[b"fine"], [row.encode("utf-8")]], dtype=object)
+    (response,) = model.execute([{"text": SimpleNamespace(as_numpy=lambda: rows)}])
+    assert response.error.message == error and response.tensors == []
+    rows = np.array([[b"fine"], [("a " * 4096).encode("utf-8")]], dtype=object)  # (the most words a sentence may have)
+    (response,) = model.execute([{"text": SimpleNamespace(as_numpy=lambda: rows)}])
+    assert response.error is None and response.tensors[0].as_numpy().shape == (2, 4096, 50)
+
+
 def test_a_graph_with_external_data_brings_its_data_into_the_triton_model(
     fixture_model_folder: Path, tmp_path: Path
 ) -> None:
@@ -481,3 +520,91 @@ def test_a_graph_with_external_data_brings_its_data_into_the_triton_model(
         sentences = ["Hello , world", ""]
         copy = _graph_outputs(tmp_path / "models" / model / "1" / "model.onnx", sentences, tmp_path / "elmo")
         _assert_same_outputs(copy, _graph_outputs(tmp_path / "elmo" / graph, sentences))
+
+
+@pytest.mark.parametrize("name", ['el"mo', "el\\mo", "el\nmo", "élmo ✓", "tab\there"])
+def test_a_model_name_of_any_characters_gives_configs_that_triton_parses(
+    model_config_pb2: ModuleType, name: str
+) -> None:
+    """The model is named after the --output folder: a quote in it wrote an ensemble config that Triton's schema
+    rejected (the step's model name was written unescaped)."""
+    signature = GraphSignature(
+        inputs=(
+            GraphTensor("input_ids", "int64", ("batch", "words", 50)),
+            GraphTensor("attention_mask", "int64", ("batch", "words")),
+        ),
+        outputs=(GraphTensor("last_hidden_state", "float", ("batch", "words", 32)),),
+    )
+    encoder, ensemble = name + "_text_encoder", name + "_text"
+    configs = {
+        name: model_config(name, signature),
+        encoder: text_encoder_config(encoder, signature),
+        ensemble: ensemble_config(ensemble, encoder, name, signature),
+    }
+    parsed = {model: text_format.Parse(text, model_config_pb2.ModelConfig()) for model, text in configs.items()}
+    assert {model: config.name for model, config in parsed.items()} == {model: model for model in configs}
+    assert [step.model_name for step in parsed[ensemble].ensemble_scheduling.step] == [encoder, name]
+
+
+_STALLED_EXPORT = """
+import sys, time
+from pathlib import Path
+from elmo_transformers.conversion import onnx_export
+
+def stalled(*args, **kwargs):
+    Path(sys.argv[1]).write_text("measuring", encoding="utf-8")
+    time.sleep(600)
+
+onnx_export._parity = stalled
+from elmo_transformers.conversion.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_a_sigterm_during_an_export_leaves_no_staging_folder_and_no_lock(
+    fixture_model_folder: Path, tmp_path: Path
+) -> None:
+    """SIGTERM ended Python at once: each `elmo-convert onnx` killed so left its 12 MB `.partial` staging folders
+    (the ONNX folder's and each Triton model's) and their locks, which no later run removed."""
+    import signal
+    import time
+
+    work, ready = tmp_path / "work", tmp_path / "ready"
+    work.mkdir()
+    command = ["onnx", "--model", str(fixture_model_folder), "--output", str(work / "elmo")]
+    command += ["--triton-repository", str(work / "models")]
+    process = subprocess.Popen(
+        [sys.executable, "-c", _STALLED_EXPORT, str(ready), *command], stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not ready.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert ready.exists(), process.stderr.read() if process.poll() is not None else "no measurement in 120 s"
+        assert any(path.name.endswith(".partial") for path in work.rglob("*"))  # (what the SIGTERM must remove)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert (process.returncode, err.splitlines()[-1]) == (
+        143,
+        f"elmo-convert: interrupted: nothing was written: {work / 'elmo'} is as it was; run the command again",
+    )
+    assert _every_path(work) == []
+
+
+def test_a_re_export_without_int8_removes_the_earlier_int8_models(
+    fixture_model_folder: Path, tmp_path: Path, capsys
+) -> None:
+    """Re-exporting without --quantize left the earlier `_int8` models serving beside the new one."""
+    repository = tmp_path / "models"
+    _export(fixture_model_folder, tmp_path / "elmo", repository, "--quantize", "int8")
+    shutil.rmtree(repository / "elmo")  # (only the int8 models in the way: refused without --overwrite)
+    command = ["onnx", "--model", str(fixture_model_folder), "--output", str(tmp_path / "other" / "elmo")]
+    assert main([*command, "--triton-repository", str(repository)]) == 2
+    assert last_error_line(capsys) == (
+        f"elmo-convert: error: {repository / 'elmo_int8'} is left by an earlier export with --quantize int8, and would"
+        " go on serving beside the new models: pass --overwrite to remove it (or export with --quantize int8 again)"
+    )
+    _export(fixture_model_folder, tmp_path / "elmo", repository, "--overwrite")
+    assert sorted(path.name for path in repository.iterdir()) == ["elmo", "elmo_text", "elmo_text_encoder"]
