@@ -83,9 +83,11 @@ def model_folder_problem(model: str | Path, *, hub: bool = False) -> str | None:
 
 def damaged_file_problem(folder: Path) -> str | None:
     """The line refusing a folder whose files differ from its SHA256SUMS (a flipped byte that loads and computes
-    finite, wrong vectors), with the way on; None when they match or nothing is recorded. Looked for last, so that a
+    finite, wrong vectors), or whose record leaves out its weights (every record written lists them), with
+    the way on; None when they match or nothing is recorded. Looked for last, so that a
     problem the files show themselves (config.json not JSON, truncated weights) is named as such."""
-    problem = folder_checksum_problem(folder)
+    weights = [path.name for path in sorted(folder.glob("*.safetensors"))]
+    problem = folder_checksum_problem(folder, required=weights)
     return f"{problem}; {CHECKSUM_WAY_ON}" if problem else None
 
 
