@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["NotARegularFile", "TooBig", "file_kind", "open_regular", "read_regular"]
+__all__ = ["NotARegularFile", "TooBig", "file_kind", "open_regular", "read_regular", "regular_file_problem"]
 
 _KINDS = (
     (stat.S_ISDIR, "a folder"),
@@ -86,3 +86,15 @@ def read_regular(path: str | Path, limit: int) -> bytes:
     if len(content) > limit:
         raise TooBig(path, limit)
     return content
+
+
+def regular_file_problem(path: str | Path, what: str) -> str | None:
+    """The line refusing `path` as the `what` ("weights file") a reader opens with a library of its own (h5py,
+    torch): "no such weights file", or that it is no regular file; None for a regular file (a link is followed)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return f"{path}: no such {what}"
+    except OSError as error:
+        return f"{path}: the {what} cannot be read ({error.strerror or error})"
+    return None if stat.S_ISREG(mode) else f"{NotARegularFile(path, file_kind(mode))}: expected the {what}"
