@@ -57,6 +57,9 @@ class TooBig(OSError):
         return f"{self.filename}: {self.strerror}"
 
 
+_BLOCK = 1 << 16  # what each read past a file's stated size asks for
+
+
 def _shown_bytes(count: int) -> str:
     return f"{count >> 20} MiB" if count >= 1 << 20 else f"{count:,} bytes"
 
@@ -78,14 +81,21 @@ def open_regular(path: str | Path) -> BinaryIO:
 
 def read_regular(path: str | Path, limit: int) -> bytes:
     """The content of the regular file `path`, refused (`TooBig`) when it holds over `limit` bytes: checked before
-    the read and again by the read itself (a file that grows meanwhile is not read past the bound)."""
+    the read and again by the read itself (a file that grows meanwhile, or a /proc file that says 0, is not read
+    past the bound). The first read asks for the size the file has, not for `limit`: Python allocates what it is
+    asked for."""
     with open_regular(path) as file:
-        if os.fstat(file.fileno()).st_size > limit:
+        size = os.fstat(file.fileno()).st_size
+        if size > limit:
             raise TooBig(path, limit)
-        content = file.read(limit + 1)
-    if len(content) > limit:
-        raise TooBig(path, limit)
-    return content
+        blocks, total, wanted = [], 0, size + 1
+        while block := file.read(min(wanted, limit + 1 - total)):
+            blocks.append(block)
+            total += len(block)
+            if total > limit:
+                raise TooBig(path, limit)
+            wanted = _BLOCK
+    return b"".join(blocks)
 
 
 def regular_file_problem(path: str | Path, what: str) -> str | None:

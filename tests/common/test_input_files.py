@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import resource
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -117,3 +118,31 @@ def test_the_converter_refuses_a_fifo_given_as_options(fifo: Path, tmp_path: Pat
     assert completed.stderr.strip().splitlines()[-1].startswith(
         f"elmo-convert: error: {fifo}: not a regular file but a FIFO (named pipe); "
     )
+
+
+# Prints `model_folder_problem` of the folder argv[1], in a Python of its own (a read that waits on a FIFO is ended
+# by the timeout).
+_MODEL_FOLDER_PROBLEM = """
+import sys
+from elmo_transformers.common.model_folder import model_folder_problem
+print(model_folder_problem(sys.argv[1]))
+"""
+
+
+@pytest.mark.parametrize("name", ["config.json", "tokenizer_config.json", "model.safetensors"])
+def test_a_model_folder_file_that_is_a_fifo_is_named_without_waiting_on_it(
+    fixture_model_folder: Path, tmp_path: Path, name: str
+) -> None:
+    """config.json a FIFO was "not a model folder (no config.json)"; tokenizer_config.json a FIFO waited for a
+    writer."""
+    folder = Path(shutil.copytree(fixture_model_folder, tmp_path / "model"))
+    (folder / name).unlink(missing_ok=True)
+    os.mkfifo(folder / name)
+    try:
+        completed = subprocess.run(
+            [sys.executable, "-c", _MODEL_FOLDER_PROBLEM, str(folder)], capture_output=True, text=True, timeout=60
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the check of a model folder whose {name} is a FIFO hung")
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert completed.stdout.startswith(f"{folder / name}: not a regular file but a FIFO (named pipe); ")

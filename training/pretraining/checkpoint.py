@@ -34,6 +34,7 @@ from transformers.utils import SAFE_WEIGHTS_NAME
 from elmo_transformers.common.atomic_output import partial_path
 from elmo_transformers.common.checksums import folder_checksum_problem
 from elmo_transformers.common.errors import TrainingError, first_line
+from elmo_transformers.common.regular_files import read_regular
 from elmo_transformers.common.safe_load import holds_code
 
 __all__ = [
@@ -55,6 +56,8 @@ __all__ = [
 OPTIMIZER_FILE = "optimizer.pt"
 TRAINER_STATE_FILE = "trainer_state.json"
 _CHECKPOINT_NAME = re.compile(r"^checkpoint-(\d+)$")
+# A checkpoint's JSON files (the run's arguments, a process's text positions) take KiB: one over this is damaged.
+_MAX_JSON_BYTES = 64 << 20
 # What reading a truncated or damaged file raises: OSError (torch's reader of a truncated file, a missing file),
 # ValueError (JSON that ends early, bytes that are not UTF-8), RuntimeError (torch's zip reader), SafetensorError,
 # BadZipFile. Not pickle.UnpicklingError: a pickle that `weights_only` refuses is not damage but a file to distrust.
@@ -140,7 +143,7 @@ def _read(path: Path, read: Callable[[Path], Read]) -> Read:
 
 
 def _read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+    return json.loads(read_regular(path, _MAX_JSON_BYTES).decode("utf-8"))
 
 
 def _open_safetensors(path: Path) -> None:
