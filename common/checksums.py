@@ -154,7 +154,7 @@ def _recorded_file_problem(folder: Path, name: str, expected: str) -> str | None
     if not _inside(folder, path):
         return (
             f"{folder / CHECKSUMS_FILE}: records {name!r}, which links to {os.path.realpath(path)}, outside"
-            f" {folder}: not read; record the folder again"
+            f" {folder}: not read; copy the file into the folder, or record the folder again"
         )
     return _file_problem(path, expected)
 

@@ -261,7 +261,7 @@ def test_a_link_out_of_the_folder_is_not_followed(tmp_path: Path) -> None:
         problem = _checked_apart(folder)
         assert problem == (
             f"{folder / 'SHA256SUMS'}: records {name!r}, which links to {target}, outside {folder}: not read;"
-            " record the folder again"
+            " copy the file into the folder, or record the folder again"
         )
         assert _sha256(secret)[:16] not in problem
 
