@@ -106,14 +106,20 @@ def test_a_device_given_as_weights_is_named_so() -> None:
     assert str(pickle.value).startswith("/dev/null: not a regular file but a character device; ")
 
 
-def test_the_converter_refuses_a_fifo_given_as_options(fifo: Path, tmp_path: Path) -> None:
-    """`elmo-convert allennlp --options FIFO` waited for a writer."""
-    command = [sys.executable, "-m", "elmo_transformers.conversion.cli", "allennlp", "--options", str(fifo)]
-    command += ["--weights", str(tmp_path / "weights.hdf5"), "--output", str(tmp_path / "out")]
+@pytest.mark.parametrize("flag", ["--options", "--vocab"])
+def test_the_converter_refuses_a_fifo_given_as_options_or_vocabulary(
+    fifo: Path, fixture_model_folder: Path, tmp_path: Path, flag: str
+) -> None:
+    """`elmo-convert allennlp --options FIFO` and `elmo-convert token-embeddings --vocab FIFO` waited for a writer."""
+    if flag == "--options":
+        command = ["allennlp", "--options", str(fifo), "--weights", str(tmp_path / "weights.hdf5")]
+    else:
+        command = ["token-embeddings", "--model", str(fixture_model_folder), "--vocab", str(fifo)]
+    command = [sys.executable, "-m", "elmo_transformers.conversion.cli", *command, "--output", str(tmp_path / "out")]
     try:
         completed = subprocess.run(command, capture_output=True, text=True, timeout=120)
     except subprocess.TimeoutExpired:
-        pytest.fail("elmo-convert hung on a FIFO given as --options")
+        pytest.fail(f"elmo-convert hung on a FIFO given as {flag}")
     assert completed.returncode != 0
     assert completed.stderr.strip().splitlines()[-1].startswith(
         f"elmo-convert: error: {fifo}: not a regular file but a FIFO (named pipe); "
