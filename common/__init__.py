@@ -16,6 +16,8 @@ and it imports nothing of theirs (only `modeling_elmo`).
   fields, the metadata every page shares;
 * `checksums`: `SHA256SUMS`, the record of its files that every folder written carries, read as `sha256sum -c`
   reads it, and the check of a folder against it (standard library only);
+* `regular_files`: a file from outside read as data: regular files only (a FIFO, a device or a folder refused
+  without waiting on it), within a bound its reader names (standard library only);
 * `vocabulary_file`: bilm-tf's vocabulary file format (its special words `<S>`, `</S>`, `<UNK>` are
   `modeling_elmo.text_elmo`'s);
 * `options_json`: bilm-tf's `options.json` <-> `ElmoConfig`, one table (`OPTION_FIELDS`) read both ways;

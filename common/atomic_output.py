@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -21,6 +22,7 @@ from pathlib import Path
 from elmo_transformers.common.disk_space import is_disk_full
 from elmo_transformers.common.errors import ConversionError, ElmoError
 from elmo_transformers.common.output_lock import output_lock
+from elmo_transformers.common.regular_files import file_kind
 
 __all__ = [
     "atomic_output_file",
@@ -30,6 +32,7 @@ __all__ = [
     "publish_folder",
     "refuse_existing",
     "refuse_folders_in_use",
+    "refuse_unreplaceable",
     "sync_to_disk",
 ]
 
@@ -81,8 +84,25 @@ def publish_folder(staging: Path, target: Path) -> None:
         staging.rename(target)
 
 
+def refuse_unreplaceable(output: Path, *, error: type[ElmoError] = ConversionError) -> None:
+    """Raise `error` when `output` exists as anything but a regular file or a folder: a device (/dev/null, /dev/full:
+    the rename that publishes an output would put a file in its place), a FIFO, a socket or a link (whose folder the
+    replacement could not remove). Whatever `--overwrite` says: only regular files and folders are replaced."""
+    try:
+        mode = os.lstat(output).st_mode
+    except OSError:  # nothing there (or no folder above it: the output's lock names that)
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise error(
+            f"{output} is {file_kind(mode)}, not a regular file: it is never replaced, even with --overwrite;"
+            " write the output to another path"
+        )
+
+
 def refuse_existing(output: Path, *, overwrite: bool, error: type[ElmoError] = ConversionError) -> None:
-    """Raise `error` when `output` exists and the user did not pass `--overwrite`."""
+    """Raise `error` when `output` exists and cannot be replaced (`refuse_unreplaceable`), or the user did not pass
+    `--overwrite`."""
+    refuse_unreplaceable(output, error=error)
     if output.exists() and not overwrite:
         raise error(f"{output} already exists: pass --overwrite to replace it")
 
@@ -163,6 +183,7 @@ def atomic_output_file(output: str | Path, *, overwrite: bool = False) -> Iterat
     output = Path(output)
     if output.is_dir():
         raise ConversionError(f"{output} is a folder, expected a file path")
+    refuse_unreplaceable(output)  # (before its lock file is made beside it: /dev/full.lock)
     with (
         _new_folders_removed_on_failure(output.parent),
         _full_disk_in_one_line(output),
@@ -195,6 +216,7 @@ def atomic_output_folder(
     in one line; the folders made for it are removed again on a failure (`_new_folders_removed_on_failure`).
     """
     output = Path(output)
+    refuse_unreplaceable(output)
     refuse_folders_in_use(output, inputs)
     with (
         _new_folders_removed_on_failure(output.parent),

@@ -6,6 +6,12 @@ either case, names written `./NAME`, the BSD form `SHA256 (NAME) = HASH` (`sha25
 line whose name is escaped, comment lines (`#` first) and empty lines. A line that sha256sum would call improperly
 formatted is refused here (with its number), not skipped: a record that names no file checks nothing.
 
+A record never leads outside its folder: a name that leaves it (`../x`, `sub/../../x`, `/x`), or that reaches,
+through a link, a file whose real path is outside the folder's real path, is refused before the file is opened (a
+record from outside would otherwise have the package hash any file on the machine and print the start of its hash).
+The one exception is the Hugging Face cache's own layout, a snapshot folder whose files link into its repository's
+`blobs/`. Only regular files are hashed (a FIFO or /dev/zero named by a record is refused, never waited on).
+
 Standard library only: the ONNX path of `elmo-embed`, which runs without torch and transformers, imports it.
 """
 
@@ -15,7 +21,10 @@ import hashlib
 import os
 import posixpath
 import re
+from collections.abc import Iterable
 from pathlib import Path
+
+from elmo_transformers.common.regular_files import NotARegularFile, TooBig, open_regular, read_regular
 
 __all__ = [
     "CHECKSUMS_FILE",
@@ -55,9 +64,10 @@ class _BadLine(Exception):
 
 
 def file_sha256(path: str | Path) -> str:
-    """The SHA-256 of a file (hex), read in 1 MiB blocks."""
+    """The SHA-256 of a regular file (hex), read in 1 MiB blocks; `NotARegularFile` (an OSError) for a FIFO, a
+    device or a folder, which would block or never end."""
     digest = hashlib.sha256()
-    with open(path, "rb") as file:
+    with open_regular(path) as file:
         for block in iter(lambda: file.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -92,31 +102,72 @@ def _record_line(sha256: str, name: str) -> bytes:
     return (b"\\" if escaped != raw else b"") + f"{sha256}  ".encode() + escaped + b"\n"
 
 
-def folder_checksum_problem(folder: Path) -> str | None:
-    """The line naming the first file that `folder/SHA256SUMS` records and that is missing, unreadable or has
-    another sha256 (with both hashes, short), or the line of the record that cannot be read; None when every
-    recorded file matches, or when the folder has no record (saved by save_pretrained, or by an older package).
+def folder_checksum_problem(folder: Path, *, required: Iterable[str] = (), record_required: bool = False) -> str | None:
+    """The line naming the first file that `folder/SHA256SUMS` records and that is missing, unreadable, outside the
+    folder or has another sha256 (with both hashes, short), or the line of the record that cannot be read; None
+    when every recorded file matches, or when the folder has no record (saved by save_pretrained, or by an older
+    package) and `record_required` is False. A record that leaves out one of the names `required` (the files the
+    caller reads: every record this package writes lists them) is refused too: it would compare nothing of them.
     The line states the problem; the caller adds the way on that fits what it reads."""
     try:
         recorded = _read_record(folder)
     except _Unreadable as problem:
         return str(problem)
-    for name, sha256 in (recorded or {}).items():
-        problem = _file_problem(folder / name, sha256)
-        if problem:
-            return problem
-    return None
+    if recorded is None:
+        return f"{folder / CHECKSUMS_FILE}: missing: the folder's files cannot be compared" if record_required else None
+    return _unrecorded_problem(folder, recorded, required) or next(
+        (problem for name, sha256 in recorded.items() if (problem := _recorded_file_problem(folder, name, sha256))),
+        None,
+    )
+
+
+def _unrecorded_problem(folder: Path, recorded: dict[str, str], required: Iterable[str]) -> str | None:
+    missing = next((name for name in required if name not in recorded), None)
+    return None if missing is None else _not_recorded(folder / missing)
+
+
+def _not_recorded(path: Path) -> str:
+    return (
+        f"{path}: {path.parent / CHECKSUMS_FILE} does not record it, though every record written lists it:"
+        " the record is damaged"
+    )
 
 
 def checksum_problem(path: Path, sha256: str) -> str | None:
     """The line refusing the file `path` whose content has the checksum `sha256` when its folder's SHA256SUMS
-    records another (or cannot be read); None when they agree, or when nothing is recorded for it."""
+    records another, cannot be read or leaves `path` out; None when they agree, or when there is no record."""
     try:
-        recorded = _read_record(path.parent) or {}
+        recorded = _read_record(path.parent)
     except _Unreadable as problem:
         return str(problem)
+    if recorded is None:
+        return None
     expected = recorded.get(path.name)
-    return None if expected is None or expected == sha256 else _mismatch(path, sha256, expected)
+    if expected is None:
+        return _not_recorded(path)
+    return None if expected == sha256 else _mismatch(path, sha256, expected)
+
+
+def _recorded_file_problem(folder: Path, name: str, expected: str) -> str | None:
+    """`_file_problem` of the file `name` records, once its real path is known to lie inside the folder."""
+    path = folder / name
+    if not _inside(folder, path):
+        return (
+            f"{folder / CHECKSUMS_FILE}: records {name!r}, which links to {os.path.realpath(path)}, outside"
+            f" {folder}: not read; copy the file into the folder, or record the folder again"
+        )
+    return _file_problem(path, expected)
+
+
+def _inside(folder: Path, path: Path) -> bool:
+    """Whether the real path of `path` (links resolved) lies inside the real path of `folder`, or, for a snapshot
+    folder of the Hugging Face cache (`REPO/snapshots/REVISION`), in its repository's `blobs/`, where the cache
+    keeps the files its snapshots link to."""
+    real_folder, real = Path(os.path.realpath(folder)), Path(os.path.realpath(path))
+    if real_folder in real.parents:
+        return True
+    cache_blobs = Path(os.path.realpath(folder.parent.parent / "blobs"))
+    return folder.parent.name == "snapshots" and real.parent == cache_blobs and real.parent.is_dir()
 
 
 def _file_problem(path: Path, expected: str) -> str | None:
@@ -141,16 +192,15 @@ def _read_record(folder: Path) -> dict[str, str] | None:
     cannot be read, a name outside the folder, a file recorded twice with two hashes and a record of no file."""
     record = folder / CHECKSUMS_FILE
     try:
-        with open(record, "rb") as file:
-            if os.fstat(file.fileno()).st_size > MAX_CHECKSUMS_BYTES:
-                raise _Unreadable(_too_big(record))
-            content = file.read(MAX_CHECKSUMS_BYTES + 1)  # bounded even where the size lies (a pipe, /proc)
+        content = read_regular(record, MAX_CHECKSUMS_BYTES)  # bounded, and never waiting on a FIFO
     except FileNotFoundError:
         return None
+    except TooBig:
+        raise _Unreadable(_too_big(record)) from None
+    except NotARegularFile as error:
+        raise _Unreadable(f"{error}: remove it, or record the folder again") from None
     except OSError as error:
         raise _Unreadable(f"{record}: cannot be read ({error.strerror or error})") from None
-    if len(content) > MAX_CHECKSUMS_BYTES:
-        raise _Unreadable(_too_big(record))
     return _entries(record, content)
 
 
@@ -206,8 +256,10 @@ def _unescape(name: bytes) -> bytes:
 
 def _entry_name(record: Path, number: int, name: bytes) -> str:
     """A recorded name as a path relative to the record's folder (`./NAME` is NAME, as the shell resolves it);
-    refused when it leaves the folder."""
+    refused when it leaves the folder, or holds a NUL byte (which no file name holds)."""
     text = os.fsdecode(name)
+    if "\0" in text:
+        raise _Unreadable(f"{record}: line {number} names {text!r}, which holds a NUL byte: no file is named so")
     normal = posixpath.normpath(text)
     if posixpath.isabs(normal) or normal == ".." or normal.startswith("../") or normal == ".":
         raise _Unreadable(f"{record}: line {number} names {text!r}, which is not a file inside {record.parent}")

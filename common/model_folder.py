@@ -18,11 +18,13 @@ from transformers.utils import CONFIG_NAME
 from elmo_transformers.common.checksums import CHECKSUM_WAY_ON, folder_checksum_problem
 from elmo_transformers.common.disk_space import format_bytes
 from elmo_transformers.common.errors import first_line
+from elmo_transformers.common.regular_files import NotARegularFile, TooBig, read_regular, regular_file_problem
 from modeling_elmo import ElmoConfig
 from modeling_elmo.configuration_elmo import shown_as_json
 from modeling_elmo.modeling_elmo import non_finite_entry
 
 __all__ = [
+    "MAX_SETTINGS_BYTES",
     "damaged_file_problem",
     "damaged_weights_problem",
     "is_repo_id",
@@ -31,6 +33,9 @@ __all__ = [
     "non_finite_weight_problem",
     "require_model_folder",
 ]
+
+# A config.json or tokenizer_config.json is a few KiB: one over this is no settings file, and is not read.
+MAX_SETTINGS_BYTES = 1 << 20
 
 
 def is_repo_id(model: str) -> bool:
@@ -65,11 +70,13 @@ def model_folder_problem(model: str | Path, *, hub: bool = False) -> str | None:
     if not folder.exists():
         return None if hub and is_repo_id(str(model)) else f"{model}: no such model folder"
     config_file = folder / CONFIG_NAME
-    if not config_file.is_file():
+    if not config_file.exists():  # (a FIFO or a device there is named by the read below)
         return f"{model}: not a model folder (no {CONFIG_NAME})"
     try:
-        config = json.loads(config_file.read_text(encoding="utf-8"))
+        config = json.loads(read_regular(config_file, MAX_SETTINGS_BYTES).decode("utf-8"))
         model_type = config.get("model_type")
+    except OSError as error:  # (a config.json is a few KiB: a larger one is no config)
+        return str(error)
     except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as error:
         return f"{config_file}: not a JSON object: {error}"
     return (
@@ -83,9 +90,11 @@ def model_folder_problem(model: str | Path, *, hub: bool = False) -> str | None:
 
 def damaged_file_problem(folder: Path) -> str | None:
     """The line refusing a folder whose files differ from its SHA256SUMS (a flipped byte that loads and computes
-    finite, wrong vectors), with the way on; None when they match or nothing is recorded. Looked for last, so that a
+    finite, wrong vectors), or whose record leaves out its weights (every record written lists them), with
+    the way on; None when they match or nothing is recorded. Looked for last, so that a
     problem the files show themselves (config.json not JSON, truncated weights) is named as such."""
-    problem = folder_checksum_problem(folder)
+    weights = [path.name for path in sorted(folder.glob("*.safetensors"))]
+    problem = folder_checksum_problem(folder, required=weights)
     return f"{problem}; {CHECKSUM_WAY_ON}" if problem else None
 
 
@@ -104,7 +113,9 @@ def _tokenizer_problem(config_file: Path, config: ElmoConfig) -> str | None:
     read words of `max_characters_per_token` characters and its embedding has rows for the special characters."""
     tokenizer_file = config_file.with_name(TOKENIZER_CONFIG_FILE)
     try:
-        tokenizer = json.loads(tokenizer_file.read_text(encoding="utf-8"))
+        tokenizer = json.loads(read_regular(tokenizer_file, MAX_SETTINGS_BYTES).decode("utf-8"))
+    except (NotARegularFile, TooBig) as error:  # (the tokenizer's load would wait on a FIFO, or read /dev/zero)
+        return str(error)
     except (OSError, ValueError):
         return None  # no tokenizer here (a model alone) or none readable: the tokenizer's load says why
     special_char_ids = tokenizer.get("special_char_ids")
@@ -173,6 +184,9 @@ def require_model_folder(model: str | Path, error_type: type[Exception], *, hub:
 def _unreadable_weights_problem(folder: Path) -> str | None:
     """The first safetensors file of `folder` whose header does not open: an interrupted download or copy."""
     for path in sorted(folder.glob("*.safetensors")):
+        problem = regular_file_problem(path, "weights file")
+        if problem:
+            return problem
         try:
             with safe_open(path, framework="pt"):
                 pass

@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from elmo_transformers.common.errors import ConversionError
+from elmo_transformers.common.regular_files import NotARegularFile, TooBig, read_regular
 from modeling_elmo import ElmoConfig
 from modeling_elmo.configuration_elmo import BILM_TF_CHAR_VOCAB_SIZE, check_field, shown_as_json
 
 __all__ = [
+    "MAX_OPTIONS_BYTES",
     "OPTION_FIELDS",
     "OptionField",
     "config_from_options",
@@ -24,6 +26,8 @@ __all__ = [
 # n_characters is 261 in options written for training (no padding id) and 262 in those written for use.
 _CHAR_VOCAB_SIZES = (BILM_TF_CHAR_VOCAB_SIZE - 1, BILM_TF_CHAR_VOCAB_SIZE)
 _REQUIRED = object()  # an `OptionField` default: the entry must be given
+# bilm-tf's options.json is under 1 KiB; a file over this is no options file (and /dev/zero is never read whole).
+MAX_OPTIONS_BYTES = 1 << 20
 
 
 def _char_vocab_size(n_characters: Any) -> int:
@@ -82,12 +86,17 @@ _TOP_LEVEL_ENTRIES = {field.path[0] for field in OPTION_FIELDS}
 
 
 def read_options(path: str | Path) -> dict[str, Any]:
-    """Parse an options.json file, with errors that name the file."""
+    """Parse an options.json file, with errors that name the file: missing, not a regular file (a FIFO, a device, a
+    folder: refused without waiting on it), over `MAX_OPTIONS_BYTES`, unreadable, not JSON, not a JSON object."""
     path = Path(path)
     try:
-        options = json.loads(path.read_text(encoding="utf-8"))
+        options = json.loads(read_regular(path, MAX_OPTIONS_BYTES).decode("utf-8"))
     except FileNotFoundError:
         raise ConversionError(f"{path}: no such options file") from None
+    except (NotARegularFile, TooBig) as error:
+        raise ConversionError(f"{error}: name the options.json file itself") from None
+    except OSError as error:
+        raise ConversionError(f"{path}: the options file cannot be read ({error.strerror or error})") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ConversionError(f"{path} is not a JSON options file: {error}") from None
     if not isinstance(options, dict):

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from elmo_transformers.common.errors import ElmoError
+from elmo_transformers.common.regular_files import file_kind
 
 __all__ = ["lock_path", "output_lock"]
 
@@ -42,7 +43,12 @@ def _holder(path: Path) -> str:
 
 def _open_lock_file(path: Path, error: type[ElmoError]) -> int:
     """A descriptor of the lock file `path`, created (with its folder) if need be; `error` when the folder cannot
-    be written (a read-only file system, no permission): nothing of the output could be written there either."""
+    be written (a read-only file system, no permission, a file where a folder above it should be: mkdir would call
+    that "File exists" or "Not a directory"): nothing of the output could be written there either."""
+    blocking = next((above for above in path.parents if above.exists() or above.is_symlink()), None)
+    if blocking is not None and not blocking.is_dir():
+        kind = file_kind(os.stat(blocking).st_mode) if blocking.exists() else "a broken link"
+        raise error(f"{blocking} is {kind}, not a folder: nothing can be written under it; write the output elsewhere")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from elmo_transformers.common.errors import first_line
+from elmo_transformers.common.regular_files import regular_file_problem
 
 __all__ = ["holds_code", "load_tensors"]
 
@@ -26,13 +27,15 @@ def holds_code(path: str | Path) -> str:
 def load_tensors(path: str | Path, error_type: type[Exception], *, map_location: str = "cpu") -> Any:
     """What the pickle at `path` holds (tensors in dicts and lists), loaded with `weights_only=True`.
 
-    Raises `error_type` with one line naming `path` when the file is missing, holds code (any Python object but
-    tensors and containers, which `weights_only=True` refuses to build) or is no PyTorch file at all (damaged,
+    Raises `error_type` with one line naming `path` when the file is missing or no regular file (a FIFO, a device),
+    holds code (any Python object but tensors and containers, which `weights_only=True` refuses to build) or is no
+    PyTorch file at all (damaged,
     truncated, another format).
     """
     path = Path(path)
-    if not path.is_file():
-        raise error_type(f"{path}: no such file")
+    problem = regular_file_problem(path, "file")
+    if problem:
+        raise error_type(problem)
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError:

@@ -8,19 +8,27 @@ from __future__ import annotations
 from pathlib import Path
 
 from elmo_transformers.common.errors import ElmoError
+from elmo_transformers.common.regular_files import NotARegularFile, TooBig, read_regular
 
-__all__ = ["read_vocabulary"]
+__all__ = ["MAX_VOCABULARY_BYTES", "read_vocabulary"]
+
+# bilm-tf's vocabulary of 793,471 words is 6.6 MB; a file over this is no vocabulary (and /dev/zero is never read
+# whole: reading it would take memory until none is left).
+MAX_VOCABULARY_BYTES = 1 << 30
 
 
 def read_vocabulary(path: str | Path, *, error: type[ElmoError]) -> list[str]:
     """Every line of a vocabulary file, surrounding whitespace stripped, as bilm-tf reads them (a blank line is an
-    empty word: lines are softmax rows). Raises `error` naming the file, or the line that is not UTF-8, and for a file
-    without a line."""
+    empty word: lines are softmax rows). Raises `error` naming the file, or the line that is not UTF-8, for a file
+    without a line, and for one that is not a regular file (a FIFO, a device, a folder: refused without waiting on
+    it) or is over `MAX_VOCABULARY_BYTES`."""
     path = Path(path)
     try:
-        lines = path.read_bytes().splitlines()
+        lines = read_regular(path, MAX_VOCABULARY_BYTES).splitlines()
     except FileNotFoundError:
         raise error(f"{path}: no such vocabulary file") from None
+    except (NotARegularFile, TooBig) as problem:
+        raise error(f"{problem}: name the vocabulary file itself (one word a line)") from None
     except OSError as problem:
         raise error(f"cannot read the vocabulary {path}: {problem}") from None
     words = []

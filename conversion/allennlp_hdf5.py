@@ -14,6 +14,7 @@ import torch
 from tqdm.auto import tqdm
 
 from elmo_transformers.common.errors import ConversionError
+from elmo_transformers.common.regular_files import regular_file_problem
 from modeling_elmo import ElmoConfig
 
 from .weight_mapping import WeightMapping, character_embedding, check_finite, transposed, unchanged
@@ -78,8 +79,9 @@ def read_allennlp_weights(path: str | Path, config: ElmoConfig, *, progress: boo
     or extra, or a shape differs from what the options imply.
     """
     path = Path(path)
-    if not path.is_file():
-        raise ConversionError(f"{path}: no such weights file")
+    problem = regular_file_problem(path, "weights file")
+    if problem:
+        raise ConversionError(problem)
     try:
         weights = h5py.File(path, "r")
     except OSError as error:

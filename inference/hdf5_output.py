@@ -51,6 +51,7 @@ from elmo_transformers.common.atomic_output import (
     publish_file,
     refuse_existing,
     refuse_folders_in_use,
+    refuse_unreplaceable,
     sync_to_disk,
 )
 from elmo_transformers.common.checksums import file_sha256
@@ -120,7 +121,8 @@ class WriteError(Exception):
 def check_output_path(output: str | Path, input_file: str | Path, *, folder: bool = False) -> None:
     """Refuse an `output` that is a folder (unless the output is a `folder`: then one that holds the input or the
     current directory), or whose file, `OUT.partial` or lock file is `input_file` (the same inode: a hard or
-    symbolic link too): writing it, or replacing it with the finished output, would destroy the input. Checked
+    symbolic link too): writing it, or replacing it with the finished output, would destroy the input; and one that
+    is no regular file or folder (/dev/null, /dev/full, a FIFO: `refuse_unreplaceable`). Checked
     before the output's lock is taken, as the lock file is created beside the output."""
     output = Path(output)
     if folder:
@@ -130,6 +132,7 @@ def check_output_path(output: str | Path, input_file: str | Path, *, folder: boo
     for path in (output, partial_path(output), lock_path(output)):
         if path.exists() and path.samefile(input_file):
             raise EmbedError(f"{path} is the input file {input_file}: write the output to another path")
+    refuse_unreplaceable(output, error=EmbedError)  # before the lock file is made beside it
 
 
 def check_output(output: str | Path, *, resume: bool, overwrite: bool) -> None:

@@ -8,6 +8,7 @@ Under `accelerate launch` the main process alone takes the lock and decides, and
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 from elmo_transformers.common.errors import TrainingError
 from elmo_transformers.common.output_lock import output_lock
 from elmo_transformers.common.processes import on_main_process
+from elmo_transformers.common.regular_files import file_kind
 
 __all__ = ["exclusive_output_dir", "refuse_existing_output_dir"]
 
@@ -29,8 +31,12 @@ def exclusive_output_dir(output_dir: Path) -> Iterator[None]:
 
 
 def refuse_existing_output_dir(output_dir: Path, *, overwrite: bool, resume: str = "") -> None:
-    """Raise `TrainingError` when `output_dir` holds files and the user passed neither --overwrite_output_dir nor
-    (where the script can continue a run: `resume` names the flag) that flag."""
+    """Raise `TrainingError` when `output_dir` is no folder (a file, a device: whatever --overwrite_output_dir says),
+    or holds files and the user passed neither --overwrite_output_dir nor (where the script can continue a run:
+    `resume` names the flag) that flag."""
+    if (output_dir.exists() or output_dir.is_symlink()) and not output_dir.is_dir():
+        kind = file_kind(os.stat(output_dir).st_mode) if output_dir.exists() else "a broken link"
+        raise TrainingError(f"{output_dir} is {kind}, not a folder: name a folder to train into")
     if overwrite or not output_dir.is_dir() or not any(output_dir.iterdir()):
         return
     continue_it = f"pass {resume} to continue it or " if resume else "pass "

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import stat
+from pathlib import Path
+
 import pytest
 
 from elmo_transformers.common.atomic_output import (
@@ -11,7 +15,8 @@ from elmo_transformers.common.atomic_output import (
     publish_file,
     publish_folder,
 )
-from elmo_transformers.common.errors import ConversionError
+from elmo_transformers.common.errors import ConversionError, TrainingError
+from elmo_transformers.training.output_dir import refuse_existing_output_dir
 
 
 def test_staging_paths_sit_beside_the_target(tmp_path):
@@ -101,3 +106,70 @@ def test_staging_left_by_a_killed_writer_is_removed_by_the_next(tmp_path, writer
     with writer(output) as staging:
         (staging / "x").write_text("new") if staging.is_dir() else staging.write_text("new")
     assert sorted(path.name for path in tmp_path.iterdir()) == sorted(["elmo", ".elmo.linked12.partial", *kept])
+
+
+def _special_files(folder: Path) -> dict[str, Path]:
+    """A FIFO, a link and (where this process may make one: root) a character device like /dev/null (1, 3): what
+    the rename that publishes an output would replace with a file (`elmo-embed X /dev/full --overwrite`, as root,
+    replaced the device node)."""
+    made = {"a FIFO (named pipe)": folder / "pipe", "a link": folder / "link"}
+    os.mkfifo(made["a FIFO (named pipe)"])
+    made["a link"].symlink_to(folder / "elsewhere")
+    try:
+        os.mknod(folder / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        made["a character device"] = folder / "null"
+    except PermissionError:
+        pass
+    return made
+
+
+@pytest.mark.parametrize("writer", [atomic_output_file, atomic_output_folder])
+def test_only_regular_files_and_folders_are_replaced(tmp_path: Path, writer) -> None:
+    for kind, path in _special_files(tmp_path).items():
+        mode = os.lstat(path).st_mode
+        with pytest.raises(ConversionError) as refused, writer(path, overwrite=True) as staging:
+            (staging / "x" if staging.is_dir() else staging).write_bytes(b"output")
+        assert str(refused.value) == (
+            f"{path} is {kind}, not a regular file: it is never replaced, even with --overwrite; write the output to"
+            " another path"
+        )
+        assert os.lstat(path).st_mode == mode
+    assert not list(tmp_path.glob("*.lock")), "no lock file is made beside what is refused"
+
+
+def test_elmo_embed_replaces_no_fifo(tmp_path: Path, fixture_model_folder: Path, capsys) -> None:
+    """elmo-embed ... OUT --overwrite replaced a FIFO (or, as root, /dev/null and /dev/full) with an hdf5 file."""
+    from elmo_transformers.inference.embed import main
+
+    source, output = tmp_path / "in.txt", tmp_path / "pipe"
+    source.write_text("a b\n", encoding="utf-8")
+    os.mkfifo(output)
+    code = main([str(source), str(output), "--model", str(fixture_model_folder), "--overwrite"])
+    assert (code, capsys.readouterr().err) == (
+        2,
+        f"elmo-embed: error: {output} is a FIFO (named pipe), not a regular file: it is never replaced, even with"
+        " --overwrite; write the output to another path\n",
+    )
+    assert stat.S_ISFIFO(os.lstat(output).st_mode)
+
+
+@pytest.mark.parametrize("under", ["out", "sub/out"])
+def test_an_output_under_a_file_is_named_so(tmp_path: Path, under: str) -> None:
+    """mkdir's ENOTDIR (and, for the file itself, EEXIST) was told as "File exists"."""
+    (tmp_path / "file").write_bytes(b"")
+    with pytest.raises(ConversionError) as refused, atomic_output_file(tmp_path / "file" / under):
+        pass
+    assert str(refused.value) == (
+        f"{tmp_path / 'file'} is a regular file, not a folder: nothing can be written under it; write the output"
+        " elsewhere"
+    )
+
+
+def test_a_training_output_dir_that_is_no_folder_is_refused(tmp_path: Path) -> None:
+    """It was let through (a FIFO, a file), and the run failed later, in a traceback."""
+    os.mkfifo(tmp_path / "pipe")
+    with pytest.raises(TrainingError) as refused:
+        refuse_existing_output_dir(tmp_path / "pipe", overwrite=True)
+    assert (
+        str(refused.value) == f"{tmp_path / 'pipe'} is a FIFO (named pipe), not a folder: name a folder to train into"
+    )

@@ -5,6 +5,7 @@ reference for which lines are checksum lines."""
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -14,7 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from elmo_transformers.common.checksums import folder_checksum_problem, record_checksums
+from elmo_transformers.common.checksums import (
+    checksum_problem,
+    file_sha256,
+    folder_checksum_problem,
+    record_checksums,
+    recorded_names,
+)
 from elmo_transformers.common.model_folder import model_folder_problem
 
 WEIGHTS = "model.safetensors"
@@ -104,7 +111,7 @@ def test_a_line_that_sha256sum_cannot_read_is_refused_with_its_number(
     )
 
 
-@pytest.mark.parametrize("name", ["../model.safetensors", "/etc/hostname", "."])
+@pytest.mark.parametrize("name", ["../model.safetensors", "/etc/hostname", ".", "sub/../../model.safetensors"])
 def test_a_name_outside_the_folder_is_refused(fixture_model_folder: Path, tmp_path: Path, name: str) -> None:
     folder = _copy(fixture_model_folder, tmp_path / "model")
     record = folder / "SHA256SUMS"
@@ -192,3 +199,145 @@ def test_awkward_names_are_recorded_as_sha256sum_writes_them(tmp_path: Path) -> 
         listed = subprocess.run([SHA256SUM, *sorted(names)], cwd=tmp_path, capture_output=True, check=True).stdout
         assert (tmp_path / "SHA256SUMS").read_bytes() == listed
         assert _gnu_check(tmp_path).returncode == 0
+
+
+# Prints `folder_checksum_problem` of the folder argv[1], in a Python of its own: a check that blocks on a FIFO or
+# hashes /dev/zero forever is ended by the test's timeout instead of hanging the suite.
+_CHECK_FOLDER = """
+import sys
+from pathlib import Path
+from elmo_transformers.common.checksums import folder_checksum_problem
+print(folder_checksum_problem(Path(sys.argv[1])))
+"""
+
+
+def _checked_apart(folder: Path) -> str:
+    try:
+        completed = subprocess.run(
+            [sys.executable, "-c", _CHECK_FOLDER, str(folder)], capture_output=True, text=True, timeout=20
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the check of {folder} hung")
+    assert completed.returncode == 0, completed.stderr
+    return completed.stdout.removesuffix("\n")
+
+
+def _record(folder: Path, lines: str) -> Path:
+    record = folder / "SHA256SUMS"
+    record.write_text(lines, encoding="utf-8")
+    return record
+
+
+def test_a_recorded_fifo_is_refused_without_waiting_on_it(tmp_path: Path) -> None:
+    """Opening a FIFO for reading waited for a writer that never came."""
+    os.mkfifo(tmp_path / "pipe")
+    _record(tmp_path, f"{'0' * 64}  pipe\n")
+    assert _checked_apart(tmp_path) == (
+        f"{tmp_path / 'pipe'}: SHA256SUMS records it, but it cannot be read (not a regular file but a FIFO (named"
+        " pipe))"
+    )
+
+
+def test_a_record_that_is_a_fifo_is_refused_without_waiting_on_it(tmp_path: Path) -> None:
+    """The 1 MiB cap was checked after the open, which waited for a writer."""
+    os.mkfifo(tmp_path / "SHA256SUMS")
+    assert _checked_apart(tmp_path) == (
+        f"{tmp_path / 'SHA256SUMS'}: not a regular file but a FIFO (named pipe); only regular files are read: remove"
+        " it, or record the folder again"
+    )
+
+
+def test_a_link_out_of_the_folder_is_not_followed(tmp_path: Path) -> None:
+    """A link named by the record made the package hash any file on the machine (and print the start of its
+    hash), or read /dev/zero forever."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"not the folder's")
+    (folder / "leak").symlink_to(secret)
+    (folder / "zero").symlink_to("/dev/zero")
+    for name, target in (("leak", secret), ("zero", Path("/dev/zero"))):
+        _record(folder, f"{'0' * 64}  {name}\n")
+        problem = _checked_apart(folder)
+        assert problem == (
+            f"{folder / 'SHA256SUMS'}: records {name!r}, which links to {target}, outside {folder}: not read;"
+            " copy the file into the folder, or record the folder again"
+        )
+        assert _sha256(secret)[:16] not in problem
+
+
+def test_a_link_inside_the_folder_and_the_hub_cache_layout_are_followed(tmp_path: Path) -> None:
+    """What a link inside the folder names is compared; so is a Hugging Face cache snapshot, whose files link to
+    its repository's blobs/."""
+    folder = tmp_path / "model"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "weights").write_bytes(b"w")
+    (folder / "alias").symlink_to("sub/weights")
+    _record(folder, f"{_sha256(folder / 'sub' / 'weights')}  alias\n")
+    assert folder_checksum_problem(folder) is None
+    repository = tmp_path / "models--someone--elmo"
+    snapshot = repository / "snapshots" / "0123abcd"
+    snapshot.mkdir(parents=True)
+    (repository / "blobs").mkdir()
+    (repository / "blobs" / "ab12").write_bytes(b"w")
+    (snapshot / "weights").symlink_to("../../blobs/ab12")
+    _record(snapshot, f"{_sha256(folder / 'sub' / 'weights')}  weights\n")
+    assert folder_checksum_problem(snapshot) is None
+    (repository / "blobs" / "ab12").write_bytes(b"x")
+    assert folder_checksum_problem(snapshot).startswith(f"{snapshot / 'weights'}: its sha256 is ")
+
+
+def test_a_name_with_a_nul_byte_is_refused_in_one_line(tmp_path: Path) -> None:
+    """os.stat raised ValueError (embedded null byte), a traceback."""
+    record = tmp_path / "SHA256SUMS"
+    record.write_bytes(b"0" * 64 + b"  a\0b\n")
+    assert folder_checksum_problem(tmp_path) == (
+        f"{record}: line 1 names 'a\\x00b', which holds a NUL byte: no file is named so"
+    )
+
+
+def test_a_backslash_in_a_name_is_literal_unless_the_line_starts_with_one(tmp_path: Path) -> None:
+    """`sha256sum -c` reads `HASH  a\\nb` as the file `a\\nb` (backslash, n): unescaping every name would read a
+    line break there and call the file missing. (sha256sum itself is the reference where it is installed.)"""
+    name = "a\\nb"
+    (tmp_path / name).write_bytes(b"literal")
+    _record(tmp_path, f"{_sha256(tmp_path / name)}  {name}\n")
+    if SHA256SUM:
+        assert _gnu_check(tmp_path).returncode == 0
+    assert folder_checksum_problem(tmp_path) is None
+    (tmp_path / name).write_bytes(b"changed")
+    assert folder_checksum_problem(tmp_path).startswith(f"{tmp_path / name}: its sha256 is ")
+
+
+def test_links_are_not_recorded(tmp_path: Path) -> None:
+    """The bundled model's page folder links its code files to the package's modules, which change with the
+    package: recording them would call every later package's folder damaged (and follow a link out)."""
+    outside = tmp_path / "modeling.py"
+    outside.write_text("code", encoding="utf-8")
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}", encoding="utf-8")
+    (folder / "modeling.py").symlink_to(outside)
+    (folder / "same.json").symlink_to("config.json")
+    record_checksums(folder)
+    assert recorded_names(folder) == ["config.json"]
+    assert (folder / "SHA256SUMS").read_text(encoding="utf-8") == f"{_sha256(folder / 'config.json')}  config.json\n"
+
+
+def test_a_record_that_leaves_out_the_weights_is_refused(fixture_model_folder: Path, tmp_path: Path) -> None:
+    """Such a record compared nothing of the weights: every record written lists them, so it is itself damage."""
+    folder = _copy(fixture_model_folder, tmp_path / "model")
+    record = _record(folder, f"{_sha256(folder / 'config.json')}  config.json\n")
+    expected = (
+        f"{folder / WEIGHTS}: {record} does not record it, though every record written lists it: the record is damaged"
+    )
+    assert model_folder_problem(folder).startswith(f"{expected}; ")
+    assert checksum_problem(folder / WEIGHTS, file_sha256(folder / WEIGHTS)) == expected
+
+
+def test_only_regular_files_are_hashed(tmp_path: Path) -> None:
+    """/dev/null hashed as an empty file (and /dev/zero forever, a FIFO: waiting; the record tests above)."""
+    for path, kind in ((Path("/dev/null"), "a character device"), (tmp_path, "a folder")):
+        with pytest.raises(OSError) as raised:
+            file_sha256(path)
+        assert str(raised.value) == f"{path}: not a regular file but {kind}; only regular files are read"

@@ -69,6 +69,16 @@ def test_a_name_registered_twice_or_a_kernel_that_cannot_be_called_is_refused(my
     assert list(LSTM_IMPLEMENTATIONS) == ["auto", "layer_by_layer", "wavefront", "my_kernel"]
 
 
+@pytest.mark.parametrize("name", [3, ("x",), None, b"x"], ids=["an int", "a tuple", "None", "bytes"])
+def test_a_name_that_is_not_a_string_is_refused(name: object) -> None:
+    """Only "" was tested: a check of emptiness alone (`if not name`) let 3 or ("x",) into the registry, where no
+    config can name it (the config's check takes strings)."""
+    with pytest.raises(TypeError) as refusal:
+        register_lstm_implementation(name, lambda *arguments, **options: None)
+    assert str(refusal.value) == f"an LSTM implementation's name must be a non-empty string, got {name!r}"
+    assert name not in LSTM_IMPLEMENTATIONS
+
+
 def test_an_unknown_name_is_refused_naming_every_registered_one() -> None:
     with pytest.raises(ValueError) as refusal:
         ElmoConfig(lstm_implementation="fast")

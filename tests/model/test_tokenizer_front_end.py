@@ -209,6 +209,26 @@ def test_encoder_from_folder_refuses_what_it_cannot_follow(tmp_path: Path, files
         ElmoTextEncoder.from_folder(tmp_path)
 
 
+def _added_token(content: str) -> dict:
+    """A special token as transformers writes an AddedToken into tokenizer_config.json."""
+    return {"content": content, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False,
+            "special": True}  # fmt: skip
+
+
+def test_encoder_from_folder_reads_a_pad_token_written_as_an_object(tmp_path: Path) -> None:
+    """transformers may write `pad_token` as an AddedToken object: its content is what is compared (the tests above
+    give the string form only, which a check of the raw value would pass too)."""
+    ElmoTokenizer(max_characters_per_token=7).save_pretrained(tmp_path)
+    settings_file = tmp_path / "tokenizer_config.json"
+    settings = json.loads(settings_file.read_text(encoding="utf-8"))
+    settings_file.write_text(json.dumps({**settings, "pad_token": _added_token("<pad>")}), encoding="utf-8")
+    assert ElmoTextEncoder.from_folder(tmp_path).max_characters_per_token == 7
+    settings_file.write_text(json.dumps({**settings, "pad_token": _added_token("<x>")}), encoding="utf-8")
+    with pytest.raises(ValueError) as refused:
+        ElmoTextEncoder.from_folder(tmp_path)
+    assert str(refused.value) == f"{settings_file}: pad_token must be '<pad>' (id 0, a row of no word), got '<x>'"
+
+
 def test_text_elmo_imports_only_the_standard_library_and_numpy() -> None:
     """One file, copied alone beside a graph (an ONNX folder, a Triton python model): no relative import, no torch."""
     tree = ast.parse(Path(modeling_elmo.text_elmo.__file__).read_text(encoding="utf-8"))

@@ -270,6 +270,29 @@ def test_a_repository_overlapping_the_output_is_refused(
     assert _every_path(tmp_path) == []
 
 
+@pytest.mark.parametrize("into", ["--model", "--output"])
+def test_a_repository_reached_through_a_link_into_the_model_or_output_is_refused(
+    model_copy: Path, tmp_path: Path, capsys, into: str
+) -> None:
+    """The overlap is of real paths: a repository named through a link into the model (or onto the output) is the
+    same folder as one named directly (the tests above pass real paths, which a check of the names as given would
+    also refuse)."""
+    output = tmp_path / "out" / "elmo"
+    output.parent.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(model_copy if into == "--model" else output.parent)
+    repository = link / "models" if into == "--model" else link / "elmo"
+    before = _every_path(tmp_path)
+    command = ["onnx", "--model", str(model_copy), "--output", str(output)]
+    assert main([*command, "--triton-repository", str(repository)]) == 2
+    flag, other = ("the input --model", model_copy) if into == "--model" else ("--output", output)
+    assert last_error_line(capsys) == (
+        f"elmo-convert: error: --triton-repository {repository} overlaps {flag} {other} (one holds the other, or they"
+        " are the same): name a repository apart from it"
+    )
+    assert _every_path(tmp_path) == before
+
+
 @pytest.mark.parametrize("file", ["repository", "above it"])
 def test_a_repository_that_is_a_file_is_refused(fixture_model_folder: Path, tmp_path: Path, capsys, file: str) -> None:
     """It said "File exists: FILE/x.lock cannot be created"."""

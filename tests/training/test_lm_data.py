@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -154,15 +155,56 @@ def test_checkpoint_folders_and_process_count(tmp_path):
         torch.manual_seed(1)
         sampler = torch.Generator().manual_seed(2)
         torch.rand(5), torch.rand(5, generator=sampler)
-        save_process_state(folder, 0, lstm_state=state, sampler_generator=sampler, data_state={"x": 1})
+        save_process_state(folder, 0, lstm_state=state, sampler_generator=sampler, data_state=POSITIONS)
         next_draws = torch.rand(3), torch.rand(3, generator=sampler)
-        loaded = load_process_state(folder, 0, 1)
+        loaded = load_process_state(folder, 0, 1, packers=2)
         torch.set_rng_state(loaded["torch_rng"])
         restored_sampler = torch.Generator()
         restored_sampler.set_state(loaded["sampler_rng"])
         assert torch.equal(torch.rand(3), next_draws[0])
         assert torch.equal(torch.rand(3, generator=restored_sampler), next_draws[1])
     assert torch.equal(loaded["lstm_h"], state[0]) and torch.equal(loaded["lstm_c"], state[1])
-    assert loaded["data_state"] == {"x": 1}
+    assert loaded["data_state"] == POSITIONS
     with pytest.raises(ValueError, match="written by 1 processes, this run has 2"):
-        load_process_state(folder, 0, 2)
+        load_process_state(folder, 0, 2, packers=2)
+
+
+# A process's text positions as pretraining saves them: one per direction.
+POSITIONS = {
+    "packers": [
+        {"rows": [[4, 5]], "finished": False, "source": {"epoch": 0, "shard_position": 0, "sentence_position": 3}}
+    ]
+    * 2
+}
+
+
+def test_a_stray_file_named_like_a_checkpoint_is_no_checkpoint(tmp_path):
+    """`--resume_from_checkpoint latest` took the file checkpoint-9 and failed, not the newest checkpoint folder."""
+    from elmo_transformers.training.pretraining.checkpoint import latest_checkpoint
+
+    (tmp_path / "checkpoint-5").mkdir()
+    (tmp_path / "checkpoint-9").write_bytes(b"")
+    assert latest_checkpoint(tmp_path) == tmp_path / "checkpoint-5"
+
+
+@pytest.mark.parametrize(
+    "positions",
+    [{"packers": POSITIONS["packers"][:1]}, {"packers": [[], []]}, {"x": 1}, []],
+    ids=["one of two", "not objects", "no packers", "a list"],
+)
+def test_text_positions_of_another_shape_are_refused_in_one_line(tmp_path, positions):
+    """A positions list too short resumed into zip()'s "argument 2 is shorter than argument 1" (others: a
+    traceback)."""
+    from elmo_transformers.common.errors import TrainingError
+    from elmo_transformers.training.pretraining.checkpoint import load_process_state, save_process_state
+
+    folder = tmp_path / "checkpoint-4"
+    folder.mkdir()
+    state = (torch.zeros(2, 1, 1, 2), torch.zeros(2, 1, 1, 2))
+    save_process_state(folder, 0, lstm_state=state, sampler_generator=torch.Generator(), data_state=positions)
+    with pytest.raises(TrainingError) as refused:
+        load_process_state(folder, 0, 1, packers=2)
+    assert str(refused.value).startswith(
+        f"{folder / 'process-0.json'} is damaged (expected 2 text positions under 'packers', got"
+        f" {json.dumps(positions)[:40]}"
+    )

@@ -31,6 +31,7 @@ import modeling_elmo  # noqa: F401  (registers the Auto classes)
 from elmo_transformers.common.checksums import record_checksums
 from elmo_transformers.common.errors import TrainingError
 from elmo_transformers.common.output_lock import lock_path
+from elmo_transformers.training.pretraining.checkpoint import refuse_damaged_checkpoint
 from elmo_transformers.training.pretraining.evaluate_perplexity import main as evaluate_main
 from elmo_transformers.training.pretraining.lm_vocabulary import LmVocabulary
 from elmo_transformers.training.pretraining.metrics_log import MetricsLog
@@ -613,6 +614,72 @@ def test_a_checkpoint_with_flipped_bytes_is_refused_by_its_checksums(one_process
         f" damaged: {_resume_way_on(output)}"
     )
     assert sorted(path.name for path in output.iterdir()) == sorted(path.name for path in one_process_run.iterdir())
+
+
+def _copied_checkpoint_refusal(one_process_run: Path, tmp_path: Path, damage) -> str:
+    """The line refusing checkpoint-4 of a copy of the run once `damage(checkpoint-4)` was done to it."""
+    output = tmp_path / "out"
+    shutil.copytree(one_process_run, output)
+    damage(output / "checkpoint-4")
+    with pytest.raises(TrainingError) as refused:
+        refuse_damaged_checkpoint(output / "checkpoint-4")
+    return str(refused.value)
+
+
+def _rewrite_json(path: Path, value: object) -> None:
+    path.write_text(json.dumps(value), encoding="utf-8")
+    record_checksums(path.parent)  # the record rewritten too: only the file's shape shows it
+
+
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        (lambda folder: (folder / "SHA256SUMS").unlink(), "SHA256SUMS: missing: the folder's files cannot be compared"),
+        (
+            lambda folder: (folder / "SHA256SUMS").write_text(
+                "".join(line for line in (folder / "SHA256SUMS").open() if "model.safetensors" not in line)
+            ),
+            "model.safetensors: {folder}/SHA256SUMS does not record it, though every record written lists it: the"
+            " record is damaged",
+        ),
+        (
+            lambda folder: _rewrite_json(folder / "trainer_state.json", [4]),
+            "trainer_state.json is damaged (expected a JSON object with a step and a world_size of at least 1, got"
+            " [4])",
+        ),
+        (
+            lambda folder: _rewrite_json(folder / "trainer_state.json", {"step": 4, "world_size": "1"}),
+            "trainer_state.json is damaged (expected a JSON object with a step and a world_size of at least 1, got"
+            ' {"step": 4, "world_size": "1"})',
+        ),
+    ],
+    ids=["record deleted", "weights not recorded", "state a list", "world_size a string"],
+)
+@pytest.mark.slow
+def test_a_checkpoint_without_its_record_or_of_another_shape_is_refused(one_process_run, tmp_path, damage, problem):
+    """A checkpoint whose SHA256SUMS was deleted (or left out its weights) resumed from damaged weights in silence;
+    a trainer_state.json of another shape was a traceback (used before the record was compared)."""
+    refusal = _copied_checkpoint_refusal(one_process_run, tmp_path, damage)
+    folder = tmp_path / "out" / "checkpoint-4"
+    assert refusal == f"{folder}/{problem.replace('{folder}', str(folder))}: {_resume_way_on(tmp_path / 'out')}"
+
+
+@pytest.mark.slow
+def test_the_checkpoint_offered_instead_skips_every_damaged_one(one_process_run, tmp_path):
+    """Bytes flipped in checkpoint-4 and in checkpoint-2 (only SHA256SUMS shows it): the offer skips both, to the
+    intact checkpoint-1 (a copy of checkpoint-2 made before the damage)."""
+
+    def damage(folder: Path) -> None:
+        shutil.copytree(folder.parent / "checkpoint-2", folder.parent / "checkpoint-1")
+        for checkpoint in (folder, folder.parent / "checkpoint-2"):
+            flip_bytes_in_the_middle(checkpoint / "model.safetensors")
+
+    refusal = _copied_checkpoint_refusal(one_process_run, tmp_path, damage)
+    intact = tmp_path / "out" / "checkpoint-1"
+    assert refusal.endswith(
+        f"the checkpoint {tmp_path / 'out' / 'checkpoint-4'} cannot be resumed; the newest intact checkpoint is"
+        f" {intact}: resume with --resume_from_checkpoint {intact}"
+    )
 
 
 @pytest.mark.slow

@@ -10,9 +10,10 @@ save leaves the previous checkpoints intact.
 
 The main process records every file's sha256 in `SHA256SUMS` before it publishes the folder. A checkpoint damaged
 afterwards (a truncated copy, a disk that failed, flipped bytes) is refused with one line naming the file and the
-newest intact checkpoint before it; "intact" is: every file present, the JSON parsed, the safetensors headers and
-the index at the end of `optimizer.pt` (a zip archive) readable, and every file as SHA256SUMS records it (a
-checkpoint written before the record existed is judged without it).
+newest intact checkpoint before it; "intact" is: every file present, the JSON parsed and of the shape written, the
+safetensors headers and the index at the end of `optimizer.pt` (a zip archive) readable, and every file as
+SHA256SUMS records it. Every checkpoint is written with its record, which lists every file read: a checkpoint
+without one, or whose record leaves out a file read, is damaged (it would resume from files compared with nothing).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from transformers.utils import SAFE_WEIGHTS_NAME
 from elmo_transformers.common.atomic_output import partial_path
 from elmo_transformers.common.checksums import folder_checksum_problem
 from elmo_transformers.common.errors import TrainingError, first_line
+from elmo_transformers.common.regular_files import read_regular
 from elmo_transformers.common.safe_load import holds_code
 
 __all__ = [
@@ -54,6 +56,8 @@ __all__ = [
 OPTIMIZER_FILE = "optimizer.pt"
 TRAINER_STATE_FILE = "trainer_state.json"
 _CHECKPOINT_NAME = re.compile(r"^checkpoint-(\d+)$")
+# A checkpoint's JSON files (the run's arguments, a process's text positions) take KiB: one over this is damaged.
+_MAX_JSON_BYTES = 64 << 20
 # What reading a truncated or damaged file raises: OSError (torch's reader of a truncated file, a missing file),
 # ValueError (JSON that ends early, bytes that are not UTF-8), RuntimeError (torch's zip reader), SafetensorError,
 # BadZipFile. Not pickle.UnpicklingError: a pickle that `weights_only` refuses is not damage but a file to distrust.
@@ -68,13 +72,15 @@ def checkpoint_name(step: int) -> str:
 def _checkpoints(output_dir: Path) -> list[tuple[int, Path]]:
     """The `checkpoint-N` folders of `output_dir` with their N, newest first."""
     found = [
-        (int(m.group(1)), path) for path in output_dir.glob("checkpoint-*") if (m := _CHECKPOINT_NAME.match(path.name))
+        (int(m.group(1)), path)
+        for path in output_dir.glob("checkpoint-*")
+        if (m := _CHECKPOINT_NAME.match(path.name)) and path.is_dir()
     ]
     return sorted(found, reverse=True)
 
 
 def latest_checkpoint(output_dir: Path) -> Path | None:
-    """The `checkpoint-N` folder of `output_dir` with the highest N, if any."""
+    """The `checkpoint-N` folder of `output_dir` with the highest N, if any (a file of that name is no checkpoint)."""
     found = _checkpoints(output_dir)
     return found[0][1] if found else None
 
@@ -137,7 +143,7 @@ def _read(path: Path, read: Callable[[Path], Read]) -> Read:
 
 
 def _read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+    return json.loads(read_regular(path, _MAX_JSON_BYTES).decode("utf-8"))
 
 
 def _open_safetensors(path: Path) -> None:
@@ -150,17 +156,56 @@ def _open_zip(path: Path) -> None:
 
 
 def _check_files(folder: Path) -> None:
-    """Raise `_DamagedFile` for the first file of `folder` that is missing, shows damage without being read or
-    differs from the folder's SHA256SUMS (looked for last: a truncated file is named as such)."""
-    trainer_state = _read(folder / TRAINER_STATE_FILE, _read_json)
+    """Raise `_DamagedFile` for the first file of `folder` that is missing, shows damage without being read (JSON
+    of the wrong shape among it) or differs from the folder's SHA256SUMS, which must be there and list every file
+    read (looked for last: a truncated file is named as such)."""
+    state_file = folder / TRAINER_STATE_FILE
+    world_size = _world_size(state_file, _read(state_file, _read_json))
     _read(folder / SAFE_WEIGHTS_NAME, _open_safetensors)
     _read(folder / OPTIMIZER_FILE, _open_zip)
-    for rank in range(trainer_state.get("world_size", 1)):
-        _read(_process_file(folder, rank, ".json"), _read_json)
+    read = [TRAINER_STATE_FILE, SAFE_WEIGHTS_NAME, OPTIMIZER_FILE]
+    for rank in range(world_size):
+        positions = _process_file(folder, rank, ".json")
+        _data_state(positions, _read(positions, _read_json))
         _read(_process_file(folder, rank, ".safetensors"), _open_safetensors)
-    problem = folder_checksum_problem(folder)
+        read += [positions.name, _process_file(folder, rank, ".safetensors").name]
+    problem = folder_checksum_problem(folder, required=read, record_required=True)
     if problem:
         raise _DamagedFile(problem)
+
+
+def _world_size(path: Path, trainer_state: Any) -> int:
+    """The number of processes that `trainer_state.json` says wrote the checkpoint; `_DamagedFile` for a file of
+    another shape than `{"step": N, "world_size": N, ...}`."""
+    if not isinstance(trainer_state, dict) or not all(
+        type(trainer_state.get(key)) is int and trainer_state[key] >= minimum
+        for key, minimum in (("step", 0), ("world_size", 1))
+    ):
+        raise _DamagedFile(
+            f"{path} is damaged (expected a JSON object with a step and a world_size of at least 1, got"
+            f" {_shown(trainer_state)})"
+        )
+    return trainer_state["world_size"]
+
+
+def _data_state(path: Path, data_state: Any, packers: int | None = None) -> dict[str, Any]:
+    """A process's text positions as `save_process_state` wrote them, `{"packers": [{"rows": [...], "finished":
+    ..., "source": {...}}, ...]}` (`packers` of them, when given); `_DamagedFile` for another shape."""
+    found = data_state.get("packers") if isinstance(data_state, dict) else None
+    if not (
+        isinstance(found, list)
+        and all(isinstance(packer, dict) and {"rows", "finished", "source"} <= packer.keys() for packer in found)
+        and (packers is None or len(found) == packers)
+    ):
+        expected = f"{packers} text positions" if packers is not None else "text positions"
+        raise _DamagedFile(f"{path} is damaged (expected {expected} under 'packers', got {_shown(data_state)})")
+    return data_state
+
+
+def _shown(value: Any) -> str:
+    """A JSON value in an error line, cut short."""
+    text = json.dumps(value)
+    return text if len(text) <= 80 else f"{text[:77]}..."
 
 
 def _is_intact(folder: Path) -> bool:
@@ -214,8 +259,9 @@ def load_trainer_state(folder: Path) -> dict[str, Any]:
     return _load(folder, TRAINER_STATE_FILE, _read_json)
 
 
-def load_process_state(folder: Path, rank: int, world_size: int) -> dict[str, Any]:
-    """What `save_process_state` wrote for `rank`; a checkpoint written by another number of processes is refused."""
+def load_process_state(folder: Path, rank: int, world_size: int, packers: int) -> dict[str, Any]:
+    """What `save_process_state` wrote for `rank`; a checkpoint written by another number of processes is refused,
+    and so are text positions of another shape than `packers` of them (this run's number of text streams)."""
     saved = len(list(folder.glob("process-*.json")))
     if saved != world_size:
         raise ValueError(
@@ -223,7 +269,8 @@ def load_process_state(folder: Path, rank: int, world_size: int) -> dict[str, An
             "of processes (each carries its own text streams and LSTM state)"
         )
     tensors = _load(folder, _process_file(folder, rank, ".safetensors").name, lambda path: load_file(str(path)))
-    data_state = _load(folder, _process_file(folder, rank, ".json").name, _read_json)
+    positions = _process_file(folder, rank, ".json")
+    data_state = _load(folder, positions.name, lambda path: _data_state(path, _read_json(path), packers))
     return {**tensors, "data_state": data_state}
 
 

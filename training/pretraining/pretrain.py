@@ -410,7 +410,7 @@ class LmTrainer:
 
     def _resume(self, folder: Path) -> None:
         refuse_damaged_checkpoint(folder)
-        saved = load_process_state(folder, self.rank, self.world_size)
+        saved = load_process_state(folder, self.rank, self.world_size, packers=len(self.packers))
         model = self.accelerator.unwrap_model(self.model)
         model.load_state_dict(load_weights(folder))
         self.optimizer.load_state_dict(load_optimizer_state(folder))
