@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from elmo_transformers.common.errors import EmbedError
-from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, graph_files, open_graph
+from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, graph_files, open_graph
 from modeling_elmo.text_elmo import ElmoTextEncoder
 
 from .runner import BatchEmbedder, PendingVectors, PreparedBatch, recorded_sha256

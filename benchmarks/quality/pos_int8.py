@@ -28,8 +28,8 @@ from pos_comparison import (
 from pos_features import embedder_features
 
 from elmo_transformers.common.errors import ElmoError
-from elmo_transformers.conversion.onnx_export import export_onnx
 from elmo_transformers.inference.onnx_runner import OnnxEmbedder
+from elmo_transformers.serving.onnx_export import export_onnx
 from modeling_elmo import ElmoConfig
 
 

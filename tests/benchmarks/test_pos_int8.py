@@ -14,9 +14,9 @@ import pos_int8
 import pos_sample_efficiency
 import pytest
 
-from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, graph_weights
-from elmo_transformers.conversion.onnx_export import export_onnx
 from elmo_transformers.inference.onnx_runner import OnnxEmbedder
+from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, graph_weights
+from elmo_transformers.serving.onnx_export import export_onnx
 from modeling_elmo import ElmoModel, ElmoTokenizer
 
 pytest.importorskip("onnxruntime")  # the [onnx] extra

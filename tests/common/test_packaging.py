@@ -44,7 +44,7 @@ def test_a_wheel_holds_two_top_level_names(wheel: Path) -> None:
         "modeling_elmo/default_model/config.json",
         "elmo_transformers/common/model_card.md",
         "elmo_transformers/conversion/sentence_model_card.md",
-        "elmo_transformers/conversion/triton_text_model.py",  # copied, not imported: the Triton front end's model.py
+        "elmo_transformers/serving/triton_text_model.py",  # copied, not imported: the Triton front end's model.py
         "elmo_transformers/training/pretraining/pretrain.py",
         "elmo_transformers/training/finetuning/run_classification.py",
         "elmo_transformers/compat/allennlp/elmo_embedder.py",  # a subpackage of compat/, named in pyproject.toml

@@ -34,9 +34,9 @@ from triton_server import (
     triton_server,
 )
 
-from elmo_transformers.common.onnx_layout import GraphSignature, GraphTensor, graph_weights
 from elmo_transformers.conversion.cli import main
-from elmo_transformers.conversion.triton_repository import ensemble_config, model_config, text_encoder_config
+from elmo_transformers.serving.graph_layout import GraphSignature, GraphTensor, graph_weights
+from elmo_transformers.serving.triton_repository import ensemble_config, model_config, text_encoder_config
 from modeling_elmo import ElmoForSequenceClassification, ElmoForTokenClassification, ElmoTokenizer
 
 # ONNX's element types as Triton's config names them.
@@ -341,7 +341,7 @@ def test_an_interrupted_export_leaves_no_folder_it_created_and_every_folder_that
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(f"elmo_transformers.conversion.onnx_export.{stage}", interrupted)
+    monkeypatch.setattr(f"elmo_transformers.serving.onnx_export.{stage}", interrupted)
     (tmp_path / "mine").mkdir()  # the user's empty folder: it stays
     command = ["onnx", "--model", str(fixture_model_folder), "--output", str(tmp_path / "mine" / "a" / "elmo")]
     command += ["--triton-repository", str(tmp_path / "mine" / "b" / "models")]
@@ -549,7 +549,7 @@ def test_a_model_name_of_any_characters_gives_configs_that_triton_parses(
 _STALLED_EXPORT = """
 import sys, time
 from pathlib import Path
-from elmo_transformers.conversion import onnx_export
+from elmo_transformers.serving import onnx_export
 
 def stalled(*args, **kwargs):
     Path(sys.argv[1]).write_text("measuring", encoding="utf-8")

@@ -23,9 +23,10 @@ from pathlib import Path
 from elmo_transformers.common.atomic_output import atomic_output_folder
 from elmo_transformers.common.checksums import record_checksums
 from elmo_transformers.common.errors import ConversionError
-from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, GraphSignature, GraphTensor, graph_weights
 from elmo_transformers.common.output_lock import output_lock
 from modeling_elmo import text_elmo
+
+from .graph_layout import FLOAT_GRAPH, GraphSignature, GraphTensor, graph_weights
 
 __all__ = [
     "INT8_SUFFIX",

@@ -2,7 +2,8 @@
 names, the metadata keys naming the layout and the exported architecture, the graph's inputs and outputs
 (`graph_signature`), and `open_graph`, which opens a graph only once it matches its folder's config.json.
 
-One home for both sides: `conversion/` writes folders of this layout, `inference/` (and the benchmarks) read them.
+One home for both sides: the export (`onnx_export`) writes folders of this layout; the embedder (`graph_embedder`),
+`elmo-embed` and the benchmarks read them.
 """
 
 from __future__ import annotations
@@ -198,11 +199,11 @@ class GraphSignature:
 def graph_signature(config: GraphConfig) -> GraphSignature:
     """The inputs and outputs of layout `LAYOUT_VERSION` of the graph of a folder's config (its architecture and
     sizes): the one statement of them, which the export declares in the graph
-    (`conversion.onnx_graph.build_graph`) and `open_graph` checks a graph against.
+    (`serving.graph_builder.build_graph`) and `open_graph` checks a graph against.
 
     The inputs are the keys `ElmoTokenizer` returns (`return_tensors="np"`), so that its output goes in as it is:
     `input_ids` (batch, words, max_characters_per_token) int64 and `attention_mask` (batch, words) int64. The mask
-    decides each sentence's words (`conversion.onnx_graph._word_mask`). Every output is batch-first, as Triton's
+    decides each sentence's words (`serving.graph_builder._word_mask`). Every output is batch-first, as Triton's
     dynamic batching needs: of the biLM `last_hidden_state` (batch, words, 2P), `hidden_states` (batch, L+1, words,
     2P), `word_mask` (batch, words) bool; of a token head `logits` (batch, words, labels), of a sequence head
     `logits` (batch, labels)."""

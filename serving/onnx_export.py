@@ -3,8 +3,8 @@
 The folder is a Hub model folder in optimum's convention: `model.onnx` (and `model_quantized.onnx` with
 `--quantize int8`), each with its weights beside it (`model.onnx_data`), the source's config.json and tokenizer files,
 the tokenizer's code (it loads with `AutoTokenizer`; not the model's), and a model page saying how to feed the graph
-without this package and what the export measured. The graph is written node by node (`onnx_graph.py`);
-`--quantize int8` quantises its large products, each row of activations by itself (`onnx_int8.py`).
+without this package and what the export measured. The graph is written node by node (`graph_builder.py`);
+`--quantize int8` quantises its large products, each row of activations by itself (`int8_graph.py`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,15 @@ from elmo_transformers.common.disk_space import is_disk_full
 from elmo_transformers.common.errors import ConversionError, first_line
 from elmo_transformers.common.extras import require_extra
 from elmo_transformers.common.model_folder import require_model_folder
-from elmo_transformers.common.onnx_layout import (
+from elmo_transformers.common.run_folder import TRAINING_RECORDS
+from elmo_transformers.conversion.convert_options import OnnxOptions
+from elmo_transformers.conversion.converted_model_card import PARITY_SENTENCES
+from elmo_transformers.conversion.saving import require_room
+from modeling_elmo import ElmoConfig, ElmoForSequenceClassification, ElmoForTokenClassification, ElmoModel
+from modeling_elmo.text_elmo import SPLIT_RULE
+from modeling_elmo.tokenization_elmo import ElmoTokenizer
+
+from .graph_layout import (
     ARCHITECTURE_KEY,
     FLOAT_GRAPH,
     LAYOUT_KEY,
@@ -44,14 +52,6 @@ from elmo_transformers.common.onnx_layout import (
     open_graph,
     save_graph,
 )
-from elmo_transformers.common.run_folder import TRAINING_RECORDS
-from modeling_elmo import ElmoConfig, ElmoForSequenceClassification, ElmoForTokenClassification, ElmoModel
-from modeling_elmo.text_elmo import SPLIT_RULE
-from modeling_elmo.tokenization_elmo import ElmoTokenizer
-
-from .convert_options import OnnxOptions
-from .converted_model_card import PARITY_SENTENCES
-from .saving import require_room
 from .triton_repository import (
     graph_model_names,
     refuse_unusable_repository,
@@ -131,7 +131,7 @@ def export_onnx(
     classification head); `quantize="int8"` adds the 8-bit graph, `triton_repository` a Triton model of each graph
     in that repository (`triton_repository.triton_model_names`)."""
     require_extra("onnx", "elmo-convert onnx", ConversionError)
-    from .onnx_graph import build_graph, graph_config
+    from .graph_builder import build_graph, graph_config
 
     model_dir, output = Path(model_dir), Path(output)
     if triton_repository is not None:
@@ -332,9 +332,9 @@ def _quantize_in_one_line(folder: Path, output: Path) -> None:
 
 
 def product_node_names(graph) -> list[str]:
-    """The names of the product nodes `--quantize int8` quantises (`onnx_graph.QUANTIZABLE_PREFIX`: the LSTM's input,
+    """The names of the product nodes `--quantize int8` quantises (`graph_builder.QUANTIZABLE_PREFIX`: the LSTM's input,
     state and output projections, the highway layers and the token projection), in the graph and its loops."""
-    from .onnx_graph import QUANTIZABLE_PREFIX
+    from .graph_builder import QUANTIZABLE_PREFIX
 
     names, graphs = [], [graph.graph]
     while graphs:
@@ -348,11 +348,11 @@ def product_node_names(graph) -> list[str]:
 
 def quantize_graph(source: Path, target: Path) -> None:
     """The int8 graph of the float graph at `source`, written to `target`: its large products (`product_node_names`)
-    with 8-bit weights and activations, each row of activations quantised by itself (`onnx_int8.quantize_rows`), so
+    with 8-bit weights and activations, each row of activations quantised by itself (`int8_graph.quantize_rows`), so
     that a sentence gets the same vectors alone and in any batch; every other operator stays float32."""
     import onnx
 
-    from .onnx_int8 import quantize_rows
+    from .int8_graph import quantize_rows
 
     graph = onnx.load(str(source))  # (its weights too, from beside it: onnx before 1.15 finds them from a str only)
     quantize_rows(graph, product_node_names(graph))

@@ -24,10 +24,11 @@ import onnx
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
-from elmo_transformers.common.onnx_layout import GraphConfig, GraphTensor, graph_signature
 from modeling_elmo import ElmoLayerMix, ElmoModel
 from modeling_elmo.modeling_elmo import ElmoForTokenClassification, ElmoLstmLayer, ElmoTaskModel
 from modeling_elmo.text_elmo import framed_char_ids
+
+from .graph_layout import GraphConfig, GraphTensor, graph_signature
 
 __all__ = ["OPSET", "QUANTIZABLE_PREFIX", "build_graph"]
 
