@@ -9,12 +9,12 @@ One home for both sides: the export (`onnx_export`) writes folders of this layou
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from elmo_transformers.common.errors import ElmoError, first_line
+from elmo_transformers.common.errors import first_line
 from elmo_transformers.common.extras import require_extra
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ARCHITECTURE_KEY",
+    "CONFORMANCE_FILE",
     "FLOAT_GRAPH",
     "LAYOUT_KEY",
     "LAYOUT_VERSION",
@@ -42,6 +43,8 @@ __all__ = [
 
 FLOAT_GRAPH = "model.onnx"  # optimum's names for an exported model and its quantised copy
 QUANTIZED_GRAPH = "model_quantized.onnx"
+# The text front end's conformance file (raw lines, their words, ids and mask), copied from beside text_elmo.py.
+CONFORMANCE_FILE = "text_elmo_conformance.json"
 # The metadata key naming the layout of the graph's inputs and outputs (`graph_signature`), and the layout this
 # version writes and reads; the key naming the exported architecture.
 LAYOUT_KEY = "elmo_onnx_layout"
@@ -155,7 +158,7 @@ class GraphConfig:
         return 2 * self.projection_dim
 
 
-def read_graph_config(folder: Path, error: type[ElmoError]) -> GraphConfig:
+def read_graph_config(folder: Path, error: type[Exception]) -> GraphConfig:
     """The `GraphConfig` of `folder`'s config.json; a one-line `error` where there is none, it is not a JSON object,
     or a size of the graph is missing or wrong."""
     config_file = folder / _CONFIG_FILE
@@ -246,11 +249,19 @@ def _missing_external_data(graph: Path) -> Path | None:
     return None
 
 
-def open_graph(path: str | Path, error: type[ElmoError], *, threads: int | None = None) -> onnxruntime.InferenceSession:
-    """An onnxruntime session (CPU) of the graph at `path`, once checked against its folder: the folder's config.json
-    gives the graph's sizes (`read_graph_config`), this version reads the graph's layout, and its architecture,
-    inputs and outputs are those the config makes (`graph_signature`). A one-line `error` for a missing file or
-    config.json, a graph that does not load, another layout, a graph of another model, or a missing extra."""
+def open_graph(
+    path: str | Path,
+    error: type[Exception],
+    *,
+    threads: int | None = None,
+    providers: Sequence[str | tuple[str, dict]] = ("CPUExecutionProvider",),
+) -> onnxruntime.InferenceSession:
+    """An onnxruntime session of the graph at `path` on `providers` (onnxruntime's execution providers, in order of
+    preference; `threads` threads within an operator, onnxruntime's choice if None), once checked against its
+    folder: the folder's config.json gives the graph's sizes (`read_graph_config`), this version reads the graph's
+    layout, and its architecture, inputs and outputs are those the config makes (`graph_signature`). A one-line
+    `error` for a missing file or config.json, a graph that does not load, another layout, a graph of another model,
+    or a missing extra."""
     require_extra("onnx", f"running {path}", error)
     import onnxruntime
 
@@ -262,7 +273,7 @@ def open_graph(path: str | Path, error: type[ElmoError], *, threads: int | None 
     if threads:
         options.intra_op_num_threads = threads
     try:
-        session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        session = onnxruntime.InferenceSession(str(path), options, providers=list(providers))
     except Exception as failure:  # onnxruntime raises its own exception types, one per failure kind
         missing = _missing_external_data(path)
         if missing is not None:  # (onnxruntime's words: a paragraph that names neither file)

@@ -32,9 +32,10 @@ from harness_backends import add_onnx_arguments, encode_batch, graph_backends, o
 from harness_reports import cpu_and_load, markdown_table
 from harness_timing import SPEED_HEADER, speed_rows
 
-from elmo_transformers.conversion.converted_model_card import PARITY_SENTENCES
+from elmo_transformers.common.parity_sentences import PARITY_SENTENCES
+from elmo_transformers.serving.export_measurements import batch_difference, graph_cosine
 from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH
-from elmo_transformers.serving.onnx_export import batch_difference, graph_cosine, product_node_names
+from elmo_transformers.serving.int8_graph import product_node_names
 from modeling_elmo import ElmoTokenizer
 
 DYNAMIC_GRAPH, NBITS_GRAPH = "model_dynamic.onnx", "model_nbits.onnx"

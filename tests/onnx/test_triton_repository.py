@@ -332,7 +332,7 @@ def test_a_refused_repository_leaves_no_folder_it_created(fixture_model_folder: 
     assert _every_path(tmp_path) == []
 
 
-@pytest.mark.parametrize("stage", ["_parity", "_write_triton_models"])
+@pytest.mark.parametrize("stage", ["pytorch_parity", "_write_triton_models"])
 def test_an_interrupted_export_leaves_no_folder_it_created_and_every_folder_that_was_there(
     fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, stage: str
 ) -> None:
@@ -555,7 +555,7 @@ def stalled(*args, **kwargs):
     Path(sys.argv[1]).write_text("measuring", encoding="utf-8")
     time.sleep(600)
 
-onnx_export._parity = stalled
+onnx_export.pytorch_parity = stalled
 from elmo_transformers.conversion.cli import main
 sys.exit(main(sys.argv[2:]))
 """
