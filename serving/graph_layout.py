@@ -27,6 +27,7 @@ __all__ = [
     "FLOAT_GRAPH",
     "LAYOUT_KEY",
     "LAYOUT_VERSION",
+    "QUANTIZABLE_PREFIX",
     "QUANTIZED_GRAPH",
     "GraphConfig",
     "GraphSignature",
@@ -50,6 +51,10 @@ CONFORMANCE_FILE = "text_elmo_conformance.json"
 LAYOUT_KEY = "elmo_onnx_layout"
 LAYOUT_VERSION = "2"  # 2: the tokenizer's attention_mask goes in, hidden_states is batch-first
 ARCHITECTURE_KEY = "elmo_architecture"
+# The names of the large weight products, which the builder gives them and `--quantize int8` finds them by (the
+# LSTM's input, state and output projections, the highway layers and the token projection). The character embedding
+# and convolutions stay float32.
+QUANTIZABLE_PREFIX = "quantizable_product"
 # The task heads that have a graph of their own; any other architecture is exported as the biLM.
 _HEAD_ARCHITECTURES = ("ElmoForTokenClassification", "ElmoForSequenceClassification")
 # transformers' CONFIG_NAME: importing transformers (a second) is what a folder's reader does without.

@@ -28,7 +28,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from .graph_layout import save_graph
+from .graph_layout import QUANTIZABLE_PREFIX, save_graph
 
 __all__ = ["product_node_names", "quantize_graph", "quantize_rows"]
 
@@ -37,10 +37,8 @@ _ZERO_POINT = 128  # zero as uint8, of the activations and of the weights (MatMu
 
 
 def product_node_names(graph) -> list[str]:
-    """The names of the product nodes `--quantize int8` quantises (`graph_builder.QUANTIZABLE_PREFIX`: the LSTM's input,
+    """The names of the product nodes `--quantize int8` quantises (`graph_layout.QUANTIZABLE_PREFIX`: the LSTM's input,
     state and output projections, the highway layers and the token projection), in the graph and its loops."""
-    from .graph_builder import QUANTIZABLE_PREFIX
-
     names, graphs = [], [graph.graph]
     while graphs:
         current = graphs.pop()
