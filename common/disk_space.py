@@ -12,9 +12,9 @@ import errno
 import shutil
 from pathlib import Path
 
-from elmo_transformers.common.errors import ElmoError
+from elmo_transformers.common.errors import ConversionError, ElmoError
 
-__all__ = ["NO_SPACE_CHECK", "check_free_space", "format_bytes", "is_disk_full"]
+__all__ = ["NO_SPACE_CHECK", "check_free_space", "format_bytes", "is_disk_full", "require_room"]
 
 # The flag that skips `check_free_space`, in the elmo-* tools (the training scripts spell it --no_space_check).
 NO_SPACE_CHECK = "--no-space-check"
@@ -65,3 +65,10 @@ def check_free_space(
             f"{output}: {what} need about {format_bytes(needed)}, but {folder} has {format_bytes(free)} free: free"
             f" some space, write elsewhere, or pass {flag} to try anyway"
         )
+
+
+def require_room(output: str | Path, needed: int, what: str, *, space_check: bool) -> None:
+    """Refuse, before anything large is written, a conversion's `output` whose disk has less than the `needed` bytes
+    free (`check_free_space`), unless `space_check` is off (`--no-space-check`)."""
+    if space_check:
+        check_free_space(output, needed, what=what, error=ConversionError)

@@ -8,6 +8,7 @@ from typing import Any
 
 from elmo_transformers.common.atomic_output import atomic_output_folder
 from elmo_transformers.common.checksums import record_checksums
+from elmo_transformers.common.disk_space import require_room
 from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.model_folder import require_model_folder
 from elmo_transformers.common.options_json import config_from_options, options_from_config, read_options
@@ -16,7 +17,7 @@ from modeling_elmo import ElmoConfig, ElmoModel
 from .allennlp_hdf5 import read_allennlp_weights, write_allennlp_weights
 from .convert_options import AllennlpOptions, ModelFolderOptions, ToAllennlpOptions
 from .converted_model_card import SourceDescription, model_page_source
-from .saving import conversion_summary, output_options, require_room, save_converted_folder, weight_bytes
+from .saving import conversion_summary, output_options, save_converted_folder, weight_bytes
 from .variants import VARIANTS
 
 __all__ = [

@@ -33,7 +33,9 @@ class ConverterCommand:
     name: str
     summary: str
     options: type[CommandOptions]  # its parser is built from them (`add_arguments`), and `run` takes them
-    runner: str  # "module:function" in this package: the function taking the options
+    # "module:function", the function taking the options: a module of this package (`allennlp`), or a dotted name
+    # (`elmo_transformers.serving.onnx_export`: the serving package's export, which is no converter of formats)
+    runner: str
 
     def converter(self, options: CommandOptions) -> str:
         """The "module:function" that carries out these options."""
@@ -41,7 +43,8 @@ class ConverterCommand:
 
     def run(self, options: CommandOptions) -> str:
         module, function = self.converter(options).split(":")
-        return getattr(importlib.import_module(f".{module}", __package__), function)(options)
+        name = module if "." in module else f".{module}"
+        return getattr(importlib.import_module(name, __package__), function)(options)
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,6 @@ COMMANDS = (
         "onnx",
         "model folder -> ONNX folder (model.onnx: any batch and sentence length; onnxruntime; needs the [onnx] extra)",
         OnnxOptions,
-        "onnx_export:run",
+        "elmo_transformers.serving.onnx_export:run",
     ),
 )

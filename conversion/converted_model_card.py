@@ -13,19 +13,12 @@ from huggingface_hub import ModelCard
 
 from elmo_transformers.common.checksums import file_sha256
 from elmo_transformers.common.model_card_template import elmo_card_data, render_model_card
+from elmo_transformers.common.parity_sentences import PARITY_SENTENCES
 from modeling_elmo import ElmoModel, ElmoTokenizer
 
 from .convert_options import ModelFolderOptions
 
-__all__ = ["PARITY_SENTENCES", "SourceDescription", "measure_parity", "model_page_source", "write_model_card"]
-
-# Awkward on purpose: non-ASCII, a word over 48 bytes, an empty sentence, an empty-string word, mixed lengths.
-PARITY_SENTENCES = [
-    ["The", "naïve", "café", "owner", "said", "«", "bonjour", "»", "."],
-    ["Größe", "日本語", "emoji🙂", "x" * 60, ""],
-    [],
-    ["A", "longer", "sentence", "with", "several", "ordinary", "words", "and", "numbers", "like", "3.14", "."],
-]
+__all__ = ["SourceDescription", "measure_parity", "model_page_source", "write_model_card"]
 
 
 @dataclass(frozen=True)

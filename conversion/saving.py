@@ -12,14 +12,13 @@ import torch
 
 from elmo_transformers.common.atomic_output import atomic_output_folder
 from elmo_transformers.common.checksums import record_checksums
-from elmo_transformers.common.disk_space import check_free_space
-from elmo_transformers.common.errors import ConversionError
+from elmo_transformers.common.disk_space import require_room
 from modeling_elmo import ElmoModel, ElmoPreTrainedModel, ElmoTokenizer
 
 from .convert_options import UploadOptions
 from .converted_model_card import SourceDescription, measure_parity, write_model_card
 
-__all__ = ["conversion_summary", "output_options", "require_room", "save_converted_folder", "weight_bytes"]
+__all__ = ["conversion_summary", "output_options", "save_converted_folder", "weight_bytes"]
 
 Model = TypeVar("Model", bound=ElmoPreTrainedModel)
 
@@ -32,13 +31,6 @@ def _bytes_tokenizer(model: ElmoPreTrainedModel, folder: Path) -> ElmoTokenizer:
 def weight_bytes(model: torch.nn.Module) -> int:
     """The bytes of the model's tensors as saved (model.safetensors, or a weights.hdf5 of the same float32 values)."""
     return sum(tensor.numel() * tensor.element_size() for tensor in model.state_dict().values())
-
-
-def require_room(output: str | Path, needed: int, what: str, *, space_check: bool) -> None:
-    """Refuse, before anything large is written, an `output` whose disk has less than the `needed` bytes free
-    (`elmo_transformers.common.disk_space.check_free_space`), unless `space_check` is off (`--no-space-check`)."""
-    if space_check:
-        check_free_space(output, needed, what=what, error=ConversionError)
 
 
 def save_converted_folder(

@@ -17,13 +17,14 @@ from transformers.utils import CONFIG_NAME
 
 from elmo_transformers.common.atomic_output import atomic_output_folder
 from elmo_transformers.common.checksums import record_checksums
+from elmo_transformers.common.disk_space import require_room
 from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.model_card_template import render_model_card
 from elmo_transformers.common.model_folder import require_model_folder
 from modeling_elmo import ElmoConfig
 
 from .convert_options import SentenceTransformersOptions
-from .saving import output_options, require_room, weight_bytes
+from .saving import output_options, weight_bytes
 
 if TYPE_CHECKING:  # sentence-transformers is an optional dependency, imported when a conversion runs
     from sentence_transformers import SentenceTransformer

@@ -10,13 +10,13 @@ import torch
 from tqdm.auto import tqdm
 
 from elmo_transformers.common.atomic_output import atomic_output_file
+from elmo_transformers.common.disk_space import require_room
 from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.vocabulary_file import read_vocabulary
 from modeling_elmo import ElmoTokenizer
 
 from .allennlp import load_converted_model
 from .convert_options import TokenEmbeddingsOptions
-from .saving import require_room
 
 __all__ = ["run", "write_token_embeddings"]
 

@@ -9,7 +9,8 @@ settings, the input's size from `input_size` and the space check), `embedding_pa
 `sharding` (the share of each process under `accelerate launch`) and `summary` (what the run did).
 
 The model runners: `runner` is what a run uses of a model (`BatchEmbedder`), `torch_runner` runs a model folder on
-PyTorch, `onnx_runner` a graph of `elmo-convert onnx` on onnxruntime (without torch).
+PyTorch, `onnx_runner` a graph of `elmo-convert onnx` on onnxruntime (without torch), through the serving package's
+`GraphEmbedder`.
 
 The outputs: `settings` is what the vectors depend on (`settings.json`, the file's attributes), `storage` their dtype
 and filter, `hdf5_output` the resumable output file, `datasets_output` the `--format datasets` folder made of it,

@@ -17,8 +17,8 @@ import modeling_elmo
 from elmo_transformers.common.atomic_output import partial_path
 from elmo_transformers.common.disk_space import check_free_space, is_disk_full
 from elmo_transformers.common.errors import EmbedError, first_line
-from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, QUANTIZED_GRAPH
 from elmo_transformers.common.processes import OneProcess, is_main_process, on_main_process, wait_for_everyone
+from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH
 
 from .hdf5_output import DamagedSegment, EmbeddingFile, WriteError, stored_bytes
 from .input_size import InputSize

@@ -224,7 +224,7 @@ class ElmoCharacterEncoder(nn.Module):
 def _check_char_ids(char_ids: torch.Tensor, rows: int) -> None:
     """Refuse, in one ValueError, character ids outside the embedding's rows 0..rows - 1: a negative id packs into
     the key of another word (`_packed_columns`), whose vector it would take in silence. The exported graph refuses
-    the same ids (`conversion/onnx_graph.py`)."""
+    the same ids (`serving/graph_builder.py`)."""
     if not char_ids.numel():
         return
     low, high = torch.stack(torch.aminmax(char_ids)).tolist()  # one host synchronisation

@@ -21,7 +21,7 @@ from elmo_transformers.training.finetuning.feature_cache import FEATURES_COLUMN,
 from modeling_elmo import ElmoModel, ElmoTokenizer
 
 if TYPE_CHECKING:
-    from elmo_transformers.inference.onnx_runner import OnnxEmbedder
+    from elmo_transformers.serving import GraphEmbedder
 
 __all__ = ["DEFAULT_CACHE_DIR", "BilmFeatures", "compute_features", "embedder_features", "shuffled_bilm"]
 
@@ -70,7 +70,7 @@ def compute_features(
 
 
 def embedder_features(
-    corpus: Corpus, embedder: OnnxEmbedder, arguments: argparse.Namespace
+    corpus: Corpus, embedder: GraphEmbedder, arguments: argparse.Namespace
 ) -> tuple[BilmFeatures, float]:
     """The layers of all sentences from `embedder` (layers="all"; no feature cache), --bilm_batch_size sentences of
     similar length a call, stored in --features_dtype as `compute_features` stores them; and the seconds taken."""
@@ -78,9 +78,9 @@ def embedder_features(
     order, offsets = _layout(corpus)
     flat = np.empty((offsets[-1], embedder.num_layers, embedder.width), dtype=arguments.features_dtype)
     batches = range(0, len(order), arguments.bilm_batch_size)
-    for first in tqdm(batches, desc=f"layers of {embedder.weights_file.name}", unit="batch"):
+    for first in tqdm(batches, desc=f"layers of {embedder.graph.name}", unit="batch"):
         indices = order[first : first + arguments.bilm_batch_size]
-        vectors = embedder.embed([corpus.sentences[index].words for index in indices])
+        vectors = embedder.embed([corpus.sentences[index].words for index in indices], batch_size=len(indices))
         for index, layers in zip(indices, vectors, strict=True):
             flat[offsets[index] : offsets[index + 1]] = layers.transpose(1, 0, 2)  # (words, L+1, 2P)
     return BilmFeatures(torch.from_numpy(flat), offsets), time.perf_counter() - start

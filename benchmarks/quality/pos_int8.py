@@ -28,8 +28,8 @@ from pos_comparison import (
 from pos_features import embedder_features
 
 from elmo_transformers.common.errors import ElmoError
-from elmo_transformers.conversion.onnx_export import export_onnx
-from elmo_transformers.inference.onnx_runner import OnnxEmbedder
+from elmo_transformers.serving import GraphEmbedder, GraphError
+from elmo_transformers.serving.onnx_export import export_onnx
 from modeling_elmo import ElmoConfig
 
 
@@ -44,10 +44,10 @@ def main(argv: list[str] | None = None) -> None:
             if own.onnx_model is None:
                 export_onnx(arguments.model, folder, quantize="int8")
             embedders = {
-                name: OnnxEmbedder(str(folder), layers="all", quantized=quantized, threads=arguments.threads)
+                name: GraphEmbedder(folder, quantized=quantized, threads=arguments.threads)
                 for name, quantized in (("float32", False), ("int8", True))
             }
-        except ElmoError as error:
+        except (ElmoError, GraphError) as error:
             sys.exit(f"error: {error}")
 
         def source(name: str) -> FeatureSource:

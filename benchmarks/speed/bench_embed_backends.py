@@ -31,7 +31,7 @@ from harness_embed import elmo_embed_command, wall_seconds
 from harness_reports import cpu_model, markdown_table, ratio
 from harness_timing import race
 
-from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, graph_files
+from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, graph_files
 from modeling_elmo import DEFAULT_MODEL
 
 ALLENNLP, PYTORCH, FLOAT, INT8 = (

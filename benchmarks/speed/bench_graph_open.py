@@ -22,7 +22,7 @@ from harness_backends import converted_model, exported_graphs
 from harness_reports import cpu_model, markdown_table, ratio
 from harness_timing import race
 
-from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, graph_files
+from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, graph_files
 
 # Opens what argv[1] names (a graph, with onnxruntime's optimisations argv[2]: "on" or "off"; or "pytorch" and a
 # model folder), prints the seconds it took, and the graph's hidden_states on a fixed batch to argv[3] (a .npy).

@@ -23,8 +23,8 @@ from harness_backends import add_onnx_arguments, encode_batch, graph_backends, o
 from harness_reports import cpu_and_load, markdown_table
 from harness_timing import SPEED_HEADER, speed_rows
 
-from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, graph_bytes, graph_files
-from elmo_transformers.conversion.onnx_export import graph_cosine
+from elmo_transformers.serving.export_measurements import graph_cosine
+from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, graph_bytes, graph_files
 from modeling_elmo import ElmoTokenizer
 
 

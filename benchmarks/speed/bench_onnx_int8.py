@@ -3,7 +3,7 @@ two int8 forms onnxruntime's own quantisers give for the same products, in one r
 float32 and the float32 graph, every batch on each backend in turn), a sentence alone against the same sentence in a
 batch, and the per-word cosine to the float32 graph on held-out text.
 
-- `int8 (per row)`: the export's `model_quantized.onnx` (`conversion/onnx_int8.py`);
+- `int8 (per row)`: the export's `model_quantized.onnx` (`serving/int8_graph.py`);
 - `int8 dynamic`: onnxruntime's `quantize_dynamic` (int8 weights per column, one activation scale per call over
   the whole batch: `DynamicQuantizeLinear`), what `--quantize int8` wrote before;
 - `int8 MatMulNBits`: onnxruntime's weight-only `MatMulNBitsQuantizer` (8 bits, blocks of 32, symmetric,
@@ -32,9 +32,10 @@ from harness_backends import add_onnx_arguments, encode_batch, graph_backends, o
 from harness_reports import cpu_and_load, markdown_table
 from harness_timing import SPEED_HEADER, speed_rows
 
-from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, QUANTIZED_GRAPH
-from elmo_transformers.conversion.converted_model_card import PARITY_SENTENCES
-from elmo_transformers.conversion.onnx_export import batch_difference, graph_cosine, product_node_names
+from elmo_transformers.common.parity_sentences import PARITY_SENTENCES
+from elmo_transformers.serving.export_measurements import batch_difference, graph_cosine
+from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH
+from elmo_transformers.serving.int8_graph import product_node_names
 from modeling_elmo import ElmoTokenizer
 
 DYNAMIC_GRAPH, NBITS_GRAPH = "model_dynamic.onnx", "model_nbits.onnx"

@@ -19,8 +19,8 @@ import torch
 from harness_corpora import REPOSITORY
 
 from elmo_transformers.common.errors import ConversionError
-from elmo_transformers.common.onnx_layout import QUANTIZED_GRAPH, open_graph
 from elmo_transformers.conversion.variants import VARIANTS
+from elmo_transformers.serving.graph_layout import QUANTIZED_GRAPH, open_graph
 from modeling_elmo import DEFAULT_MODEL, ElmoConfig, ElmoModel, ElmoTokenizer
 
 __all__ = [

@@ -14,9 +14,9 @@ import pos_int8
 import pos_sample_efficiency
 import pytest
 
-from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, graph_weights
-from elmo_transformers.conversion.onnx_export import export_onnx
-from elmo_transformers.inference.onnx_runner import OnnxEmbedder
+from elmo_transformers.serving import GraphEmbedder
+from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, graph_weights
+from elmo_transformers.serving.onnx_export import export_onnx
 from modeling_elmo import ElmoModel, ElmoTokenizer
 
 pytest.importorskip("onnxruntime")  # the [onnx] extra
@@ -54,9 +54,7 @@ def test_graph_layers_are_each_sentences_and_the_float_graphs_equal_the_biLMs(
          "--bilm_batch_size", "5"]
     )  # fmt: skip
     corpus = pos_comparison.load_corpus(arguments)
-    graphs = {
-        quantized: OnnxEmbedder(str(onnx_folder), layers="all", quantized=quantized) for quantized in (False, True)
-    }
+    graphs = {quantized: GraphEmbedder(onnx_folder, quantized=quantized) for quantized in (False, True)}
     features = {
         quantized: pos_features.embedder_features(corpus, graphs[quantized], arguments)[0] for quantized in graphs
     }

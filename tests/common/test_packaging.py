@@ -44,7 +44,8 @@ def test_a_wheel_holds_two_top_level_names(wheel: Path) -> None:
         "modeling_elmo/default_model/config.json",
         "elmo_transformers/common/model_card.md",
         "elmo_transformers/conversion/sentence_model_card.md",
-        "elmo_transformers/conversion/triton_text_model.py",  # copied, not imported: the Triton front end's model.py
+        "elmo_transformers/serving/triton_text_model.py",  # copied, not imported: the Triton front end's model.py
+        "elmo_transformers/serving/onnx_model_page.md",  # the page template of elmo-convert onnx folders
         "elmo_transformers/training/pretraining/pretrain.py",
         "elmo_transformers/training/finetuning/run_classification.py",
         "elmo_transformers/compat/allennlp/elmo_embedder.py",  # a subpackage of compat/, named in pyproject.toml
@@ -60,6 +61,7 @@ def test_the_installed_wheel_imports_from_a_folder_with_the_old_names(wheel: Pat
     subprocess.run(install, check=True, capture_output=True, timeout=600)
     script = (
         "import elmo_transformers.common.errors, elmo_transformers.conversion.cli, elmo_transformers.inference.embed,"
+        " elmo_transformers.serving.graph_layout,"
         " elmo_transformers.training.pretraining.pretrain as p; print(p.__file__)"
     )
     environment = {**os.environ, "PYTHONPATH": str(target)}

@@ -1,8 +1,8 @@
 """The export's graphs pass onnx's full check (the model, then shape and type inference in strict mode) and declare
-the default domain's opset `onnx_graph.OPSET` and no other domain: the bundled biLM's float32 and int8 graphs as
+the default domain's opset `graph_builder.OPSET` and no other domain: the bundled biLM's float32 and int8 graphs as
 exported, and the float32 graphs of two heads, built in memory (their own operators: the token head's per-word
 product, the sequence head's max over the words, the average mix's mean). The int8 graph's products are standard
-operators too (`onnx_int8.quantize_rows`), not onnxruntime's contrib domain, so any ONNX runtime can check and run it
+operators too (`int8_graph.quantize_rows`), not onnxruntime's contrib domain, so any ONNX runtime can check and run it
 (onnxruntime's dynamic quantiser, which it replaced, had also left each `Scan` before the product its body reads)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("onnxruntime")
 import onnx
 
-from elmo_transformers.conversion.onnx_graph import OPSET, build_graph
+from elmo_transformers.serving.graph_builder import OPSET, build_graph
 from modeling_elmo import ElmoForSequenceClassification, ElmoForTokenClassification
 
 

@@ -28,16 +28,12 @@ from without_the_package import run_without_the_package
 
 from elmo_transformers.common.checksums import file_sha256, record_checksums
 from elmo_transformers.common.errors import EmbedError
-from elmo_transformers.common.onnx_layout import LAYOUT_KEY, graph_bytes, graph_weights, open_graph
+from elmo_transformers.common.parity_sentences import PARITY_SENTENCES
 from elmo_transformers.conversion.cli import main
-from elmo_transformers.conversion.converted_model_card import PARITY_SENTENCES
-from elmo_transformers.conversion.onnx_export import (
-    INT8_BATCH_BAR,
-    batch_difference,
-    per_word_cosine,
-    product_node_names,
-)
 from elmo_transformers.inference.onnx_runner import OnnxEmbedder
+from elmo_transformers.serving.export_measurements import INT8_BATCH_BAR, batch_difference, per_word_cosine
+from elmo_transformers.serving.graph_layout import LAYOUT_KEY, graph_bytes, graph_weights, open_graph
+from elmo_transformers.serving.int8_graph import product_node_names
 from modeling_elmo import (
     DEFAULT_MODEL,
     ElmoForSequenceClassification,
@@ -455,7 +451,7 @@ def _held_out_sentences(elmo_fixture: Path) -> list[list[str]]:
 
 
 def test_the_int8_graph_has_8_bit_lstm_weights_and_keeps_the_cosine(default_folder: Path, elmo_fixture: Path) -> None:
-    from elmo_transformers.conversion.onnx_export import graph_cosine
+    from elmo_transformers.serving.export_measurements import graph_cosine
 
     folder = default_folder
     assert "\nlicense: cc-by-sa-4.0\nlanguage: en\n" in (folder / "README.md").read_text(
@@ -463,7 +459,7 @@ def test_the_int8_graph_has_8_bit_lstm_weights_and_keeps_the_cosine(default_fold
     )  # the source's
     quantized = onnx.load(str(folder / "model_quantized.onnx"))
     # Every LSTM product became an integer product with 8-bit weights (MatMulInteger, a default-domain operator;
-    # uint8 around 128, conversion/onnx_int8.py says why); none is left in float32.
+    # uint8 around 128, serving/int8_graph.py says why); none is left in float32.
     graphs, integer_weights, float_products = [quantized.graph], [], []
     initializers, products = {}, set(product_node_names(quantized))
     while graphs:
@@ -801,7 +797,15 @@ def test_a_model_with_a_word_embedding_is_refused_in_one_line(tmp_path: Path, ca
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("stage", ["_parity", "quantize_graph", "graph_cosine", "_write_model_page"])
+@pytest.mark.parametrize(
+    "stage",
+    [
+        "onnx_export.pytorch_parity",
+        "int8_graph.quantize_graph",
+        "onnx_export.graph_cosine",
+        "onnx_export.write_model_page",
+    ],
+)
 def test_ctrl_c_during_the_export_is_one_line_and_leaves_the_old_output(
     fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, stage: str
 ) -> None:
@@ -813,7 +817,7 @@ def test_ctrl_c_during_the_export_is_one_line_and_leaves_the_old_output(
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(f"elmo_transformers.conversion.onnx_export.{stage}", interrupted)
+    monkeypatch.setattr(f"elmo_transformers.serving.{stage}", interrupted)
     command = ["onnx", "--model", str(fixture_model_folder), "--output", str(output), "--quantize", "int8"]
     assert exit_status_after_ctrl_c(lambda: main([*command, "--overwrite"])) == 130
     assert last_error_line(capsys) == (
@@ -832,7 +836,7 @@ def test_a_failure_of_the_quantiser_is_one_line_and_leaves_the_old_output(
     def failing(*args, **kwargs):
         raise RuntimeError("[ONNXRuntimeError] : 1 : FAIL : a failure of its own\nand its details")
 
-    monkeypatch.setattr("elmo_transformers.conversion.onnx_int8.quantize_rows", failing)
+    monkeypatch.setattr("elmo_transformers.serving.int8_graph.quantize_rows", failing)
     command = ["onnx", "--model", str(fixture_model_folder), "--output", str(output), "--quantize", "int8"]
     assert main([*command, "--overwrite"]) == 2
     assert last_error_line(capsys) == (
@@ -845,20 +849,20 @@ def test_a_failure_of_the_quantiser_is_one_line_and_leaves_the_old_output(
 # A measurement that misses its bar, as the export would get it, and the end of the line that refuses it.
 MISSED_BARS = {
     "float32 parity 1e-2": (
-        "_parity",
+        "pytorch_parity",
         (1e-2, 0.5),
         "the float32 graph differs from PyTorch float32 by 1.00e-02 on the parity sentences, above the bar of 1e-05:"
         " nothing was written; the graph does not compute this model, report it with the model folder",
     ),
     "float32 parity 1e-2 at values of 100": (
-        "_parity",
+        "pytorch_parity",
         (1e-2, 100.0),
         "the float32 graph differs from PyTorch float32 by 1.00e-02 on the parity sentences, above the bar of"
         " 1.00e-03 (1e-05 x the largest |value|, 1.00e+02): nothing was written; the graph does not compute this"
         " model, report it with the model folder",
     ),
     "float32 parity NaN": (
-        "_parity",
+        "pytorch_parity",
         (float("nan"), 0.5),
         "the float32 graph differs from PyTorch float32 by nan on the parity sentences, above the bar of 1e-05:"
         " nothing was written; the graph does not compute this model, report it with the model folder",
@@ -908,7 +912,7 @@ def test_a_graph_that_misses_its_bar_is_refused_in_one_line_keeping_nothing(
     capsys.readouterr()
     before = file_tree(tmp_path)
     stage, measured, refusal = MISSED_BARS[name]
-    monkeypatch.setattr(f"elmo_transformers.conversion.onnx_export.{stage}", lambda *args, **kwargs: measured)
+    monkeypatch.setattr(f"elmo_transformers.serving.onnx_export.{stage}", lambda *args, **kwargs: measured)
     command = ["onnx", "--model", str(fixture_model_folder), "--output", str(output), "--quantize", "int8"]
     assert main([*command, "--overwrite", "--triton-repository", str(tmp_path / "triton")]) == 2
     assert last_error_line(capsys) == f"elmo-convert: error: {output}: {refusal}"

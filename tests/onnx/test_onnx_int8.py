@@ -1,4 +1,4 @@
-"""`--quantize int8`'s products (`conversion/onnx_int8.quantize_rows`) on one product, as onnxruntime runs them with
+"""`--quantize int8`'s products (`serving/int8_graph.quantize_rows`) on one product, as onnxruntime runs them with
 its default optimisations: each row of activations is quantised by itself, so a row's product is the same to the bit
 beside any other rows, and each row is its float product to within its own quantisation steps. The first form of the
 rewrite let onnxruntime fuse the product, its scales and the bias added after it into a MatMulIntegerToFloat made for
@@ -16,8 +16,8 @@ import onnx
 import onnxruntime
 from onnx import TensorProto, helper, numpy_helper
 
-from elmo_transformers.conversion.onnx_graph import OPSET
-from elmo_transformers.conversion.onnx_int8 import quantize_rows
+from elmo_transformers.serving.graph_builder import OPSET
+from elmo_transformers.serving.int8_graph import quantize_rows
 
 
 def _product(weight: np.ndarray, name: str = "product") -> onnx.ModelProto:

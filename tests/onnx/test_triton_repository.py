@@ -34,9 +34,9 @@ from triton_server import (
     triton_server,
 )
 
-from elmo_transformers.common.onnx_layout import GraphSignature, GraphTensor, graph_weights
 from elmo_transformers.conversion.cli import main
-from elmo_transformers.conversion.triton_repository import ensemble_config, model_config, text_encoder_config
+from elmo_transformers.serving.graph_layout import GraphSignature, GraphTensor, graph_weights
+from elmo_transformers.serving.triton_repository import ensemble_config, model_config, text_encoder_config
 from modeling_elmo import ElmoForSequenceClassification, ElmoForTokenClassification, ElmoTokenizer
 
 # ONNX's element types as Triton's config names them.
@@ -355,7 +355,7 @@ def test_a_refused_repository_leaves_no_folder_it_created(fixture_model_folder: 
     assert _every_path(tmp_path) == []
 
 
-@pytest.mark.parametrize("stage", ["_parity", "_write_triton_models"])
+@pytest.mark.parametrize("stage", ["pytorch_parity", "_write_triton_models"])
 def test_an_interrupted_export_leaves_no_folder_it_created_and_every_folder_that_was_there(
     fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, stage: str
 ) -> None:
@@ -364,7 +364,7 @@ def test_an_interrupted_export_leaves_no_folder_it_created_and_every_folder_that
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(f"elmo_transformers.conversion.onnx_export.{stage}", interrupted)
+    monkeypatch.setattr(f"elmo_transformers.serving.onnx_export.{stage}", interrupted)
     (tmp_path / "mine").mkdir()  # the user's empty folder: it stays
     command = ["onnx", "--model", str(fixture_model_folder), "--output", str(tmp_path / "mine" / "a" / "elmo")]
     command += ["--triton-repository", str(tmp_path / "mine" / "b" / "models")]
@@ -572,13 +572,13 @@ def test_a_model_name_of_any_characters_gives_configs_that_triton_parses(
 _STALLED_EXPORT = """
 import sys, time
 from pathlib import Path
-from elmo_transformers.conversion import onnx_export
+from elmo_transformers.serving import onnx_export
 
 def stalled(*args, **kwargs):
     Path(sys.argv[1]).write_text("measuring", encoding="utf-8")
     time.sleep(600)
 
-onnx_export._parity = stalled
+onnx_export.pytorch_parity = stalled
 from elmo_transformers.conversion.cli import main
 sys.exit(main(sys.argv[2:]))
 """

@@ -2,18 +2,19 @@
 names, the metadata keys naming the layout and the exported architecture, the graph's inputs and outputs
 (`graph_signature`), and `open_graph`, which opens a graph only once it matches its folder's config.json.
 
-One home for both sides: `conversion/` writes folders of this layout, `inference/` (and the benchmarks) read them.
+One home for both sides: the export (`onnx_export`) writes folders of this layout; the embedder (`graph_embedder`),
+`elmo-embed` and the benchmarks read them.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from elmo_transformers.common.errors import ElmoError, first_line
+from elmo_transformers.common.errors import first_line
 from elmo_transformers.common.extras import require_extra
 
 if TYPE_CHECKING:
@@ -22,9 +23,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ARCHITECTURE_KEY",
+    "CONFORMANCE_FILE",
     "FLOAT_GRAPH",
     "LAYOUT_KEY",
     "LAYOUT_VERSION",
+    "QUANTIZABLE_PREFIX",
     "QUANTIZED_GRAPH",
     "GraphConfig",
     "GraphSignature",
@@ -41,11 +44,17 @@ __all__ = [
 
 FLOAT_GRAPH = "model.onnx"  # optimum's names for an exported model and its quantised copy
 QUANTIZED_GRAPH = "model_quantized.onnx"
+# The text front end's conformance file (raw lines, their words, ids and mask), copied from beside text_elmo.py.
+CONFORMANCE_FILE = "text_elmo_conformance.json"
 # The metadata key naming the layout of the graph's inputs and outputs (`graph_signature`), and the layout this
 # version writes and reads; the key naming the exported architecture.
 LAYOUT_KEY = "elmo_onnx_layout"
 LAYOUT_VERSION = "2"  # 2: the tokenizer's attention_mask goes in, hidden_states is batch-first
 ARCHITECTURE_KEY = "elmo_architecture"
+# The names of the large weight products, which the builder gives them and `--quantize int8` finds them by (the
+# LSTM's input, state and output projections, the highway layers and the token projection). The character embedding
+# and convolutions stay float32.
+QUANTIZABLE_PREFIX = "quantizable_product"
 # The task heads that have a graph of their own; any other architecture is exported as the biLM.
 _HEAD_ARCHITECTURES = ("ElmoForTokenClassification", "ElmoForSequenceClassification")
 # transformers' CONFIG_NAME: importing transformers (a second) is what a folder's reader does without.
@@ -154,7 +163,7 @@ class GraphConfig:
         return 2 * self.projection_dim
 
 
-def read_graph_config(folder: Path, error: type[ElmoError]) -> GraphConfig:
+def read_graph_config(folder: Path, error: type[Exception]) -> GraphConfig:
     """The `GraphConfig` of `folder`'s config.json; a one-line `error` where there is none, it is not a JSON object,
     or a size of the graph is missing or wrong."""
     config_file = folder / _CONFIG_FILE
@@ -198,11 +207,11 @@ class GraphSignature:
 def graph_signature(config: GraphConfig) -> GraphSignature:
     """The inputs and outputs of layout `LAYOUT_VERSION` of the graph of a folder's config (its architecture and
     sizes): the one statement of them, which the export declares in the graph
-    (`conversion.onnx_graph.build_graph`) and `open_graph` checks a graph against.
+    (`serving.graph_builder.build_graph`) and `open_graph` checks a graph against.
 
     The inputs are the keys `ElmoTokenizer` returns (`return_tensors="np"`), so that its output goes in as it is:
     `input_ids` (batch, words, max_characters_per_token) int64 and `attention_mask` (batch, words) int64. The mask
-    decides each sentence's words (`conversion.onnx_graph._word_mask`). Every output is batch-first, as Triton's
+    decides each sentence's words (`serving.graph_builder._word_mask`). Every output is batch-first, as Triton's
     dynamic batching needs: of the biLM `last_hidden_state` (batch, words, 2P), `hidden_states` (batch, L+1, words,
     2P), `word_mask` (batch, words) bool; of a token head `logits` (batch, words, labels), of a sequence head
     `logits` (batch, labels)."""
@@ -245,11 +254,19 @@ def _missing_external_data(graph: Path) -> Path | None:
     return None
 
 
-def open_graph(path: str | Path, error: type[ElmoError], *, threads: int | None = None) -> onnxruntime.InferenceSession:
-    """An onnxruntime session (CPU) of the graph at `path`, once checked against its folder: the folder's config.json
-    gives the graph's sizes (`read_graph_config`), this version reads the graph's layout, and its architecture,
-    inputs and outputs are those the config makes (`graph_signature`). A one-line `error` for a missing file or
-    config.json, a graph that does not load, another layout, a graph of another model, or a missing extra."""
+def open_graph(
+    path: str | Path,
+    error: type[Exception],
+    *,
+    threads: int | None = None,
+    providers: Sequence[str | tuple[str, dict]] = ("CPUExecutionProvider",),
+) -> onnxruntime.InferenceSession:
+    """An onnxruntime session of the graph at `path` on `providers` (onnxruntime's execution providers, in order of
+    preference; `threads` threads within an operator, onnxruntime's choice if None), once checked against its
+    folder: the folder's config.json gives the graph's sizes (`read_graph_config`), this version reads the graph's
+    layout, and its architecture, inputs and outputs are those the config makes (`graph_signature`). A one-line
+    `error` for a missing file or config.json, a graph that does not load, another layout, a graph of another model,
+    or a missing extra."""
     require_extra("onnx", f"running {path}", error)
     import onnxruntime
 
@@ -261,7 +278,7 @@ def open_graph(path: str | Path, error: type[ElmoError], *, threads: int | None 
     if threads:
         options.intra_op_num_threads = threads
     try:
-        session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        session = onnxruntime.InferenceSession(str(path), options, providers=list(providers))
     except Exception as failure:  # onnxruntime raises its own exception types, one per failure kind
         missing = _missing_external_data(path)
         if missing is not None:  # (onnxruntime's words: a paragraph that names neither file)

@@ -24,20 +24,18 @@ import onnx
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
-from elmo_transformers.common.onnx_layout import GraphConfig, GraphTensor, graph_signature
 from modeling_elmo import ElmoLayerMix, ElmoModel
 from modeling_elmo.modeling_elmo import ElmoForTokenClassification, ElmoLstmLayer, ElmoTaskModel
 from modeling_elmo.text_elmo import framed_char_ids
 
-__all__ = ["OPSET", "QUANTIZABLE_PREFIX", "build_graph"]
+from .graph_layout import QUANTIZABLE_PREFIX, GraphConfig, GraphTensor, graph_signature
+
+__all__ = ["OPSET", "build_graph"]
 
 # The default domain's opset of every graph (the export's, and what the tests check it against). The nodes use its
 # attribute forms, which opset 18 replaced: ReduceMax/ReduceMean take `axes=` as an attribute (an input from 18 on)
 # and Split has no `num_outputs` (from 18 on it needs that or a `split` input); a new opset means rewriting those nodes.
 OPSET = 17
-# The names of the large weight products (the LSTM's input, state and output projections, the highway layers and the
-# token projection): what `--quantize int8` quantises. The character embedding and convolutions stay float32.
-QUANTIZABLE_PREFIX = "quantizable_product"
 
 
 class _Builder:

@@ -23,9 +23,10 @@ from pathlib import Path
 from elmo_transformers.common.atomic_output import atomic_output_folder
 from elmo_transformers.common.checksums import record_checksums
 from elmo_transformers.common.errors import ConversionError
-from elmo_transformers.common.onnx_layout import FLOAT_GRAPH, GraphSignature, GraphTensor, graph_weights
 from elmo_transformers.common.output_lock import output_lock
 from modeling_elmo import text_elmo
+
+from .graph_layout import GraphSignature, GraphTensor, graph_weights
 
 __all__ = [
     "INT8_SUFFIX",
@@ -34,6 +35,7 @@ __all__ = [
     "TEXT_ENCODER_SUFFIX",
     "TEXT_INPUT",
     "TEXT_SUFFIX",
+    "TRITON_GRAPH_FILE",
     "ensemble_config",
     "graph_model_names",
     "model_config",
@@ -57,6 +59,9 @@ INT8_SUFFIX = "_int8"  # the int8 graph's model: `<name>_int8`
 TEXT_ENCODER_SUFFIX = "_text_encoder"  # the front end's model: `<name>_text_encoder`
 TEXT_SUFFIX = "_text"  # the ensemble of each graph model: raw text in, `<graph model>_text`
 TEXT_INPUT = "text"  # the raw sentences, one per batch row
+# The file name of a graph in its model's version folder: the onnxruntime backend's default (`default_model_filename`
+# unset), whatever the graph's name in the ONNX folder (model.onnx, model_quantized.onnx).
+TRITON_GRAPH_FILE = "model.onnx"
 _DATA_TYPES = {"int64": "TYPE_INT64", "float": "TYPE_FP32", "bool": "TYPE_BOOL"}  # ONNX's spelling -> Triton's
 # What the front-end model's folder holds besides its model.py: the front end and the tokenizer files it reads.
 _TEXT_MODEL = Path(__file__).with_name("triton_text_model.py")
@@ -250,7 +255,7 @@ def _write_graph_model(folder: Path, name: str, graph: Path, signature: GraphSig
     backend's default file name) and of its weights' file, under the name the graph refers to it by
     (`graph_weights`)."""
     (folder / "1").mkdir()
-    shutil.copyfile(graph, folder / "1" / FLOAT_GRAPH)
+    shutil.copyfile(graph, folder / "1" / TRITON_GRAPH_FILE)
     weights = graph_weights(graph)
     if weights.is_file():
         shutil.copyfile(weights, folder / "1" / weights.name)

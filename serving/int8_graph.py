@@ -22,15 +22,40 @@ this graph's int8-weight form's speed at the original shape (docs/onnx.md, "int8
 from __future__ import annotations
 
 from collections.abc import Collection
+from pathlib import Path
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["quantize_rows"]
+from .graph_layout import QUANTIZABLE_PREFIX, save_graph
+
+__all__ = ["product_node_names", "quantize_graph", "quantize_rows"]
 
 _LEVELS = 127  # symmetric: weights and activations in [-127, 127] steps
 _ZERO_POINT = 128  # zero as uint8, of the activations and of the weights (MatMulInteger's u8 x u8 product, exact)
+
+
+def product_node_names(graph) -> list[str]:
+    """The names of the product nodes `--quantize int8` quantises (`graph_layout.QUANTIZABLE_PREFIX`: the LSTM's input,
+    state and output projections, the highway layers and the token projection), in the graph and its loops."""
+    names, graphs = [], [graph.graph]
+    while graphs:
+        current = graphs.pop()
+        for node in current.node:
+            if node.name.startswith(QUANTIZABLE_PREFIX):
+                names.append(node.name)
+            graphs.extend(attribute.g for attribute in node.attribute if attribute.HasField("g"))
+    return names
+
+
+def quantize_graph(source: Path, target: Path) -> None:
+    """The int8 graph of the float graph at `source`, written to `target`: its large products (`product_node_names`)
+    with 8-bit weights and activations, each row of activations quantised by itself (`quantize_rows`), so
+    that a sentence gets the same vectors alone and in any batch; every other operator stays float32."""
+    graph = onnx.load(str(source))  # (its weights too, from beside it: onnx before 1.15 finds them from a str only)
+    quantize_rows(graph, product_node_names(graph))
+    save_graph(graph, target)
 
 
 def quantize_rows(model: onnx.ModelProto, products: Collection[str]) -> None:
