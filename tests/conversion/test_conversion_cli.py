@@ -183,7 +183,7 @@ def test_converted_folder_is_readable_by_all(fixture_model_folder: Path) -> None
         ({"dropout": 1}, "dropout must be a number in [0, 1), got 1"),
         ({"cell_clip": 0}, "lstm.cell_clip must be a positive number or null, got 0"),
         ({"proj_clip": float("nan")}, "lstm.proj_clip must be a positive number or null, got NaN"),
-        ({"max_characters_per_token": 2}, "char_cnn.max_characters_per_token must be an integer >= 3, got 2"),
+        ({"max_characters_per_token": 2}, "char_cnn.max_characters_per_token must be an integer from 3 to 1024, got 2"),
     ],
     ids=lambda value: "-".join(f"{key}={value!r}" for key, value in value.items()) if isinstance(value, dict) else "",
 )
