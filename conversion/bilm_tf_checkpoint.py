@@ -23,7 +23,7 @@ from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.options_json import config_from_options, read_options
 from elmo_transformers.common.vocabulary_file import read_vocabulary
 from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM
-from modeling_elmo.text_elmo import BILM_TF_SPECIAL_WORDS
+from modeling_elmo.text_elmo import BILM_TF_SPECIAL_WORDS, VOCABULARY_FILE
 
 from .allennlp_hdf5 import weight_mappings
 from .convert_options import BilmTfCheckpointOptions, ModelFolderOptions
@@ -210,7 +210,7 @@ def convert_bilm_tf_checkpoint(
         repo_id=repo_id,
         overwrite=overwrite,
         space_check=space_check,
-        copies={"vocab.txt": Path(vocabulary_file)},
+        copies={VOCABULARY_FILE: Path(vocabulary_file)},
     )
 
 

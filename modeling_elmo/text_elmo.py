@@ -44,6 +44,7 @@ __all__ = [
     "SPLIT_RULE",
     "UNICODE_VERSION",
     "UNK_WORD",
+    "VOCABULARY_FILE",
     "WORD_VOCAB_SPECIAL_WORDS",
     "ElmoTextEncoder",
     "WordCache",
@@ -65,6 +66,9 @@ BOS_WORD, EOS_WORD, UNK_WORD = "<S>", "</S>", "<UNK>"
 # bilm-tf's word vocabularies (the softmax's rows) start with these three words, ids 0, 1, 2.
 BILM_TF_SPECIAL_WORDS = (BOS_WORD, EOS_WORD, UNK_WORD)
 BILM_TF_SPECIAL_WORD_IDS = tuple(range(len(BILM_TF_SPECIAL_WORDS)))
+# Where a language-model folder keeps such a vocabulary, the words of its softmax rows, one per line: the one owner
+# of the name (the pipelines, the conversions and the training runs import it).
+VOCABULARY_FILE = "vocab.txt"
 # The character ids of bilm-tf and AllenNLP beyond a byte's (1-256: the byte + 1; 0 is "no word here"): the
 # sentence markers' characters, the begin- and end-of-word marks and the padding after a word's end.
 BILM_TF_CHAR_IDS = {"bos": 257, "eos": 258, "bow": 259, "eow": 260, "pad": 261}
