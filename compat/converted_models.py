@@ -23,6 +23,7 @@ from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.conversion.convert_options import AllennlpOptions
 from elmo_transformers.conversion.nlpl_archive import convert_archive
 from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM, ElmoModel, ElmoTokenizer
+from modeling_elmo.text_elmo import VOCABULARY_FILE
 
 __all__ = ["ConvertedModel", "check_sentences", "load_converted", "word_layers"]
 
@@ -54,10 +55,10 @@ def load_converted(path: str | Path, *, language_model: bool = False) -> Convert
         if not ElmoConfig.from_pretrained(folder).vocab_size:
             raise ConversionError(
                 f"{path} holds a biLM without its softmax (bilm-tf weights): full=True needs a bilm-tf checkpoint"
-                " (model.ckpt-N.index and .data, options.json, vocab.txt)"
+                f" (model.ckpt-N.index and .data, options.json, {VOCABULARY_FILE})"
             )
         model = ElmoForBidirectionalLM.from_pretrained(folder).eval()
-        lines = (folder / "vocab.txt").read_text(encoding="utf-8").splitlines()
+        lines = (folder / VOCABULARY_FILE).read_text(encoding="utf-8").splitlines()
     return ConvertedModel(model, tokenizer, lines)
 
 

@@ -6,7 +6,7 @@ optimizer slot per trainable variable (`<variable>/Adagrad`), and `global_step` 
 outside `lm/`. Only the model is converted.
 
 `dump_weights` wrote each biLM variable as an hdf5 dataset whose name it derived from the variable's;
-`checkpoint_name` maps the datasets of the hdf5 mapping (`allennlp_hdf5.weight_mappings`) back to their
+`tf_variable_name` maps the datasets of the hdf5 mapping (`allennlp_hdf5.weight_mappings`) back to their
 variables, so both routes build the same tensors through the same `WeightMapping`s.
 """
 
@@ -23,7 +23,7 @@ from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.options_json import config_from_options, read_options
 from elmo_transformers.common.vocabulary_file import read_vocabulary
 from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM
-from modeling_elmo.text_elmo import BILM_TF_SPECIAL_WORDS
+from modeling_elmo.text_elmo import BILM_TF_SPECIAL_WORDS, VOCABULARY_FILE
 
 from .allennlp_hdf5 import weight_mappings
 from .convert_options import BilmTfCheckpointOptions, ModelFolderOptions
@@ -34,12 +34,12 @@ from .weight_mapping import check_finite
 
 __all__ = [
     "checkpoint_files",
-    "checkpoint_name",
     "convert_bilm_tf_checkpoint",
     "load_bilm_tf_checkpoint",
     "read_bilm_tf_vocabulary",
     "run",
     "run_conversion",
+    "tf_variable_name",
 ]
 
 SOFTMAX_WEIGHT, SOFTMAX_BIAS = "lm/softmax/W", "lm/softmax/b"
@@ -50,7 +50,7 @@ _LSTM_DATASET = re.compile(
 _LSTM_VARIABLES = {"W_0": "kernel", "B": "bias", "W_P_0": "projection/kernel"}
 
 
-def checkpoint_name(dataset: str, num_layers: int) -> str:
+def tf_variable_name(dataset: str, num_layers: int) -> str:
     """The bilm-tf variable that `dump_weights` wrote as the hdf5 dataset `dataset` (the inverse of its
     `_get_outname`): `CNN/W_cnn_0` <- `lm/CNN/W_cnn_0`, `RNN_1/RNN/MultiRNNCell/Cell0/LSTMCell/W_0` <-
     `lm/RNN_1/rnn/multi_rnn_cell/cell_0/lstm_cell/kernel`.
@@ -68,7 +68,8 @@ def checkpoint_name(dataset: str, num_layers: int) -> str:
 def _expected_shapes(config: ElmoConfig) -> dict[str, tuple[int, ...]]:
     """Every model variable the options imply, with its shape, in the order of the hdf5 mapping."""
     shapes = {
-        checkpoint_name(mapping.dataset, config.num_hidden_layers): mapping.shape for mapping in weight_mappings(config)
+        tf_variable_name(mapping.dataset, config.num_hidden_layers): mapping.shape
+        for mapping in weight_mappings(config)
     }
     shapes[SOFTMAX_WEIGHT] = (config.vocab_size, config.projection_dim)
     shapes[SOFTMAX_BIAS] = (config.vocab_size,)
@@ -164,7 +165,7 @@ def load_bilm_tf_checkpoint(
 
     state_dict = {}
     for mapping in weight_mappings(config):
-        array = read(checkpoint_name(mapping.dataset, config.num_hidden_layers))
+        array = read(tf_variable_name(mapping.dataset, config.num_hidden_layers))
         for name, parameter in zip(mapping.parameters, mapping.to_model(array), strict=True):
             state_dict[f"elmo.{name}"] = torch.from_numpy(np.ascontiguousarray(parameter))
     state_dict["softmax.weight"] = torch.from_numpy(read(SOFTMAX_WEIGHT))
@@ -210,7 +211,7 @@ def convert_bilm_tf_checkpoint(
         repo_id=repo_id,
         overwrite=overwrite,
         space_check=space_check,
-        copies={"vocab.txt": Path(vocabulary_file)},
+        copies={VOCABULARY_FILE: Path(vocabulary_file)},
     )
 
 

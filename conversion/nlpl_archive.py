@@ -45,6 +45,7 @@ from tqdm.auto import tqdm
 from elmo_transformers.common.disk_space import check_free_space, format_bytes, is_disk_full
 from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.options_json import read_options
+from modeling_elmo.text_elmo import VOCABULARY_FILE
 
 from . import allennlp, bilm_tf_checkpoint, elmoformanylangs
 from .convert_options import AllennlpOptions
@@ -52,7 +53,7 @@ from .converted_model_card import SourceDescription
 
 __all__ = ["SMALL_MEMBER_BYTES", "convert_archive"]
 
-OPTIONS, METADATA, VOCABULARY = "options.json", "meta.json", "vocab.txt"
+OPTIONS, METADATA = "options.json", "meta.json"
 WEIGHTS, WEIGHTS_SUFFIX = "model.hdf5", ".hdf5"
 TRAINING_CONFIG, CHARACTERS, WORDS = "config.json", "char.dic", "word.dic"
 ENCODER, TOKEN_EMBEDDER = "encoder.pkl", "token_embedder.pkl"
@@ -343,7 +344,7 @@ def _checkpoint_model(folder: _Folder) -> _Model:
     shards = [m for m in folder.members if (match := _DATA_SHARD.fullmatch(m.basename)) and match["prefix"] == prefix]
     files = {member.basename: member for member in (indexes[0], *shards)}
     weights = tuple(files)
-    for name in (OPTIONS, VOCABULARY):
+    for name in (OPTIONS, VOCABULARY_FILE):
         files[name] = folder.required(name, beside=indexes[0].basename)
     return _Model("checkpoint", folder, files, weights)
 
@@ -532,7 +533,7 @@ def _convert(model: _Model, folder: Path, source: SourceDescription, options: Al
     if model.layout == "checkpoint":
         prefix = folder / model.weights[0].removesuffix(INDEX_SUFFIX)
         return bilm_tf_checkpoint.run_conversion(
-            options, prefix, options_json, options_source, folder / VOCABULARY, source, archive.path
+            options, prefix, options_json, options_source, folder / VOCABULARY_FILE, source, archive.path
         )
     return allennlp.run_conversion(
         options, options_json, folder / model.weights[0], source, options_source, archive.path

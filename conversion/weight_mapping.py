@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from elmo_transformers.common.errors import ConversionError
+from modeling_elmo.finite_elmo import first_non_finite
 
 __all__ = ["WeightMapping", "character_embedding", "check_finite", "transposed", "unchanged"]
 
@@ -49,18 +50,11 @@ def character_embedding(dataset: str, shape: tuple[int, ...]) -> WeightMapping:
     )
 
 
-_FINITE_CHECK_ELEMENTS = 1 << 24  # a 1.6 GB softmax is checked without a 400 MB mask
-
-
 def check_finite(array: np.ndarray, where: str) -> None:
     """Raise `ConversionError` naming `where` (the file and dataset) and the first index of a NaN or infinity in
-    `array`: such weights would convert, then fail the saved-equals-converted check with no word of why."""
-    flat = array.reshape(-1)
-    for start in range(0, flat.size, _FINITE_CHECK_ELEMENTS):
-        bad = np.flatnonzero(~np.isfinite(flat[start : start + _FINITE_CHECK_ELEMENTS]))
-        if bad.size:
-            index = tuple(int(axis) for axis in np.unravel_index(start + int(bad[0]), array.shape))
-            raise ConversionError(
-                f"{where} holds a non-finite value ({flat[start + bad[0]]}) at index {list(index)}: the weights are"
-                " damaged"
-            )
+    `array` (`finite_elmo.first_non_finite`): such weights would convert, then fail the saved-equals-converted check
+    with no word of why."""
+    found = first_non_finite(array)
+    if found is not None:
+        index, value = found
+        raise ConversionError(f"{where} holds a non-finite value ({value}) at index {index}: the weights are damaged")

@@ -7,15 +7,17 @@ from __future__ import annotations
 import numpy as np
 
 from elmo_transformers.common.errors import EmbedError
+from modeling_elmo.finite_elmo import first_non_finite
 
 __all__ = ["refuse_overflow"]
 
 
 def refuse_overflow(line: int, vectors: np.ndarray, compute_dtype: str) -> None:
     """Refuse the `vectors` of line `line`, computed in `compute_dtype`, if any of them is not finite."""
-    if np.isfinite(vectors).all():
+    found = first_non_finite(vectors)
+    if found is None:
         return
-    value = vectors.reshape(-1)[np.flatnonzero(~np.isfinite(vectors))[0]]
+    _, value = found
     problem = f"line {line + 1} (dataset {line}) has a vector holding {value} computed in {compute_dtype}"
     if compute_dtype == "float32":
         raise EmbedError(f"{problem}: the model's activations overflow float32's range; check the model's weights")

@@ -27,6 +27,7 @@ from transformers.utils import ModelOutput, logging
 from transformers.utils.generic import can_return_tuple
 
 from .configuration_elmo import ElmoConfig
+from .finite_elmo import FINITE_CHECK_ELEMENTS, first_non_finite_in_chunks
 from .kernels_elmo import run_lstm_stacks
 from .lstm_elmo import LstmOptions, LstmState, lstm_cell_step
 from .mixing_elmo import ElmoLayerMix
@@ -58,8 +59,6 @@ __all__ = [
 
 logger = logging.get_logger(__name__)
 
-# The elements checked at once for a NaN or an infinity: a 1.6 GB softmax is checked without a 400 MB mask.
-_FINITE_CHECK_ELEMENTS = 1 << 24
 # The convolution outputs (words, filters, positions) the character CNN holds at once: 64 MB in float32, 655 words of
 # the bundled model or 163 at the original size. All of a batch's distinct words at once took 1 GB more for a line of
 # 10,000 words (the bundled model; 4 GB at the original size).
@@ -77,13 +76,13 @@ def non_finite_entry(tensor: torch.Tensor) -> tuple[list[int], float] | None:
     # only a tensor whose sum is not finite is searched element by element (finding nothing if the sum overflowed).
     if torch.isfinite(flat.sum(dtype=torch.float32 if flat.element_size() < 4 else None)):
         return None
-    for start in range(0, flat.numel(), _FINITE_CHECK_ELEMENTS):
-        finite = torch.isfinite(flat[start : start + _FINITE_CHECK_ELEMENTS])
-        if not finite.all():
-            position = start + int((~finite).nonzero()[0])
-            index = [int(axis) for axis in torch.unravel_index(torch.tensor(position), tensor.shape)]
-            return index, flat[position].item()
-    return None
+    # The search is finite_elmo's (numpy), over the tensor's chunks copied to numpy one at a time (bfloat16, which
+    # numpy lacks, as float32: NaN and infinity stay what they are).
+    chunks = (
+        (chunk.float() if chunk.dtype == torch.bfloat16 else chunk).cpu().numpy()
+        for chunk in flat.detach().split(FINITE_CHECK_ELEMENTS)
+    )
+    return first_non_finite_in_chunks(chunks, tuple(tensor.shape))
 
 
 @dataclass

@@ -17,10 +17,9 @@ from transformers import AutoModelForPreTraining, AutoModelForTokenClassificatio
 from transformers.pipelines import PIPELINE_REGISTRY
 from transformers.utils import cached_file
 
-__all__ = ["ElmoSubstitutesPipeline", "ElmoTokenClassificationPipeline"]
+from .text_elmo import VOCABULARY_FILE
 
-# Where a language-model folder keeps the words of its softmax rows, one per line.
-VOCABULARY_FILE = "vocab.txt"
+__all__ = ["ElmoSubstitutesPipeline", "ElmoTokenClassificationPipeline"]
 
 
 class _ElmoWordsPipeline(Pipeline):

@@ -10,8 +10,9 @@ ONNX folder, a Triton python-backend model) and a client needs nothing else:
   and ELMoForManyLangs' code points (`word_to_code_point_ids`, `words_to_code_point_ids`);
 - the sentence-marker words and their character ids (`BOS_WORD`, `EOS_WORD`, `BILM_TF_CHAR_IDS`);
 - a bounded cache of the ids of the words met last (`WordCache`);
-- `ElmoTextEncoder`: raw lines or words -> `input_ids` (batch, words, chars) and `attention_mask` (batch, words),
-  exactly as `ElmoTokenizer` (tokenization_elmo.py, which calls this module) gives them.
+- `ElmoTextEncoder`: raw lines or words -> `input_ids` (batch, words, chars) and `attention_mask` (batch, words);
+  its `padded_ids` is the one path from words to padded ids, `ElmoTokenizer`'s too (tokenization_elmo.py holds an
+  encoder and adds transformers' side of the call: truncation, padding strategies, tensors).
 
 The split rule, stated for clients in other languages, is `SPLIT_RULE` (docs/onnx.md and an exported folder's page
 state it in its words); the conformance file text_elmo_conformance.json holds raw lines with their words, ids and
@@ -36,14 +37,18 @@ __all__ = [
     "BILM_TF_SPECIAL_WORDS",
     "BILM_TF_SPECIAL_WORD_IDS",
     "BOS_WORD",
+    "CODE_POINT_SPECIAL_CHARS",
     "DEFAULT_WORD_CACHE_SIZE",
     "EOS_WORD",
     "MAX_CHARACTERS_PER_TOKEN",
     "SPLIT_RULE",
     "UNICODE_VERSION",
     "UNK_WORD",
+    "VOCABULARY_FILE",
+    "WORD_VOCAB_SPECIAL_WORDS",
     "ElmoTextEncoder",
     "WordCache",
+    "all_str",
     "checked_max_characters_per_token",
     "framed_char_ids",
     "split_words",
@@ -61,6 +66,9 @@ BOS_WORD, EOS_WORD, UNK_WORD = "<S>", "</S>", "<UNK>"
 # bilm-tf's word vocabularies (the softmax's rows) start with these three words, ids 0, 1, 2.
 BILM_TF_SPECIAL_WORDS = (BOS_WORD, EOS_WORD, UNK_WORD)
 BILM_TF_SPECIAL_WORD_IDS = tuple(range(len(BILM_TF_SPECIAL_WORDS)))
+# Where a language-model folder keeps such a vocabulary, the words of its softmax rows, one per line: the one owner
+# of the name (the pipelines, the conversions and the training runs import it).
+VOCABULARY_FILE = "vocab.txt"
 # The character ids of bilm-tf and AllenNLP beyond a byte's (1-256: the byte + 1; 0 is "no word here"): the
 # sentence markers' characters, the begin- and end-of-word marks and the padding after a word's end.
 BILM_TF_CHAR_IDS = {"bos": 257, "eos": 258, "bow": 259, "eow": 260, "pad": 261}
@@ -749,15 +757,34 @@ def _resized(table: np.ndarray, rows: int) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------------------------
 
 _TOKENIZER_CONFIG, _MODEL_CONFIG, _CHAR_VOCAB = "tokenizer_config.json", "config.json", "char_vocab.json"
+# The framing characters a character vocabulary (ELMoForManyLangs) gives the ids of, and a word vocabulary's words.
+CODE_POINT_SPECIAL_CHARS = ("bos", "eos", "bow", "eow", "pad", "oov")
+WORD_VOCAB_SPECIAL_WORDS = ("bos", "eos", "oov")
 _STR_TYPE = frozenset((str,))
 
 
+def all_str(values: Sequence[object]) -> bool:
+    """Whether every one of `values` is a str (a subclass of str too): the one test of "words" and "lines"."""
+    # The set of the values' types is built in C: a per-word isinstance took a third of a cached batch's time.
+    return _STR_TYPE.issuperset(map(type, values)) or all(isinstance(value, str) for value in values)
+
+
+def _first_non_str(values: Sequence[object]) -> str:
+    return next(type(value).__name__ for value in values if not isinstance(value, str))
+
+
 class ElmoTextEncoder:
-    """Raw lines, or sentences of words, to ELMo's inputs with numpy alone, exactly as `ElmoTokenizer` gives them
-    with `padding=True`: `input_ids` (batch, words, max_characters_per_token) int64, `attention_mask`
-    (batch, words) int64. Sentences are padded on the right to the longest with rows of 0 ("no word") and mask 0;
-    no `<S>`/`</S>` is added (the model adds them). The ids of the last `word_cache_size` distinct words met are
-    kept (`WordCache`): a batch costs about one dictionary look-up per word. Threads may share one encoder.
+    """Raw lines, or sentences of words, to ELMo's inputs with numpy alone: `input_ids` (batch, words,
+    max_characters_per_token) int64, `attention_mask` (batch, words) int64. Sentences are padded on the right to
+    the longest with rows of 0 ("no word") and mask 0; no `<S>`/`</S>` is added (the model adds them). The ids of
+    the last `word_cache_size` distinct words met are kept (`WordCache`): a batch costs about one dictionary
+    look-up per word. Threads may share one encoder.
+
+    By default a word is its UTF-8 bytes (bilm-tf, AllenNLP). With `char_vocab` (character -> id) a word is its
+    code points (ELMoForManyLangs), framed by `special_char_ids` (each of `CODE_POINT_SPECIAL_CHARS`); with
+    `word_vocab` (word -> id, and `special_word_ids` for each of `WORD_VOCAB_SPECIAL_WORDS`) it also gives
+    `input_word_ids` (batch, words). `ElmoTokenizer` (tokenization_elmo.py) is this encoder behind transformers'
+    interface: `padded_ids` is the one path from words to padded ids of both.
 
     >>> encoder = ElmoTextEncoder()
     >>> encoder.split("It's 3.14.")
@@ -767,20 +794,37 @@ class ElmoTextEncoder:
     ((2, 4, 50), [[1, 1, 1, 1], [0, 0, 0, 0]])
     """
 
-    def __init__(self, max_characters_per_token: int = 50, word_cache_size: int = DEFAULT_WORD_CACHE_SIZE) -> None:
+    def __init__(
+        self,
+        max_characters_per_token: int = 50,
+        word_cache_size: int = DEFAULT_WORD_CACHE_SIZE,
+        *,
+        char_vocab: Mapping[str, int] | None = None,
+        special_char_ids: Mapping[str, int] | None = None,
+        word_vocab: Mapping[str, int] | None = None,
+        special_word_ids: Mapping[str, int] | None = None,
+    ) -> None:
         self.max_characters_per_token = checked_max_characters_per_token(max_characters_per_token, "ElmoTextEncoder: ")
-        self._word_cache = WordCache(word_cache_size, max_characters_per_token, with_word_ids=False)
+        self.char_vocab, self.word_vocab = char_vocab, word_vocab
+        self.special_char_ids = dict(special_char_ids or BILM_TF_CHAR_IDS)
+        self.special_word_ids = dict(special_word_ids or {})
+        if char_vocab is not None and set(self.special_char_ids) != set(CODE_POINT_SPECIAL_CHARS):
+            raise ValueError(f"a character vocabulary needs special_char_ids for {sorted(CODE_POINT_SPECIAL_CHARS)}")
+        if word_vocab is not None and set(self.special_word_ids) != set(WORD_VOCAB_SPECIAL_WORDS):
+            raise ValueError(f"a word vocabulary needs special_word_ids for {sorted(WORD_VOCAB_SPECIAL_WORDS)}")
+        self._word_cache = WordCache(word_cache_size, max_characters_per_token, word_vocab is not None)
 
     @classmethod
     def from_folder(cls, folder: str | Path, word_cache_size: int = DEFAULT_WORD_CACHE_SIZE) -> ElmoTextEncoder:
         """The encoder of a saved model folder (or an exported one): its `max_characters_per_token`, from its
         tokenizer_config.json (config.json where it has none). A folder whose tokenizer reads code points through
-        a char_vocab.json (ELMoForManyLangs) is refused: this front end writes bilm-tf's UTF-8 byte ids."""
+        a char_vocab.json (ELMoForManyLangs) is refused: this reads bilm-tf's UTF-8 byte ids' settings only."""
         folder = Path(folder)
         if (folder / _CHAR_VOCAB).exists():
             raise ValueError(
                 f"{folder / _CHAR_VOCAB}: this folder's tokenizer reads code points through a character vocabulary "
-                "(ELMoForManyLangs); ElmoTextEncoder writes bilm-tf's UTF-8 byte ids: use its ElmoTokenizer"
+                "(ELMoForManyLangs); ElmoTextEncoder.from_folder makes encoders of bilm-tf's UTF-8 byte ids only: "
+                "use its ElmoTokenizer"
             )
         for name in (_TOKENIZER_CONFIG, _MODEL_CONFIG):
             if (folder / name).is_file():
@@ -796,22 +840,34 @@ class ElmoTextEncoder:
         """The words of one raw line (`split_words`; a TypeError for anything but a str)."""
         return split_words(text)
 
+    def word_char_ids(self, word: str) -> list[int]:
+        """The `max_characters_per_token` character ids of one word."""
+        if self.char_vocab is None:
+            return word_to_char_ids(word, self.max_characters_per_token)
+        return word_to_code_point_ids(word, self.char_vocab, self.special_char_ids, self.max_characters_per_token)
+
+    def word_id(self, word: str) -> int:
+        """The word-embedding id of one word (looked up as cut to the characters the model sees)."""
+        special = self.special_word_ids
+        if word in (BOS_WORD, EOS_WORD):
+            return special["bos"] if word == BOS_WORD else special["eos"]
+        return self.word_vocab.get(word[: self.max_characters_per_token - 2], special["oov"])
+
     def encode_words(self, sentences: Iterable[Sequence[str]]) -> dict[str, np.ndarray]:
-        """`input_ids` and `attention_mask` of sentences given as their words (a list, or any iterable, of lists of
-        words), each word kept exactly (an empty string or a word with spaces included), one position per word."""
+        """`input_ids` and `attention_mask` (and `input_word_ids` with a word vocabulary) of sentences given as
+        their words (a list, or any iterable, of lists of words), each word kept exactly (an empty string or a word
+        with spaces included), one position per word."""
         if isinstance(sentences, str):
             raise TypeError("encode_words takes sentences as lists of words; for raw lines use encode_text")
         sentences = list(sentences)  # (an iterator is read once, here)
         if any(isinstance(sentence, str) for sentence in sentences):
             raise TypeError("encode_words takes sentences as lists of words; for raw lines use encode_text")
         words = list(itertools.chain.from_iterable(sentences))
-        if not (_STR_TYPE.issuperset(map(type, words)) or all(isinstance(word, str) for word in words)):
-            kind = next(type(word).__name__ for word in words if not isinstance(word, str))
-            raise TypeError(f"every word must be a str, got a {kind}")
-        lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
-        layout = np.arange(lengths.max(initial=0)) < lengths[:, None]  # (batch, words): True where a word is
-        char_ids, _ = self._word_cache.gather(words, layout, self._new_word_ids)
-        return {"input_ids": char_ids, "attention_mask": layout.astype(np.int64)}
+        if not all_str(words):
+            raise TypeError(f"every word must be a str, got a {_first_non_str(words)}")
+        char_ids, word_ids, mask = self.padded_ids(sentences)
+        inputs = {"input_ids": char_ids, "attention_mask": mask.astype(np.int64)}
+        return inputs if word_ids is None else {**inputs, "input_word_ids": word_ids}
 
     def encode_text(self, lines: Iterable[str]) -> dict[str, np.ndarray]:
         """`input_ids` and `attention_mask` of raw lines (a list, or any iterable, of str), one sentence each:
@@ -819,13 +875,37 @@ class ElmoTextEncoder:
         if isinstance(lines, str | bytes):
             raise TypeError("encode_text takes a list of raw lines (str), one sentence each, not one line")
         lines = list(lines)  # (an iterator is read once, here: the check below would leave nothing to encode)
-        if not all(isinstance(line, str) for line in lines):
-            kind = next(type(line).__name__ for line in lines if not isinstance(line, str))
-            raise TypeError(f"encode_text takes a list of raw lines (str), one sentence each; got a {kind} among them")
+        if not all_str(lines):
+            raise TypeError(
+                f"encode_text takes a list of raw lines (str), one sentence each; got a {_first_non_str(lines)} "
+                "among them"
+            )
         return self.encode_words([split_words(line) for line in lines])
 
-    def _new_word_ids(self, words: list[str]) -> tuple[np.ndarray, None]:
-        return words_to_char_ids(words, self.max_characters_per_token), None
+    def padded_ids(
+        self, sentences: Sequence[Sequence[str]], words: int = 0
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """The one path from words to ids: sentences of words (str, unchecked) padded on the right to the longest
+        or to `words` words, whichever is more. Returns the character ids (batch, words, chars) int64, rows of 0
+        where no word is; the word ids (batch, words) int64, 0 where no word is (None without a word vocabulary);
+        and the mask (batch, words) bool, True where a word is."""
+        lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
+        mask = np.arange(max(lengths.max(initial=0), words)) < lengths[:, None]
+        char_ids, word_ids = self._word_cache.gather(
+            list(itertools.chain.from_iterable(sentences)), mask, self._new_word_ids
+        )
+        return char_ids, word_ids, mask
+
+    def _new_word_ids(self, words: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
+        """`word_char_ids` (words, chars) and `word_id` (words,) of many distinct words at once, for the cache."""
+        if self.char_vocab is None:
+            char_ids = words_to_char_ids(words, self.max_characters_per_token)
+        else:
+            char_ids = words_to_code_point_ids(
+                words, self.char_vocab, self.special_char_ids, self.max_characters_per_token
+            )
+        word_ids = None if self.word_vocab is None else np.array([self.word_id(word) for word in words], np.int64)
+        return char_ids, word_ids
 
 
 def _read_json_object(path: Path) -> dict:

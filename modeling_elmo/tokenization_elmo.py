@@ -7,14 +7,14 @@ ELMoForManyLangs models instead read code points through a character vocabulary,
 word embedding: the same tokenizer with `char_vocab.json` (and `word_vocab.json`) does that.
 
 This module adapts them to transformers' `PreTrainedTokenizer` (its ids are 2-D per sentence: `_encode_plus`,
-`pad` and `decode` are its own). The words, their ids and the cache of the words met again are the text front end's
-(`text_elmo`: numpy alone, the one home of the split and the id rule, also used without this class by
-`text_elmo.ElmoTextEncoder`).
+`pad` and `decode` are its own). The split, the ids of words, their padding and the cache of the words met again are
+the text front end's: each tokenizer holds a `text_elmo.ElmoTextEncoder` (numpy alone, the one home of these rules,
+also used without this class) and hands it the words; what is left here is transformers' side of the call
+(truncation, padding strategies, tensors, `pad`, `decode`).
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,29 +26,21 @@ from transformers import BatchEncoding, PreTrainedTokenizer
 from transformers.tokenization_utils_base import PaddingStrategy, TruncationStrategy
 
 from .text_elmo import (
-    BILM_TF_CHAR_IDS,
     BOS_WORD,
+    CODE_POINT_SPECIAL_CHARS,
     DEFAULT_WORD_CACHE_SIZE,
     EOS_WORD,
-    WordCache,
+    ElmoTextEncoder,
+    all_str,
     checked_max_characters_per_token,
-    split_words,
-    word_to_char_ids,
-    word_to_code_point_ids,
-    words_to_char_ids,
-    words_to_code_point_ids,
 )
 
 __all__ = ["ElmoTokenizer", "pad_sentences"]
 
-_SPECIAL_SYMBOLS = {
-    "bos": BOS_WORD,
-    "eos": EOS_WORD,
-    "bow": "<bow>",
-    "eow": "<eow>",
-    "pad": "<char_pad>",
-    "oov": "<oov>",
-}
+# The symbol of each framing character (`text_elmo.CODE_POINT_SPECIAL_CHARS`) in the tokenizer's vocabulary.
+_SPECIAL_SYMBOLS = dict(
+    zip(CODE_POINT_SPECIAL_CHARS, (BOS_WORD, EOS_WORD, "<bow>", "<eow>", "<char_pad>", "<oov>"), strict=True)
+)
 
 
 def _read_json_vocabulary(path: str | None) -> dict[str, int] | None:
@@ -73,8 +65,9 @@ class ElmoTokenizer(PreTrainedTokenizer):
     characters (`bow`, `eow`, `bos`, `eos`, `pad`, `oov`). With `word_vocab_file` the tokenizer also returns
     `input_word_ids` (batch, words), unknown words mapped to `special_word_ids["oov"]`.
 
-    The ids of the last `word_cache_size` distinct words met are kept (a cache of each instance, never saved or
-    copied), and new words are converted together with numpy: a batch costs about one dictionary look-up per word.
+    The split, the ids and the padding are its `ElmoTextEncoder`'s (text_elmo.py), which keeps the ids of the last
+    `word_cache_size` distinct words met (a cache of each instance, never saved or copied) and converts new words
+    together with numpy: a batch costs about one dictionary look-up per word.
     """
 
     vocab_files_names = {"char_vocab_file": "char_vocab.json", "word_vocab_file": "word_vocab.json"}
@@ -97,21 +90,24 @@ class ElmoTokenizer(PreTrainedTokenizer):
         **kwargs,
     ) -> None:
         self.max_characters_per_token = checked_max_characters_per_token(max_characters_per_token, "ElmoTokenizer: ")
-        self.char_vocab = _read_json_vocabulary(char_vocab_file)
-        self.word_vocab = _read_json_vocabulary(word_vocab_file)
-        self.special_char_ids = dict(special_char_ids or BILM_TF_CHAR_IDS)
-        self.special_word_ids = dict(special_word_ids or {})
-        if self.char_vocab is not None and set(self.special_char_ids) != set(_SPECIAL_SYMBOLS):
-            raise ValueError(f"a character vocabulary needs special_char_ids for {sorted(_SPECIAL_SYMBOLS)}")
-        if self.word_vocab is not None and set(self.special_word_ids) != {"bos", "eos", "oov"}:
-            raise ValueError("a word vocabulary needs special_word_ids for 'bos', 'eos' and 'oov'")
+        self._text_encoder = ElmoTextEncoder(
+            max_characters_per_token,
+            word_cache_size,
+            char_vocab=_read_json_vocabulary(char_vocab_file),
+            special_char_ids=special_char_ids,
+            word_vocab=_read_json_vocabulary(word_vocab_file),
+            special_word_ids=special_word_ids,
+        )
+        # The encoder's settings, read by `decode` and `save_vocabulary` (and by callers, as before the encoder).
+        encoder = self._text_encoder
+        self.char_vocab, self.word_vocab = encoder.char_vocab, encoder.word_vocab
+        self.special_char_ids, self.special_word_ids = encoder.special_char_ids, encoder.special_word_ids
         if self.word_vocab is not None:
             self.model_input_names = [*self.model_input_names, "input_word_ids"]
         symbols = {f"<0x{byte:02X}>": byte + 1 for byte in range(256)} if self.char_vocab is None else self.char_vocab
         specials = {_SPECIAL_SYMBOLS[name]: char_id for name, char_id in self.special_char_ids.items()}
         self._vocab = {"<pad>": 0, **symbols, **specials}
         self._ids_to_symbols = {index: symbol for symbol, index in self._vocab.items()}
-        self._word_cache = WordCache(word_cache_size, max_characters_per_token, self.word_vocab is not None)
         kwargs.setdefault("model_max_length", 1_000_000)
         super().__init__(
             max_characters_per_token=max_characters_per_token,
@@ -149,28 +145,12 @@ class ElmoTokenizer(PreTrainedTokenizer):
         return tuple(written)
 
     def word_char_ids(self, word: str) -> list[int]:
-        """The `max_characters_per_token` character ids of one word."""
-        if self.char_vocab is None:
-            return word_to_char_ids(word, self.max_characters_per_token)
-        return word_to_code_point_ids(word, self.char_vocab, self.special_char_ids, self.max_characters_per_token)
-
-    def _new_word_ids(self, words: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
-        """`word_char_ids` (words, chars) and `word_id` (words,) of many distinct words at once, for the cache."""
-        if self.char_vocab is None:
-            char_ids = words_to_char_ids(words, self.max_characters_per_token)
-        else:
-            char_ids = words_to_code_point_ids(
-                words, self.char_vocab, self.special_char_ids, self.max_characters_per_token
-            )
-        word_ids = None if self.word_vocab is None else np.array([self.word_id(word) for word in words], np.int64)
-        return char_ids, word_ids
+        """The `max_characters_per_token` character ids of one word (`ElmoTextEncoder.word_char_ids`)."""
+        return self._text_encoder.word_char_ids(word)
 
     def word_id(self, word: str) -> int:
-        """The word-embedding id of one word (looked up as cut to the characters the model sees)."""
-        special = self.special_word_ids
-        if word in (BOS_WORD, EOS_WORD):
-            return special["bos"] if word == BOS_WORD else special["eos"]
-        return self.word_vocab.get(word[: self.max_characters_per_token - 2], special["oov"])
+        """The word-embedding id of one word, as cut to the characters the model sees (`ElmoTextEncoder.word_id`)."""
+        return self._text_encoder.word_id(word)
 
     def _ids_to_word(self, char_ids: Sequence[int]) -> str | None:
         """Inverse of `word_char_ids` (bytes a truncation cut show as U+FFFD); None for a padding row."""
@@ -189,7 +169,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
 
     def tokenize(self, text: str, **kwargs) -> list[str]:
         """Split raw text into words (see [`split_words`])."""
-        return split_words(text)
+        return self._text_encoder.split(text)
 
     def _encode_plus(
         self,
@@ -207,7 +187,8 @@ class ElmoTokenizer(PreTrainedTokenizer):
         return_special_tokens_mask: bool = False,
         **kwargs,
     ) -> BatchEncoding:
-        """The whole batch as arrays: each distinct word's ids from the word cache, placed with one look-up.
+        """The whole batch as arrays, from `ElmoTextEncoder.padded_ids` (each distinct word's ids from the word
+        cache, placed with one look-up), padded as transformers' arguments ask.
 
         An empty batch gives empty arrays: `input_ids` (0, 0, chars) and `attention_mask` (0, 0) as tensors,
         empty lists without `return_tensors`.
@@ -237,18 +218,16 @@ class ElmoTokenizer(PreTrainedTokenizer):
                 f"Sentences of different lengths {sorted(set(lengths.tolist()))} cannot form one tensor: "
                 "pass padding=True"
             )
-        layout = np.arange(padded.max(initial=0)) < lengths[:, None]  # (batch, words): True where a word is
-        words = list(itertools.chain.from_iterable(sentences))
-        char_ids, word_ids = self._word_cache.gather(words, layout, self._new_word_ids)
-        if self.pad_token_id:  # the cache pads with zeros, the id of "<pad>"
-            char_ids[~layout] = self.pad_token_id
+        char_ids, word_ids, mask = self._text_encoder.padded_ids(sentences, int(padded.max(initial=0)))
+        if self.pad_token_id:  # the encoder pads with zeros, the id of "<pad>"
+            char_ids[~mask] = self.pad_token_id
         columns = {"input_ids": char_ids}
         if word_ids is not None:
             columns["input_word_ids"] = word_ids
         if return_length:
             columns["length"] = lengths
         if return_attention_mask or (return_attention_mask is None and "attention_mask" in self.model_input_names):
-            columns["attention_mask"] = layout.astype(np.int64)
+            columns["attention_mask"] = mask.astype(np.int64)
         return _batch_encoding(columns, padded, is_batched, return_tensors)
 
     def _truncated(self, words: list[str], max_length: int) -> list[str]:
@@ -260,7 +239,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
 
     def _words_of(self, sentence: Any, is_split_into_words: bool) -> list[str]:
         if is_split_into_words:
-            if isinstance(sentence, str) or not _are_strings(sentence):
+            if isinstance(sentence, str) or not all_str(sentence):
                 raise ValueError(
                     f"With is_split_into_words=True each sentence must be a list of strings, got {sentence!r:.80}"
                 )
@@ -269,7 +248,7 @@ class ElmoTokenizer(PreTrainedTokenizer):
             raise ValueError(
                 f"Expected a string (or lists of words with is_split_into_words=True), got {type(sentence).__name__}"
             )
-        return split_words(sentence)
+        return self._text_encoder.split(sentence)
 
     def pad(
         self,
@@ -337,15 +316,6 @@ class ElmoTokenizer(PreTrainedTokenizer):
 
     def batch_decode(self, sequences: Any, skip_special_tokens: bool = False, **kwargs) -> list[str]:
         return [self.decode(sentence, skip_special_tokens=skip_special_tokens) for sentence in sequences]
-
-
-_STR_TYPE = frozenset((str,))
-
-
-def _are_strings(words: Iterable[Any]) -> bool:
-    # The set of the words' types is built in C: a per-word isinstance took a third of a cached batch's time.
-    # Subclasses of str pass too, through the slower test.
-    return _STR_TYPE.issuperset(map(type, words)) or all(isinstance(word, str) for word in words)
 
 
 def pad_sentences(

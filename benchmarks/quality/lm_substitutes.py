@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 
 from modeling_elmo import DEFAULT_MODEL, ElmoForBidirectionalLM, ElmoTokenizer
 from modeling_elmo.substitutes_elmo import SUBSTITUTE_COMBINATIONS, combine_lm_log_probabilities
-from modeling_elmo.text_elmo import BILM_TF_SPECIAL_WORD_IDS
+from modeling_elmo.text_elmo import BILM_TF_SPECIAL_WORD_IDS, VOCABULARY_FILE
 
 CUTOFFS = (1, 10, 100)
 
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     model = ElmoForBidirectionalLM.from_pretrained(args.model).eval()
     tokenizer = ElmoTokenizer.from_pretrained(args.model)
-    vocabulary = (Path(args.model) / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    vocabulary = (Path(args.model) / VOCABULARY_FILE).read_text(encoding="utf-8").splitlines()
     special = {vocabulary[index] for index in BILM_TF_SPECIAL_WORD_IDS}
     word_ids = {word: index for index, word in enumerate(vocabulary) if word not in special}
     sentences = read_sentences(args.text, args.max_sentences)

@@ -23,7 +23,7 @@ from harness_flops import flops_per_position, measure_matmul_peak
 
 from elmo_transformers.conversion.variants import VARIANTS
 from elmo_transformers.training.pretraining.pretrain import LmTrainer, parse_args
-from modeling_elmo.text_elmo import BILM_TF_SPECIAL_WORDS
+from modeling_elmo.text_elmo import BILM_TF_SPECIAL_WORDS, VOCABULARY_FILE
 
 SHAPES = {
     "default": (json.loads((REPOSITORY / "training/recipes/default_model_options.json").read_text()), 16_000),
@@ -47,7 +47,7 @@ def write_random_corpus(folder: Path, vocab_size: int, sentences: int = 4000) ->
     words = [f"w{index}" for index in range(vocab_size - len(BILM_TF_SPECIAL_WORDS))]
     lines = [" ".join(rng.choice(words) for _ in range(rng.randint(10, 30))) for _ in range(sentences)]
     (folder / "train.txt").write_text("\n".join(lines) + "\n")
-    (folder / "vocab.txt").write_text("\n".join([*BILM_TF_SPECIAL_WORDS, *words]) + "\n")
+    (folder / VOCABULARY_FILE).write_text("\n".join([*BILM_TF_SPECIAL_WORDS, *words]) + "\n")
 
 
 def bench_shape(name: str, args: argparse.Namespace, peak: float) -> dict[str, float]:
@@ -58,7 +58,7 @@ def bench_shape(name: str, args: argparse.Namespace, peak: float) -> dict[str, f
         (folder / "options.json").write_text(json.dumps(options))
         trainer = LmTrainer(
             parse_args([
-                "--train_files", str(folder / "train.txt"), "--vocab_file", str(folder / "vocab.txt"),
+                "--train_files", str(folder / "train.txt"), "--vocab_file", str(folder / VOCABULARY_FILE),
                 "--options_file", str(folder / "options.json"), "--output_dir", str(folder / "out"),
                 "--per_device_train_batch_size", str(args.batch_size), "--unroll_steps", "20",
                 "--max_steps", str(args.steps),

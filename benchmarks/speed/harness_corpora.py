@@ -13,7 +13,7 @@ import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
-from modeling_elmo.text_elmo import BILM_TF_SPECIAL_WORDS
+from modeling_elmo.text_elmo import BILM_TF_SPECIAL_WORDS, VOCABULARY_FILE
 
 __all__ = [
     "AWKWARD_WORDS",
@@ -34,7 +34,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 def vocabulary_words(model_folder: str | Path) -> list[str]:
     """The words of a model folder's ``vocab.txt`` in its order (bilm-tf's: most frequent first), without the
     sentence markers, ``<UNK>`` and blank lines."""
-    lines = (Path(model_folder) / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    lines = (Path(model_folder) / VOCABULARY_FILE).read_text(encoding="utf-8").splitlines()
     return [line.strip() for line in lines if line.strip() not in (*BILM_TF_SPECIAL_WORDS, "")]
 
 

@@ -26,7 +26,7 @@ from elmo_transformers.common.errors import ConversionError
 from elmo_transformers.common.options_json import config_from_options
 from elmo_transformers.conversion import tf_crc32c
 from elmo_transformers.conversion.allennlp_hdf5 import weight_mappings
-from elmo_transformers.conversion.bilm_tf_checkpoint import checkpoint_name
+from elmo_transformers.conversion.bilm_tf_checkpoint import tf_variable_name
 from elmo_transformers.conversion.cli import main
 from elmo_transformers.conversion.tf_checkpoint import list_tf_checkpoint, read_tf_checkpoint, resolve_checkpoint_prefix
 from elmo_transformers.conversion.tf_crc32c import crc32c
@@ -246,7 +246,7 @@ def test_crc32c(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _dump_weights_name(variable: str) -> str:
-    """bilm-tf's `_get_outname` (training.py), written out again here to check `checkpoint_name` against it."""
+    """bilm-tf's `_get_outname` (training.py), written out again here to check `tf_variable_name` against it."""
     name = variable.removeprefix("lm/")
     renames = {"/rnn/": "/RNN/", "/multi_rnn_cell/": "/MultiRNNCell/", "/cell_": "/Cell", "/lstm_cell/": "/LSTMCell/"}
     for tf_part, hdf5_part in renames.items():
@@ -256,12 +256,12 @@ def _dump_weights_name(variable: str) -> str:
     return name
 
 
-def test_checkpoint_names_invert_dump_weights() -> None:
+def test_tf_variable_names_invert_dump_weights() -> None:
     config = config_from_options(json.loads((DATA / "options.json").read_text()))
     for mapping in weight_mappings(config):
-        assert _dump_weights_name(checkpoint_name(mapping.dataset, config.num_hidden_layers)) == mapping.dataset
+        assert _dump_weights_name(tf_variable_name(mapping.dataset, config.num_hidden_layers)) == mapping.dataset
     # A one-layer bilm-tf model has no MultiRNNCell around its cell.
-    one_layer = checkpoint_name("RNN_1/RNN/MultiRNNCell/Cell0/LSTMCell/W_P_0", 1)
+    one_layer = tf_variable_name("RNN_1/RNN/MultiRNNCell/Cell0/LSTMCell/W_P_0", 1)
     assert one_layer == "lm/RNN_1/rnn/lstm_cell/projection/kernel"
 
 

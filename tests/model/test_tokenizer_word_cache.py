@@ -18,7 +18,7 @@ import torch
 from awkward_words import AWKWARD_WORDS
 from datasets.fingerprint import Hasher
 
-from modeling_elmo import ElmoTokenizer, tokenization_elmo, word_to_char_ids
+from modeling_elmo import ElmoTokenizer, text_elmo, word_to_char_ids
 
 
 def _encode(tokenizer: ElmoTokenizer, batch: list[list[str]]) -> dict[str, torch.Tensor]:
@@ -53,7 +53,7 @@ def test_awkward_words_cold_then_warm(max_characters_per_token: int) -> None:
     assert cold["input_ids"].tolist() == _reference_ids(tokenizer, batch)
     width = len(AWKWARD_WORDS)
     assert cold["attention_mask"].tolist() == [[1] * len(words) + [0] * (width - len(words)) for words in batch]
-    assert len(tokenizer._word_cache) == len(AWKWARD_WORDS)  # the warm call below finds every word in it
+    assert len(tokenizer._text_encoder._word_cache) == len(AWKWARD_WORDS)  # the warm call below finds every word in it
     warm_batch = _shuffled(batch, seed=1)
     assert _encode(tokenizer, warm_batch)["input_ids"].tolist() == _reference_ids(tokenizer, warm_batch)
 
@@ -76,19 +76,19 @@ def test_ids_stay_right_past_the_cache_bound() -> None:
     for _ in range(60):  # small batches: the cache starts over again and again, keeping recent words
         batch = [rng.sample(vocabulary, rng.randint(0, 4)) for _ in range(rng.randint(1, 3))]
         assert _encode(tokenizer, batch)["input_ids"].tolist() == _reference_ids(tokenizer, batch)
-        assert len(tokenizer._word_cache) <= 4
+        assert len(tokenizer._text_encoder._word_cache) <= 4
     everything = [vocabulary, vocabulary[::-1]]  # more distinct words than the bound in one batch
     assert _encode(tokenizer, everything)["input_ids"].tolist() == _reference_ids(tokenizer, everything)
-    assert len(tokenizer._word_cache) == 0  # they were more than it keeps
-    assert len(tokenizer._word_cache._char_ids) == 5  # nor does it keep the memory they took
+    assert len(tokenizer._text_encoder._word_cache) == 0  # they were more than it keeps
+    assert len(tokenizer._text_encoder._word_cache._char_ids) == 5  # nor does it keep the memory they took
     small = [["w1", "naïve"], ["w1"]]
     assert _encode(tokenizer, small)["input_ids"].tolist() == _reference_ids(tokenizer, small)
-    assert len(tokenizer._word_cache) == 2
+    assert len(tokenizer._text_encoder._word_cache) == 2
     _encode(tokenizer, [["w2", "w3"]])
-    assert len(tokenizer._word_cache) == 4  # full
+    assert len(tokenizer._text_encoder._word_cache) == 4  # full
     restart = [["w4", "w1", "w5"]]
     assert _encode(tokenizer, restart)["input_ids"].tolist() == _reference_ids(tokenizer, restart)
-    assert len(tokenizer._word_cache) == 3  # started over with the words of the call that found it full
+    assert len(tokenizer._text_encoder._word_cache) == 3  # started over with the words of the call that found it full
 
 
 def _many_langs_tokenizer(
@@ -124,6 +124,41 @@ def test_code_points_and_word_ids_cold_warm_and_past_the_bound(tmp_path: Path, w
         assert encoded["input_word_ids"].tolist() == expected
     assert tokenizer.word_char_ids("abcdeabcXYZ") == [1, 7, 8, 9, 10, 11, 7, 8, 9, 2]  # cut after 8 code points
     assert tokenizer.word_id("abcdeabcXYZ") == 6
+
+
+def test_an_encoder_of_the_same_vocabularies_gives_the_tokenizers_arrays(tmp_path: Path) -> None:
+    """The front end reads code points and word ids as the tokenizer does: they are one path (`padded_ids`)."""
+    tokenizer = _many_langs_tokenizer(tmp_path, 1000)
+    encoder = text_elmo.ElmoTextEncoder(
+        tokenizer.max_characters_per_token,
+        char_vocab=tokenizer.char_vocab,
+        special_char_ids=tokenizer.special_char_ids,
+        word_vocab=tokenizer.word_vocab,
+        special_word_ids=tokenizer.special_word_ids,
+    )
+    batch = [[*AWKWARD_WORDS, "abcdeabcXYZ", "ééééééé"], [], ["abc", "<S>", "zzz"]]
+    expected = tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="np")
+    encoded = encoder.encode_words(batch)
+    assert encoded.keys() == {"input_ids", "attention_mask", "input_word_ids"}
+    for key, value in encoded.items():
+        assert value.dtype == expected[key].dtype and value.tolist() == expected[key].tolist(), key
+
+
+def test_the_tokenizer_gets_its_ids_from_its_encoders_padded_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One function turns words into padded ids (issue 51): the tokenizer hands its words to it."""
+    calls = []
+    padded_ids = text_elmo.ElmoTextEncoder.padded_ids
+
+    def recorded(encoder: text_elmo.ElmoTextEncoder, sentences: list[list[str]], words: int = 0) -> tuple:
+        calls.append((sentences, words))
+        return padded_ids(encoder, sentences, words)
+
+    monkeypatch.setattr(text_elmo.ElmoTextEncoder, "padded_ids", recorded)
+    encoded = ElmoTokenizer()(["a b", "c"], padding="max_length", max_length=3)
+    assert calls == [([["a", "b"], ["c"]], 3)]
+    assert encoded["input_ids"] == [
+        [word_to_char_ids(word) for word in words] + [[0] * 50] * (3 - len(words)) for words in (["a", "b"], ["c"])
+    ]
 
 
 def test_code_point_words_sharing_48_bytes_or_48_code_points(tmp_path: Path) -> None:
@@ -182,10 +217,10 @@ def test_the_cache_is_not_copied_saved_or_fingerprinted(tmp_path: Path) -> None:
     tokenizer = ElmoTokenizer()
     fingerprint = Hasher.hash(tokenizer)  # what `datasets` keys its cached .map() results on
     _encode(tokenizer, [["zyzzyva", "naïve"]])
-    assert len(tokenizer._word_cache) == 2
+    assert len(tokenizer._text_encoder._word_cache) == 2
     assert Hasher.hash(tokenizer) == fingerprint
     for duplicate in (copy.deepcopy(tokenizer), pickle.loads(pickle.dumps(tokenizer))):
-        assert len(duplicate._word_cache) == 0
+        assert len(duplicate._text_encoder._word_cache) == 0
         assert _encode(duplicate, [["zyzzyva"]])["input_ids"].tolist() == [[word_to_char_ids("zyzzyva")]]
     tokenizer.save_pretrained(tmp_path)
     assert not any("zyzzyva" in path.read_text(encoding="utf-8") for path in tmp_path.iterdir())
@@ -204,7 +239,7 @@ def test_an_interrupted_conversion_leaves_no_half_written_words(monkeypatch: pyt
         raise KeyboardInterrupt
 
     with monkeypatch.context() as patch:
-        patch.setattr(tokenization_elmo, "words_to_char_ids", interrupted)
+        patch.setattr(text_elmo, "words_to_char_ids", interrupted)
         with pytest.raises(KeyboardInterrupt):
             _encode(tokenizer, [["naïve", "zyzzyva"]])
     batch = [["zyzzyva", "naïve"]]

@@ -11,7 +11,7 @@ from transformers import TrainingArguments
 
 from modeling_elmo.configuration_elmo import MIX_MODES, TASK_ENCODERS, TASK_HEAD_FIELDS, ElmoConfig
 
-from .feature_cache import STORAGE_DTYPES
+from .feature_cache import FEATURE_CACHE_DTYPES
 
 __all__ = ["DataFileArguments", "ElmoModelArguments", "ElmoTrainingArguments"]
 
@@ -100,7 +100,7 @@ class ElmoModelArguments:
         default="float32",
         metadata={
             "help": "Storage dtype of the cached layers (float16: half the disk).",
-            "choices": tuple(STORAGE_DTYPES),
+            "choices": tuple(FEATURE_CACHE_DTYPES),
         },
     )
 

@@ -41,7 +41,7 @@ from modeling_elmo.tokenization_elmo import pad_sentences
 __all__ = ["FEATURES_COLUMN", "bilm_features_key", "cache_bilm_features"]
 
 FEATURES_COLUMN = "bilm_layers"
-STORAGE_DTYPES = {"float32": torch.float32, "float16": torch.float16}
+FEATURE_CACHE_DTYPES = {"float32": torch.float32, "float16": torch.float16}
 # The columns the biLM reads; `input_ids` is required.
 INPUT_COLUMNS = ("input_ids", "input_word_ids", "attention_mask")
 KEY_VERSION = 1
@@ -73,8 +73,8 @@ def cache_bilm_features(
         and at least as many layers is reused without running the biLM.
     """
     elmo = model.elmo if isinstance(model, ElmoTaskModel) else model
-    if storage_dtype not in STORAGE_DTYPES:
-        raise ValueError(f"storage_dtype must be one of {sorted(STORAGE_DTYPES)}, got {storage_dtype!r}")
+    if storage_dtype not in FEATURE_CACHE_DTYPES:
+        raise ValueError(f"storage_dtype must be one of {sorted(FEATURE_CACHE_DTYPES)}, got {storage_dtype!r}")
     if "input_ids" not in dataset.column_names:
         raise ValueError(f"the dataset has no input_ids column (columns: {', '.join(dataset.column_names)})")
     if FEATURES_COLUMN in dataset.column_names:
@@ -149,7 +149,7 @@ def _compute_features(
     """Run the biLM over `dataset` and write its layers to the cache file of `key` (atomically, by `datasets`)."""
     width = elmo.config.hidden_size
     features = Features({FEATURES_COLUMN: Array3D(shape=(None, num_layers, width), dtype=storage_dtype)})
-    dtype = STORAGE_DTYPES[storage_dtype]
+    dtype = FEATURE_CACHE_DTYPES[storage_dtype]
     was_training = elmo.training
     elmo.eval()
 

@@ -43,7 +43,7 @@ class Sentence(NamedTuple):
     tags: list[str]
 
 
-def read_sentences(path: str, data_args: TokenClassificationDataArguments) -> list[Sentence]:
+def read_tagged_sentences(path: str, data_args: TokenClassificationDataArguments) -> list[Sentence]:
     """The words and tags (as strings) of each line of `path`."""
     sentences = []
     for row in read_json_lines(path):
@@ -74,7 +74,7 @@ TASK = FineTuningTask(
     title="token classification",
     head=AutoModelForTokenClassification,
     data_class=TokenClassificationDataArguments,
-    read=read_sentences,
+    read=read_tagged_sentences,
     labels=lambda sentences: (tag for sentence in sentences for tag in sentence.tags),
     encode=encode,
     collator=DataCollatorForTokenClassification,

@@ -19,9 +19,10 @@ from elmo_transformers.common.errors import DataFileError, exit_on_error
 from elmo_transformers.training.argument_parser import OneSpellingArgumentParser
 from elmo_transformers.training.pretraining.lm_vocabulary import LmVocabulary
 from elmo_transformers.training.pretraining.perplexity import evaluate_perplexity
-from elmo_transformers.training.pretraining.starting_model import VOCABULARY_FILE, load_starting_model
+from elmo_transformers.training.pretraining.starting_model import load_starting_model
 from elmo_transformers.training.pretraining.text_stream import expand_files
 from modeling_elmo.native_elmo import set_native_libraries
+from modeling_elmo.text_elmo import VOCABULARY_FILE
 
 EXAMPLES = """examples (from the repository root; installed: elmo-evaluate-perplexity --model_name_or_path ...):
   python training/evaluate_perplexity.py --model_name_or_path my-elmo/model --files corpus/heldout.txt

@@ -23,10 +23,11 @@ from elmo_transformers.common.run_folder import EVAL_RESULTS_FILE, MODEL_FOLDER,
 from elmo_transformers.training.pretraining.checkpoint import TRAINER_STATE_FILE, latest_checkpoint
 from elmo_transformers.training.pretraining.lm_vocabulary import LmVocabulary
 from elmo_transformers.training.pretraining.perplexity import evaluate_perplexity
-from elmo_transformers.training.pretraining.starting_model import VOCABULARY_FILE, load_starting_model
+from elmo_transformers.training.pretraining.starting_model import load_starting_model
 from elmo_transformers.training.pretraining.text_stream import CorpusReport, expand_files, read_sentences
 from modeling_elmo import ElmoForBidirectionalLM
 from modeling_elmo.native_elmo import set_native_libraries
+from modeling_elmo.text_elmo import VOCABULARY_FILE
 
 __all__ = [
     "PageText",

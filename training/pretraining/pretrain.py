@@ -68,7 +68,7 @@ from elmo_transformers.training.pretraining.sparse_softmax_sync import (
     copy_from_first_process,
     exclude_softmax_from_ddp,
 )
-from elmo_transformers.training.pretraining.starting_model import VOCABULARY_FILE, load_starting_model
+from elmo_transformers.training.pretraining.starting_model import load_starting_model
 from elmo_transformers.training.pretraining.text_stream import (
     CorpusReport,
     SentenceStream,
@@ -77,6 +77,7 @@ from elmo_transformers.training.pretraining.text_stream import (
 )
 from elmo_transformers.training.pretraining.window_packer import WindowEncoder, WindowPacker
 from modeling_elmo.native_elmo import set_native_libraries
+from modeling_elmo.text_elmo import VOCABULARY_FILE
 
 logger = logging.getLogger("elmo_transformers.training.pretraining.pretrain")
 # The tensors of a parameter's size that each --optimizer keeps in optimizer.pt (Adagrad's sum; AdamW's two moments).

@@ -14,16 +14,13 @@ from elmo_transformers.common.errors import DataFileError
 from elmo_transformers.common.model_folder import require_model_folder
 from elmo_transformers.common.options_json import config_from_options, read_options
 from modeling_elmo import ElmoConfig, ElmoForBidirectionalLM, ElmoTokenizer
-from modeling_elmo.text_elmo import UNK_WORD
+from modeling_elmo.text_elmo import UNK_WORD, VOCABULARY_FILE
 
 from .lm_vocabulary import LmVocabulary
 
-__all__ = ["VOCABULARY_FILE", "StartingModel", "load_starting_model", "transfer_softmax"]
+__all__ = ["StartingModel", "load_starting_model", "transfer_softmax"]
 
 logger = logging.getLogger(__name__)
-
-# Where a language-model folder keeps the words of its softmax rows.
-VOCABULARY_FILE = "vocab.txt"
 
 
 @dataclass

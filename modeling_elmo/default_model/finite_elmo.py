@@ -1,0 +1,1 @@
+../finite_elmo.py
