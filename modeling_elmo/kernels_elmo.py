@@ -4,7 +4,10 @@ from, as transformers' `AttentionInterface` (`ALL_ATTENTION_FUNCTIONS`) holds th
 
 A kernel computes what the others compute (ELMo's two LSTM stacks); the kernels differ in how. Built in:
 
-- `"layer_by_layer"` and `"wavefront"`: `lstm_elmo.py` (`run_layer_by_layer`, `run_wavefront`) explains them.
+- `"layer_by_layer"`, the reference (the others are tested against it): `modeling_elmo.py` (`run_layer_by_layer`,
+  `lstm_layer_forward`), beside the model's LSTM layers, as transformers keeps `eager_attention_forward` beside
+  BERT's attention; its products run on oneDNN for CPU inference (`lstm_elmo.OneDnnLayerProducts`).
+- `"wavefront"`, the fast kernel for GPUs: `lstm_elmo.py` (`run_wavefront`) explains it.
 - `"auto"` (the default): layer by layer on CPUs, the wavefront on every other device.
 
 `register_lstm_implementation(name, kernel)` adds a kernel: the config then accepts its name, and a model runs it
@@ -13,15 +16,15 @@ other change. A kernel is called as [`run_lstm_stacks`] is, but without `impleme
 by keyword); it reads the stacks through `lstm_elmo.LstmStackWeights` and returns what `run_lstm_stacks` returns,
 which is checked at each call (`lstm_elmo.check_kernel_result`: the outputs' and state's shapes, and no NaN or
 infinity from finite inputs, one line naming the kernel; the built-in kernels are not checked).
-How a model's kernel runs besides its name (oneDNN, the cell step) is its `lstm_elmo.LstmOptions`, one frozen
-object (`model.lstm_options`).
+How a model's kernel runs besides its name (oneDNN, the cell step) is its `modeling_elmo.LstmOptions`, one
+frozen object (`model.lstm_options`).
 
 This module imports neither torch nor any other module of the package by an import statement, not even inside a
 function: configuration_elmo.py checks names against it and must load on its own as remote code. transformers reads
 every `from .x import` line of a remote-code file, indented ones too, as a file it needs beside it, and
 transformers 5.4 (the floor), loading a config, requires those files without copying them. The built-in kernels
-are taken from `lstm_elmo.py` (torch) by `importlib` at their first run; the stacks, state and options below are
-`lstm_elmo`'s `LstmStackWeights`, `LstmState` and `LstmOptions`.
+are taken from `modeling_elmo.py` and `lstm_elmo.py` (torch) by `importlib` at their first run; the stacks, state and
+options below are `lstm_elmo`'s `LstmStackWeights` and `LstmState` and `modeling_elmo.LstmOptions`.
 """
 
 from __future__ import annotations
@@ -67,14 +70,14 @@ def run_lstm_stacks(
 
     `dropout` (LM training) drops the input of every layer, as bilm-tf's `DropoutWrapper` around the
     residual cell did: the skip connection adds the dropped input. `options`: how the kernel runs besides which
-    one (`lstm_elmo.LstmOptions`, default `LstmOptions()`).
+    one (`modeling_elmo.LstmOptions`, default `LstmOptions()`).
     """
     kernel = LSTM_IMPLEMENTATIONS[implementation]
-    options = _lstm_elmo().LstmOptions() if options is None else options
+    options = _imported("modeling_elmo").LstmOptions() if options is None else options
     result = kernel(stacks, inputs, batch_sizes, state, num_layers, dropout=dropout, options=options)
     if kernel is _BUILT_IN.get(implementation):
         return result  # (the built-in kernels are tested against the original: no check on the default path)
-    return _lstm_elmo().check_kernel_result(implementation, result, inputs, state, num_layers)
+    return _imported("lstm_elmo").check_kernel_result(implementation, result, inputs, state, num_layers)
 
 
 def _run_auto(stacks: Sequence[Any], inputs: torch.Tensor, *arguments: Any, **options: Any):
@@ -83,18 +86,19 @@ def _run_auto(stacks: Sequence[Any], inputs: torch.Tensor, *arguments: Any, **op
     return kernel(stacks, inputs, *arguments, **options)
 
 
-def _lstm_elmo() -> ModuleType:
-    """lstm_elmo.py, imported at a kernel's first run, by importlib (see the module's docstring)."""
-    return importlib.import_module(".lstm_elmo", __package__)
+def _imported(module: str) -> ModuleType:
+    """The package's module `module` (modeling_elmo or lstm_elmo), imported at a kernel's first run, by importlib (see
+    the module's docstring)."""
+    return importlib.import_module(f".{module}", __package__)
 
 
-# The built-in kernels of lstm_elmo.py, imported at their first run.
+# The built-in kernels, imported at their first run: the reference beside the model, the wavefront in lstm_elmo.py.
 def _run_layer_by_layer(*arguments: Any, **options: Any):
-    return _lstm_elmo().run_layer_by_layer(*arguments, **options)
+    return _imported("modeling_elmo").run_layer_by_layer(*arguments, **options)
 
 
 def _run_wavefront(*arguments: Any, **options: Any):
-    return _lstm_elmo().run_wavefront(*arguments, **options)
+    return _imported("lstm_elmo").run_wavefront(*arguments, **options)
 
 
 # The kernels by the names `config.lstm_implementation` accepts, in the order its message lists them.

@@ -1,42 +1,40 @@
-"""The built-in LSTM kernels, `"layer_by_layer"` and `"wavefront"`: how ELMo's two LSTM stacks run, registered by
-name in `kernels_elmo.LSTM_IMPLEMENTATIONS`, where `config.lstm_implementation` chooses one per model.
+"""The fast LSTM kernels beside the reference: `"wavefront"` ([`run_wavefront`]) and the oneDNN products of the
+`"layer_by_layer"` kernel ([`OneDnnLayerProducts`]), with what every kernel shares: the weights it reads
+(`LstmStackWeights`, `LstmLayerWeights`: those of `modeling_elmo.py`'s `ElmoLstmStack` and `ElmoLstmLayer`; this
+module imports no model class) and the check of a registered kernel's result ([`check_kernel_result`]).
 
-Every kernel takes the arguments of `kernels_elmo.run_lstm_stacks` and reads the stacks only through
-`LstmStackWeights` and `LstmLayerWeights` (the weights of `modeling_elmo.py`'s `ElmoLstmStack` and `ElmoLstmLayer`):
-this module imports no model class. The kernels compute the same numbers; they differ in how:
+`kernels_elmo.LSTM_IMPLEMENTATIONS` names the kernels, and `config.lstm_implementation` chooses one per model. The
+reference, `"layer_by_layer"`, is in `modeling_elmo.py` (`run_layer_by_layer`, `lstm_layer_forward`,
+`lstm_cell_step`): one layer of one direction after another, over the rows still running. The kernels compute the
+same numbers; they differ in how:
 
-- `"layer_by_layer"` ([`run_layer_by_layer`]): one layer of one direction after another, over the rows still
-  running, so that a layer's weights stay in the CPU's caches from step to step (training at the original size took
-  1.4x the CPU time as a wavefront). Its products run on oneDNN for CPU inference (option `onednn`, see
-  `onednn_elmo.py`) or on torch.
 - `"wavefront"` ([`run_wavefront`]): every layer of both directions advancing together, as batched products: 35-45
   operator calls per step for all of them, where the calls, not the arithmetic, bound the speed (GPUs).
+- oneDNN ([`OneDnnLayerProducts`], option `onednn`): the layer-by-layer kernel's products on oneDNN for CPU
+  inference (see `onednn_elmo.py`).
 
-Each takes the element-wise step as the option `cell` ([`lstm_cell_step`], or a compiled version of it).
+Each takes the element-wise step as the option `cell` (`modeling_elmo.lstm_cell_step`, or a compiled version of it).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 import torch
 from torch import nn
 
-from .onednn_elmo import ElmoDerivedWeights, ElmoOneDnnWeights, onednn_applies, onednn_linear
+from .onednn_elmo import ElmoDerivedWeights, ElmoOneDnnWeights, onednn_linear
 
 __all__ = [
     "LstmCell",
+    "LstmKernelOptions",
     "LstmLayerWeights",
-    "LstmOptions",
     "LstmStackWeights",
     "LstmState",
+    "OneDnnLayerProducts",
     "check_kernel_result",
-    "lstm_cell_step",
-    "run_layer_by_layer",
-    "run_lstm_layer",
     "run_wavefront",
 ]
 
@@ -69,63 +67,11 @@ class LstmStackWeights(Protocol):
     stacked_weights: ElmoDerivedWeights  # the weights of the stacks run together with this one first (wavefront)
 
 
-def lstm_cell_step(gates: torch.Tensor, c: torch.Tensor, cell_clip: float | None) -> LstmState:
-    """The element-wise part of one step of TensorFlow's LSTM cell, for any number of sequences.
+class LstmKernelOptions(Protocol):
+    """What a kernel reads of its `options` (`modeling_elmo.LstmOptions`, the model's `lstm_options`)."""
 
-    `gates` (..., 4C) are the input and state projections plus bias (forget bias included), in blocks `i, j,
-    f, o`; `c` (..., C) the cell state. Returns `o * tanh(c')` (..., C), the input of the output projection,
-    and the new cell state `c'` (..., C).
-    """
-    size = c.shape[-1]
-    # Slices rather than split(): fewer operator calls. (One sigmoid over all four blocks would save two more, but
-    # its wasted quarter cost 1% of a forward on CPU.)
-    i, j, f, o = (gates[..., block * size : (block + 1) * size] for block in range(4))
-    c = torch.addcmul(torch.sigmoid(f) * c, torch.sigmoid(i), torch.tanh(j))
-    if cell_clip is not None:
-        c = c.clamp(-cell_clip, cell_clip)
-    return torch.sigmoid(o) * torch.tanh(c), c
-
-
-@dataclass(frozen=True)
-class LstmOptions:
-    """How a model's kernel runs besides which one (`config.lstm_implementation`): given to every kernel as
-    `options`, kept by the model as one object (`model.lstm_options`) that `set_lstm_implementation(onednn=...)` and
-    `compile_lstm_cells()` replace."""
-
-    # `"layer_by_layer"`: CPU inference runs the products on oneDNN (see `onednn_elmo.py`); False: on torch.
-    onednn: bool = True
-    # The element-wise step that every kernel takes: [`lstm_cell_step`], or a compiled version of it.
-    cell: LstmCell = lstm_cell_step
-
-
-def run_layer_by_layer(
-    stacks: Sequence[LstmStackWeights],
-    inputs: torch.Tensor,
-    batch_sizes: list[int],
-    state: LstmState,
-    num_layers: int,
-    *,
-    dropout: float,
-    options: LstmOptions,
-) -> tuple[list[torch.Tensor], LstmState]:
-    """`"layer_by_layer"`: one layer of one direction after another (see [`run_lstm_layer`])."""
-    outputs = [[] for _ in range(num_layers)]  # [layer][direction]
-    h, c = ([list(layers.unbind(0)) for layers in part] for part in state)  # [direction][layer]
-    for direction, stack in enumerate(stacks):
-        layer_input = inputs[direction]
-        for index, layer in enumerate(stack.layers[:num_layers]):
-            if dropout:
-                layer_input = nn.functional.dropout(layer_input, p=dropout, training=True)
-            layer_state = (h[direction][index], c[direction][index])
-            output, (h[direction][index], c[direction][index]) = run_lstm_layer(
-                layer, layer_input, batch_sizes, layer_state, options=options
-            )
-            if index > 0 and stack.use_skip_connections:
-                output = output + layer_input
-            outputs[index].append(output)
-            layer_input = output
-    final_state = tuple(torch.stack([torch.stack(layers) for layers in part]) for part in (h, c))
-    return [torch.stack(directions) for directions in outputs], final_state
+    onednn: bool  # `"layer_by_layer"`: CPU inference runs the products on oneDNN; False: on torch
+    cell: LstmCell  # the element-wise step of every kernel
 
 
 def run_wavefront(
@@ -136,7 +82,7 @@ def run_wavefront(
     num_layers: int,
     *,
     dropout: float,
-    options: LstmOptions,
+    options: LstmKernelOptions,
 ) -> tuple[list[torch.Tensor], LstmState]:
     """`"wavefront"`: every layer of every direction advancing together (`options.onednn` plays no part).
 
@@ -273,72 +219,10 @@ class _StackedLstmProducts:
         return torch.bmm(hidden, self.output_weight)
 
 
-def run_lstm_layer(
-    layer: LstmLayerWeights,
-    inputs: torch.Tensor,
-    batch_sizes: list[int],
-    state: LstmState,
-    *,
-    options: LstmOptions = LstmOptions(),
-) -> tuple[torch.Tensor, LstmState]:
-    """One layer of one direction (the `"layer_by_layer"` kernel's step) over `inputs` (batch, time, input_size)
-    whose rows are sorted by length, longest first.
-
-    `batch_sizes[t]` is the number of rows still running at step t; only those are computed. `state` is
-    `(h, c)` of shapes (batch, P) and (batch, C). Returns the outputs (batch, time, P), zero past each
-    row's length, and the state after each row's last step. `options`: see [`LstmOptions`].
-    """
-    h, c = state
-    batch, steps, width = inputs.shape
-    onednn = options.onednn and onednn_applies(inputs, h, c, *layer.parameters())
-    products = (_OneDnnLayerProducts if onednn else _LayerProducts)(layer)
-    # The positions to compute, step after step the rows still running (the first batch_sizes[t]), as indices
-    # into batch * steps.
-    by_position = inputs.reshape(batch * steps, width)
-    running = torch.arange(batch, device=inputs.device) < torch.tensor(batch_sizes, device=inputs.device)[:, None]
-    step, row = running.nonzero().unbind(1)
-    running = row * steps + step
-    step_outputs, finished, first_position = [], [], 0
-    for chunk in _chunks(batch_sizes, layer.positions_per_chunk):
-        positions = sum(batch_sizes[step] for step in chunk)
-        chunk_positions = running[first_position : first_position + positions]
-        input_gates = products.input(by_position.index_select(0, chunk_positions))
-        first_position, offset = first_position + positions, 0
-        for step in chunk:
-            rows = batch_sizes[step]
-            if rows < h.shape[0]:  # the last rows ended at the previous step: their state is final
-                finished.append((h[rows:], c[rows:]))
-                h, c = h[:rows], c[:rows]
-            gates = products.state(h, input_gates[offset : offset + rows])
-            offset += rows
-            hidden, c = options.cell(gates, c, layer.cell_clip)
-            h = _clip(products.output(hidden), layer.proj_clip)
-            step_outputs.append(h)
-    finished.append((h, c))
-    outputs = inputs.new_zeros(batch * steps, layer.output_projection.out_features)
-    if step_outputs:
-        outputs = outputs.index_copy(0, running, torch.cat(step_outputs))
-    h, c = (torch.cat(parts[::-1]) for parts in zip(*finished, strict=True))
-    return outputs.view(batch, steps, outputs.shape[-1]), (h, c)
-
-
-def _chunks(batch_sizes: list[int], positions_per_chunk: int) -> list[range]:
-    """Consecutive steps of at most `positions_per_chunk` positions together (at least one step each)."""
-    chunks, start, positions = [], 0, 0
-    for step, rows in enumerate(batch_sizes):
-        if positions and positions + rows > positions_per_chunk:
-            chunks.append(range(start, step))
-            start, positions = step, 0
-        positions += rows
-    return [*chunks, range(start, len(batch_sizes))] if batch_sizes else []
-
-
-def _clip(x: torch.Tensor, clip: float | None) -> torch.Tensor:
-    return x if clip is None else x.clamp(-clip, clip)
-
-
-class _LayerProducts:
-    """The matrix products of one layer's steps (any device; gradients flow)."""
+class OneDnnLayerProducts:
+    """The matrix products of one layer's steps (those of `modeling_elmo.LayerProducts`) on oneDNN, for CPU
+    inference (no gradients), the state and output weights packed: the fast products of the `"layer_by_layer"`
+    kernel (option `onednn`)."""
 
     def __init__(self, layer: LstmLayerWeights) -> None:
         self.layer = layer
@@ -346,28 +230,15 @@ class _LayerProducts:
 
     def input(self, x: torch.Tensor) -> torch.Tensor:
         """(positions, in) -> the input gates with bias (positions, 4C)."""
-        return nn.functional.linear(x, self.layer.input_projection.weight, self.bias)
-
-    def state(self, h: torch.Tensor, input_gates: torch.Tensor) -> torch.Tensor:
-        """(rows, P) and (rows, 4C) -> all gates (rows, 4C)."""
-        return torch.addmm(input_gates, h, self.layer.state_projection.weight.T)
-
-    def output(self, hidden: torch.Tensor) -> torch.Tensor:
-        """(rows, C) -> the output projection (rows, P), not clipped."""
-        return hidden @ self.layer.output_projection.weight.T
-
-
-class _OneDnnLayerProducts(_LayerProducts):
-    """The same products on oneDNN (CPU, no gradients), the state and output weights packed."""
-
-    def input(self, x: torch.Tensor) -> torch.Tensor:
         return onednn_linear(x, self.layer.input_projection.weight, self.bias)
 
     def state(self, h: torch.Tensor, input_gates: torch.Tensor) -> torch.Tensor:
+        """(rows, P) and (rows, 4C) -> all gates (rows, 4C)."""
         # The addition apart: oneDNN's fused one (a binary post-op) took 3% longer here.
         return self.layer.onednn_weights.linear("state", h, self.layer.state_projection.weight).add_(input_gates)
 
     def output(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(rows, C) -> the output projection (rows, P), not clipped."""
         return self.layer.onednn_weights.linear("output", hidden, self.layer.output_projection.weight)
 
 

@@ -29,9 +29,9 @@ from transformers.utils.generic import can_return_tuple
 from .configuration_elmo import ElmoConfig
 from .finite_elmo import FINITE_CHECK_ELEMENTS, first_non_finite_in_chunks
 from .kernels_elmo import run_lstm_stacks
-from .lstm_elmo import LstmOptions, LstmState, lstm_cell_step
+from .lstm_elmo import LstmCell, LstmState, OneDnnLayerProducts
 from .mixing_elmo import ElmoLayerMix
-from .onednn_elmo import ElmoDerivedWeights, ElmoOneDnnWeights
+from .onednn_elmo import ElmoDerivedWeights, ElmoOneDnnWeights, onednn_applies
 from .softmax_elmo import ElmoSoftmax
 from .substitutes_elmo import (
     DEFAULT_SUBSTITUTE_COMBINATION,
@@ -54,7 +54,12 @@ __all__ = [
     "ElmoModelOutput",
     "ElmoPreTrainedModel",
     "ElmoTaskModel",
+    "LayerProducts",
+    "LstmOptions",
+    "lstm_cell_step",
+    "lstm_layer_forward",
     "non_finite_entry",
+    "run_layer_by_layer",
 ]
 
 logger = logging.get_logger(__name__)
@@ -274,8 +279,9 @@ class ElmoLstmLayer(nn.Module):
 
     Gate blocks are in TensorFlow's order `i, j, f, o`. bilm-tf's `W_0` of shape `(input + P, 4C)` is split
     into `input_projection` (one matrix multiply for a chunk of time steps) and `state_projection`
-    (per step). The layer holds weights; the kernels of `lstm_elmo.py` run it (see [`run_lstm_stacks`]), and it
-    keeps the copies of its weights that they pack for oneDNN (`onednn_weights`).
+    (per step). The layer holds weights; [`lstm_layer_forward`] below runs it (the reference), and so do the fast
+    kernels of `lstm_elmo.py` (see [`run_lstm_stacks`]); it keeps the copies of its weights packed for oneDNN
+    (`onednn_weights`).
     """
 
     # Positions (a row at a step) whose input projections are computed together, as one matrix multiply. Bounds
@@ -315,8 +321,9 @@ class ElmoLstmStack(nn.Module):
     `use_skip_connections` (the recurrent state keeps the output without it). The wavefront kernel keeps its
     stacked copies of the weights of the stacks it runs together, this one first, in `stacked_weights`.
 
-    It has no `forward`: the kernels of `lstm_elmo.py` read its layers' weights in bulk, both directions together
-    (see [`ElmoModel.contextualize`]).
+    It has no `forward` of its own: the model runs both directions at once by the kernel its config names
+    (`kernels_elmo.run_lstm_stacks`, see [`ElmoModel.contextualize`]); the reference, [`run_layer_by_layer`] below,
+    runs each stack's layers one after another ([`lstm_layer_forward`]).
     """
 
     def __init__(self, config: ElmoConfig) -> None:
@@ -334,6 +341,158 @@ class ElmoLstmStack(nn.Module):
         )
         self.use_skip_connections = config.use_skip_connections
         self.stacked_weights = ElmoDerivedWeights()
+
+
+def lstm_cell_step(gates: torch.Tensor, c: torch.Tensor, cell_clip: float | None) -> LstmState:
+    """The element-wise part of one step of TensorFlow's LSTM cell, for any number of sequences.
+
+    `gates` (..., 4C) are the input and state projections plus bias (forget bias included), in blocks `i, j,
+    f, o`; `c` (..., C) the cell state. Returns `o * tanh(c')` (..., C), the input of the output projection,
+    and the new cell state `c'` (..., C).
+    """
+    size = c.shape[-1]
+    # Slices rather than split(): fewer operator calls. (One sigmoid over all four blocks would save two more, but
+    # its wasted quarter cost 1% of a forward on CPU.)
+    i, j, f, o = (gates[..., block * size : (block + 1) * size] for block in range(4))
+    c = torch.addcmul(torch.sigmoid(f) * c, torch.sigmoid(i), torch.tanh(j))
+    if cell_clip is not None:
+        c = c.clamp(-cell_clip, cell_clip)
+    return torch.sigmoid(o) * torch.tanh(c), c
+
+
+@dataclass(frozen=True)
+class LstmOptions:
+    """How a model's kernel runs besides which one (`config.lstm_implementation`): given to every kernel as
+    `options`, kept by the model as one object (`model.lstm_options`) that `set_lstm_implementation(onednn=...)` and
+    `compile_lstm_cells()` replace."""
+
+    # `"layer_by_layer"`: CPU inference runs the products on oneDNN (see `onednn_elmo.py`); False: on torch.
+    onednn: bool = True
+    # The element-wise step that every kernel takes: [`lstm_cell_step`], or a compiled version of it.
+    cell: LstmCell = lstm_cell_step
+
+
+def run_layer_by_layer(
+    stacks: Sequence[ElmoLstmStack],
+    inputs: torch.Tensor,
+    batch_sizes: list[int],
+    state: LstmState,
+    num_layers: int,
+    *,
+    dropout: float,
+    options: LstmOptions,
+) -> tuple[list[torch.Tensor], LstmState]:
+    """`"layer_by_layer"`, the reference kernel (the others are tested against it): each direction's layers one
+    after another, each over its whole input ([`lstm_layer_forward`]), layers after the first adding their (dropped)
+    input to their output where the stack uses skip connections. Arguments and result: those of
+    `kernels_elmo.run_lstm_stacks`. A layer's weights stay in the CPU's caches from step to step (training at the
+    original size took 1.4x the CPU time as a wavefront), so this also runs ELMo on CPUs (`"auto"`)."""
+    outputs = [[] for _ in range(num_layers)]  # [layer][direction]
+    h, c = ([list(layers.unbind(0)) for layers in part] for part in state)  # [direction][layer]
+    for direction, stack in enumerate(stacks):
+        layer_input = inputs[direction]
+        for index, layer in enumerate(stack.layers[:num_layers]):
+            if dropout:
+                layer_input = nn.functional.dropout(layer_input, p=dropout, training=True)
+            layer_state = (h[direction][index], c[direction][index])
+            output, (h[direction][index], c[direction][index]) = lstm_layer_forward(
+                layer, layer_input, batch_sizes, layer_state, options=options
+            )
+            if index > 0 and stack.use_skip_connections:
+                output = output + layer_input
+            outputs[index].append(output)
+            layer_input = output
+    final_state = tuple(torch.stack([torch.stack(layers) for layers in part]) for part in (h, c))
+    return [torch.stack(directions) for directions in outputs], final_state
+
+
+def lstm_layer_forward(
+    layer: ElmoLstmLayer,
+    inputs: torch.Tensor,
+    batch_sizes: list[int],
+    state: LstmState,
+    *,
+    options: LstmOptions = LstmOptions(),
+) -> tuple[torch.Tensor, LstmState]:
+    """One layer of one direction (the `"layer_by_layer"` kernel's step) over `inputs` (batch, time, input_size)
+    whose rows are sorted by length, longest first: bilm-tf's cell, TensorFlow's `LSTMCell` with a projection. At
+    each step the gates are `input_projection(x) + state_projection(h)` with the forget bias added to block f
+    (`gate_bias`), the cell step ([`lstm_cell_step`]: gates i, j, f, o, cell clip) gives the new cell state, and
+    `output_projection`, clipped to `proj_clip`, the new h (the output). The input projections of many steps are
+    computed together (`positions_per_chunk`); the products run on torch ([`LayerProducts`]) or, for CPU inference,
+    on oneDNN (`lstm_elmo.OneDnnLayerProducts`, option `onednn`).
+
+    `batch_sizes[t]` is the number of rows still running at step t; only those are computed. `state` is
+    `(h, c)` of shapes (batch, P) and (batch, C). Returns the outputs (batch, time, P), zero past each
+    row's length, and the state after each row's last step. `options`: see [`LstmOptions`].
+    """
+    h, c = state
+    batch, steps, width = inputs.shape
+    onednn = options.onednn and onednn_applies(inputs, h, c, *layer.parameters())
+    products = (OneDnnLayerProducts if onednn else LayerProducts)(layer)
+    # The positions to compute, step after step the rows still running (the first batch_sizes[t]), as indices
+    # into batch * steps.
+    by_position = inputs.reshape(batch * steps, width)
+    running = torch.arange(batch, device=inputs.device) < torch.tensor(batch_sizes, device=inputs.device)[:, None]
+    step, row = running.nonzero().unbind(1)
+    running = row * steps + step
+    step_outputs, finished, first_position = [], [], 0
+    for chunk in _chunks(batch_sizes, layer.positions_per_chunk):
+        positions = sum(batch_sizes[step] for step in chunk)
+        chunk_positions = running[first_position : first_position + positions]
+        input_gates = products.input(by_position.index_select(0, chunk_positions))
+        first_position, offset = first_position + positions, 0
+        for step in chunk:
+            rows = batch_sizes[step]
+            if rows < h.shape[0]:  # the last rows ended at the previous step: their state is final
+                finished.append((h[rows:], c[rows:]))
+                h, c = h[:rows], c[:rows]
+            gates = products.state(h, input_gates[offset : offset + rows])
+            offset += rows
+            hidden, c = options.cell(gates, c, layer.cell_clip)
+            h = _clip(products.output(hidden), layer.proj_clip)
+            step_outputs.append(h)
+    finished.append((h, c))
+    outputs = inputs.new_zeros(batch * steps, layer.output_projection.out_features)
+    if step_outputs:
+        outputs = outputs.index_copy(0, running, torch.cat(step_outputs))
+    h, c = (torch.cat(parts[::-1]) for parts in zip(*finished, strict=True))
+    return outputs.view(batch, steps, outputs.shape[-1]), (h, c)
+
+
+def _chunks(batch_sizes: list[int], positions_per_chunk: int) -> list[range]:
+    """Consecutive steps of at most `positions_per_chunk` positions together (at least one step each)."""
+    chunks, start, positions = [], 0, 0
+    for step, rows in enumerate(batch_sizes):
+        if positions and positions + rows > positions_per_chunk:
+            chunks.append(range(start, step))
+            start, positions = step, 0
+        positions += rows
+    return [*chunks, range(start, len(batch_sizes))] if batch_sizes else []
+
+
+def _clip(x: torch.Tensor, clip: float | None) -> torch.Tensor:
+    return x if clip is None else x.clamp(-clip, clip)
+
+
+class LayerProducts:
+    """The matrix products of one layer's steps (any device; gradients flow)."""
+
+    def __init__(self, layer: ElmoLstmLayer) -> None:
+        self.layer = layer
+        self.bias = layer.gate_bias()
+
+    def input(self, x: torch.Tensor) -> torch.Tensor:
+        """(positions, in) -> the input gates with bias (positions, 4C)."""
+        return nn.functional.linear(x, self.layer.input_projection.weight, self.bias)
+
+    def state(self, h: torch.Tensor, input_gates: torch.Tensor) -> torch.Tensor:
+        """(rows, P) and (rows, 4C) -> all gates (rows, 4C)."""
+        return torch.addmm(input_gates, h, self.layer.state_projection.weight.T)
+
+    def output(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(rows, C) -> the output projection (rows, P), not clipped."""
+        return hidden @ self.layer.output_projection.weight.T
 
 
 def _reversing_index(lengths: torch.Tensor, steps: int) -> torch.Tensor:

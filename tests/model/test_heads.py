@@ -22,7 +22,7 @@ from transformers import (
     pipeline,
 )
 
-import modeling_elmo.lstm_elmo  # (also registers the Auto classes)
+import modeling_elmo.modeling_elmo  # (also registers the Auto classes)
 from modeling_elmo import (
     DEFAULT_MODEL,
     ElmoForSequenceClassification,
@@ -79,7 +79,7 @@ def _lstm_steps(model, inputs: dict[str, torch.Tensor], **kwargs) -> dict[int, i
         for index, layer in enumerate(stack.layers, start=1)
     }
     steps: dict[int, int] = {}
-    running, options, run_layer = [1], elmo.lstm_options, modeling_elmo.lstm_elmo.run_lstm_layer
+    running, options, run_layer = [1], elmo.lstm_options, modeling_elmo.modeling_elmo.lstm_layer_forward
 
     def counting(gates, c, clip):
         lowest, groups = (1, gates.shape[0] // 2) if gates.dim() == 3 else (running[0], 1)
@@ -92,12 +92,12 @@ def _lstm_steps(model, inputs: dict[str, torch.Tensor], **kwargs) -> dict[int, i
         return run_layer(layer, *args, **options)
 
     elmo.lstm_options = dataclasses.replace(options, cell=counting)
-    modeling_elmo.lstm_elmo.run_lstm_layer = running_layer
+    modeling_elmo.modeling_elmo.lstm_layer_forward = running_layer
     try:
         with torch.no_grad():
             model(**inputs, **kwargs)
     finally:
-        elmo.lstm_options, modeling_elmo.lstm_elmo.run_lstm_layer = options, run_layer
+        elmo.lstm_options, modeling_elmo.modeling_elmo.lstm_layer_forward = options, run_layer
     return steps
 
 

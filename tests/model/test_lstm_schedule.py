@@ -14,18 +14,17 @@ import torch
 from ragged_batches import run_batches
 from torch.autograd.profiler import record_function
 
-import modeling_elmo.lstm_elmo
 import modeling_elmo.modeling_elmo
 import modeling_elmo.onednn_elmo
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
 from modeling_elmo.kernels_elmo import LSTM_IMPLEMENTATIONS, run_lstm_stacks
-from modeling_elmo.lstm_elmo import run_lstm_layer
 from modeling_elmo.modeling_elmo import (
     ElmoLstmLayer,
     ElmoLstmStack,
     _distinct_rows,
     _exact_float32_convolutions,
     _packed_columns,
+    lstm_layer_forward,
 )
 
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -105,7 +104,7 @@ def test_one_stack_alone_runs_the_same() -> None:
     outputs, (final_h, final_c) = wavefront([stack], inputs[1:], batch_sizes, (h[1:], c[1:]), 3)
     layer_input = inputs[1]
     for index, layer in enumerate(stack.layers):
-        expected, expected_state = run_lstm_layer(layer, layer_input, batch_sizes, (h[1, index], c[1, index]))
+        expected, expected_state = lstm_layer_forward(layer, layer_input, batch_sizes, (h[1, index], c[1, index]))
         expected = expected + layer_input if index else expected
         torch.testing.assert_close(outputs[index][0], expected, rtol=0, atol=1e-12)
         for actual_part, expected_part in zip((final_h[0, index], final_c[0, index]), expected_state, strict=True):
@@ -146,10 +145,10 @@ def test_cpus_run_layer_by_layer_unless_told_otherwise(dtype: torch.dtype, monke
     inference where it can); `implementation="wavefront"` runs the wavefront there too, to the same numbers."""
     stacks = make_stacks("clipped, 3 layers", dtype)
     inputs, batch_sizes, state = make_inputs(stacks, dtype)
-    calls, run_layer = [], run_lstm_layer
+    calls, run_layer = [], lstm_layer_forward
     monkeypatch.setattr(
-        modeling_elmo.lstm_elmo,
-        "run_lstm_layer",
+        modeling_elmo.modeling_elmo,
+        "lstm_layer_forward",
         lambda layer, *args, **kwargs: calls.append(layer) or run_layer(layer, *args, **kwargs),
     )
     with torch.no_grad():
@@ -165,7 +164,9 @@ def test_other_devices_run_the_wavefront(monkeypatch) -> None:
     stacks = [stack.to("meta") for stack in make_stacks("clipped, 3 layers", torch.float32)]
     inputs, batch_sizes, state = make_inputs(stacks, torch.float32)
     calls = []
-    monkeypatch.setattr(modeling_elmo.lstm_elmo, "run_lstm_layer", lambda layer, *args, **kwargs: calls.append(layer))
+    monkeypatch.setattr(
+        modeling_elmo.modeling_elmo, "lstm_layer_forward", lambda layer, *args, **kwargs: calls.append(layer)
+    )
     outputs, (h, c) = run_lstm_stacks(stacks, inputs.to("meta"), batch_sizes, tuple(s.to("meta") for s in state), 3)
     assert not calls
     assert [output.shape for output in outputs] == [inputs.shape] * 3

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-import modeling_elmo.lstm_elmo
+import modeling_elmo.modeling_elmo
 from modeling_elmo import ElmoConfig, ElmoLayerMix, ElmoModel, ElmoTokenizer
 from modeling_elmo.mixing_elmo import masked_layer_norm
 
@@ -126,13 +126,13 @@ def test_running_only_the_lower_layers_skips_the_top_layer_exactly(monkeypatch) 
     full = ElmoModel(_config()).eval()
     mixing_two = ElmoModel(_config(mix_layers=[0, 1])).eval()
     mixing_two.load_state_dict(full.state_dict())
-    calls, run_layer, top = [], modeling_elmo.lstm_elmo.run_lstm_layer, full.forward_lstm.layers[1]
+    calls, run_layer, top = [], modeling_elmo.modeling_elmo.lstm_layer_forward, full.forward_lstm.layers[1]
 
     def counting(layer, *args, **options):
         calls.extend([layer] if layer is top else [])
         return run_layer(layer, *args, **options)
 
-    monkeypatch.setattr(modeling_elmo.lstm_elmo, "run_lstm_layer", counting)
+    monkeypatch.setattr(modeling_elmo.modeling_elmo, "lstm_layer_forward", counting)
     inputs = ElmoTokenizer()(
         [["a", "b"], ["c", "d", "e"], []], is_split_into_words=True, padding=True, return_tensors="pt"
     )

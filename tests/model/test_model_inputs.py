@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import modeling_elmo
-import modeling_elmo.lstm_elmo
+import modeling_elmo.modeling_elmo
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
 from modeling_elmo.modeling_elmo import ElmoLstmLayer
 
@@ -173,6 +173,6 @@ def test_compiled_lstm_cells_give_the_same_outputs() -> None:
         for batch, reference in zip(batches, expected, strict=True):
             output = model(**tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt"))
             torch.testing.assert_close(output.last_hidden_state, reference.last_hidden_state, rtol=0, atol=1e-6)
-    assert model.lstm_options.cell is not modeling_elmo.lstm_elmo.lstm_cell_step
+    assert model.lstm_options.cell is not modeling_elmo.modeling_elmo.lstm_cell_step
     other = ElmoModel(config)
-    assert other.lstm_options.cell is modeling_elmo.lstm_elmo.lstm_cell_step, "compiling one model compiled another"
+    assert other.lstm_options.cell is modeling_elmo.modeling_elmo.lstm_cell_step, "compiling one model compiled another"
