@@ -11,7 +11,9 @@ Two races (issue 41's targets):
   time is mostly the command's start (imports, opening the model), best of --short-rounds.
 The lines: generated sentences of --min-words to --max-words words (`harness_corpora.make_sentences`). Each command runs
 in a process of its own with its defaults (threads: all cores); a round runs every backend once, the next round in
-the reverse order, so that the machine's load hits all alike.
+the reverse order, so that the machine's load hits all alike. Beside each wall time the command's CPU time (user +
+system, all its threads'), which the machine's other work hardly moves; and first how each side runs torch (threads,
+OpenMP's wait policy, the native libraries' settings: `harness_reports.torch_settings`), which moves the wall time.
 
     bash benchmarks/allennlp/make_venv.sh            # AllenNLP 0.9.0's venv, once
     python benchmarks/speed/bench_embed_backends.py  # 300 and 1,500 lines of 5-40 words, 2 rounds; 5 lines, 5 rounds
@@ -21,14 +23,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 import h5py
 import numpy as np
 from harness_backends import ALLENNLP_FOLDER, DEFAULT_ALLENNLP_VENV, converted_model, ensure_weights, exported_graphs
 from harness_corpora import make_sentences, write_sentences
-from harness_embed import elmo_embed_command, wall_seconds
-from harness_reports import cpu_model, markdown_table, ratio
+from harness_embed import CommandSeconds, elmo_embed_command, timed_command
+from harness_reports import cpu_model, markdown_table, ratio, torch_settings
 from harness_timing import race
 
 from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, graph_files
@@ -125,16 +128,22 @@ def _agreement(reference: Path, other: Path) -> tuple[float, float, float]:
     return largest, float(every.mean()), float(every.min())
 
 
-def _race(commands: dict[str, tuple[list[str], Path]], rounds: int, words: int) -> tuple[dict[str, float], list[str]]:
-    """The best wall-clock seconds of each command over `rounds` alternating rounds, and the load averages at the
-    start and after each round."""
+def _race(
+    commands: dict[str, tuple[list[str], Path]], rounds: int, words: int
+) -> tuple[dict[str, CommandSeconds], list[str]]:
+    """Each command's round of least wall-clock seconds over `rounds` alternating rounds, and the load averages at
+    the start and after each round."""
 
-    def measure(round_index: int, label: str) -> float:
-        seconds = wall_seconds(*commands[label])
-        print(f"round {round_index + 1}: {label}: {seconds:.2f} s ({words / seconds:,.0f} words/s)", flush=True)
+    def measure(round_index: int, label: str) -> CommandSeconds:
+        seconds = timed_command(*commands[label])
+        print(
+            f"round {round_index + 1}: {label}: {seconds.wall:.2f} s ({words / seconds.wall:,.0f} words/s),"
+            f" CPU {seconds.cpu:.1f} s",
+            flush=True,
+        )
         return seconds
 
-    return race(list(commands), rounds, measure)
+    return race(list(commands), rounds, measure, key=lambda seconds: seconds.wall)
 
 
 def _original_shape_race(args: argparse.Namespace, lines_count: int) -> None:
@@ -145,11 +154,12 @@ def _original_shape_race(args: argparse.Namespace, lines_count: int) -> None:
     words = sum(map(len, sentences))
     commands = _commands(args, lines)
     best, loads = _race(commands, args.rounds, words)
-    speeds = {label: words / seconds for label, seconds in best.items()}
+    speeds = {label: words / seconds.wall for label, seconds in best.items()}
     rows = [
         [
             label,
-            f"{best[label]:.1f}",
+            f"{best[label].wall:.1f}",
+            f"{best[label].cpu:.1f}",
             f"{speed:,.0f}",
             ratio(speed, speeds[ALLENNLP]),
             ratio(speed, speeds[PYTORCH]),
@@ -158,7 +168,8 @@ def _original_shape_race(args: argparse.Namespace, lines_count: int) -> None:
     ]
     print(f"{len(sentences)} lines, {words:,} words; {args.shape} shape, random weights (seed {args.seed})")
     print(f"load averages at the start and after each round: {loads}")
-    print(markdown_table(rows, ["backend", "seconds (best round)", "words/s", "vs AllenNLP", "vs PyTorch"]))
+    header = ["backend", "seconds (best round)", "its CPU seconds", "words/s", "vs AllenNLP", "vs PyTorch"]
+    print(markdown_table(rows, header))
     for label in [label for label in commands if label not in (ALLENNLP, PYTORCH)]:
         largest, mean, least = _agreement(commands[PYTORCH][1], commands[label][1])
         print(f"{label} vs PyTorch: largest difference {largest:.2e}; per-word cosine mean {mean:.6f}, min {least:.6f}")
@@ -171,14 +182,19 @@ def _short_race(args: argparse.Namespace) -> None:
     words = sum(map(len, sentences))
     best, loads = _race(_short_commands(args, lines), args.short_rounds, words)
     print(f"{len(sentences)} lines, {words:,} words; the bundled model; load averages: {loads}")
-    rows = [[label, f"{seconds:.2f}", ratio(seconds, best[PYTORCH])] for label, seconds in best.items()]
-    print(markdown_table(rows, ["backend", "wall seconds (best round)", "vs PyTorch's wall time"]))
+    rows = [
+        [label, f"{seconds.wall:.2f}", f"{seconds.cpu:.2f}", ratio(seconds.wall, best[PYTORCH].wall)]
+        for label, seconds in best.items()
+    ]
+    print(markdown_table(rows, ["backend", "wall seconds (best round)", "its CPU seconds", "vs PyTorch's wall time"]))
 
 
 def main() -> None:
     args = _arguments()
     args.work_dir.mkdir(parents=True, exist_ok=True)
     print(f"CPU: {cpu_model()}, {os.cpu_count()} cores")
+    print(f"elmo-embed runs torch so: {torch_settings(sys.executable, elmo=True)}")
+    print(f"AllenNLP runs torch so: {torch_settings(str(args.allennlp_venv / 'bin' / 'python'), elmo=False)}")
     if args.short_lines:
         _short_race(args)
     for size in map(int, args.sizes.split(",") if args.sizes else []):

@@ -1,13 +1,15 @@
 """`elmo-embed` as the end-to-end benchmarks run it and read it: its command line in a process of its own, the
-words/s of its summary, a command's wall-clock seconds, and its output's datasets read back or compared.
+words/s of its summary, a command's wall-clock and CPU seconds, and its output's datasets read back or compared.
 """
 
 from __future__ import annotations
 
 import re
+import resource
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import h5py
@@ -15,11 +17,12 @@ import numpy as np
 
 __all__ = [
     "ELMO_EMBED_MODULE",
+    "CommandSeconds",
     "elmo_embed_command",
     "read_every_dataset",
     "same_datasets",
     "summary_rate",
-    "wall_seconds",
+    "timed_command",
 ]
 
 ELMO_EMBED_MODULE = "elmo_transformers.inference.embed"
@@ -38,12 +41,26 @@ def summary_rate(stdout: str) -> float:
     return float(SUMMARY_RATE.search(stdout).group(1).replace(",", ""))
 
 
-def wall_seconds(command: list[str], output: Path) -> float:
-    """Wall-clock seconds of `command`, from its start to its exit (it writes `output` anew)."""
+@dataclass(frozen=True)
+class CommandSeconds:
+    """A command's seconds: `wall` from its start to its exit, `cpu` its processes' user + system time (all its
+    threads', a thread spinning for work included), which other work on the machine hardly moves."""
+
+    wall: float
+    cpu: float
+
+
+def timed_command(command: list[str], output: Path) -> CommandSeconds:
+    """Run `command` (it writes `output` anew) and measure it; one command at a time (its CPU time is this process's
+    children's, waited for, before and after)."""
     output.unlink(missing_ok=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return CommandSeconds(wall=wall, cpu=cpu)
 
 
 def read_every_dataset(path: Path) -> None:

@@ -1,10 +1,12 @@
 """How the speed benchmarks report: Markdown tables, the ratio to the baseline measured in the same run, the machine
-and the run (commit, command, CPU, load averages), and a report file written whole.
+and the run (commit, command, CPU, load averages, the threads and native libraries' settings a Python runs torch
+with), and a report file written whole.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import platform
 import shlex
@@ -25,6 +27,7 @@ __all__ = [
     "load_averages",
     "markdown_table",
     "ratio",
+    "torch_settings",
     "write_through_rename",
 ]
 
@@ -74,6 +77,46 @@ def cpu_and_load(threads: int, load_before: tuple[float, ...], versions: str) ->
         f"CPU: {cpu_model()}, {threads} thread(s); load average before {load_averages(load_before)},\n"
         f"after {load_averages(os.getloadavg())}; {versions}"
     )
+
+
+# The environment variables that set torch's CPU threads and its native libraries (`modeling_elmo.native_elmo`).
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "OMP_WAIT_POLICY",
+    "GOMP_SPINCOUNT",
+    "MKL_NUM_THREADS",
+    "MKL_CBWR",
+    "ONEDNN_PRIMITIVE_CACHE_CAPACITY",
+)
+# Run by `torch_settings` in the Python measured: its torch as that Python's commands start it.
+_TORCH_SETTINGS_PROBE = """
+import json, os, sys
+if sys.argv[1] == "elmo":
+    from modeling_elmo.native_elmo import set_native_libraries
+    set_native_libraries()  # as elmo-embed does, before torch is imported
+import torch
+settings = {"torch": torch.__version__, "threads": torch.get_num_threads()}
+settings["backend"] = next(
+    (line.split(":", 1)[1].strip() for line in torch.__config__.parallel_info().splitlines()
+     if line.startswith("ATen parallel backend")), "?")
+if sys.argv[1] == "elmo":
+    from modeling_elmo.onednn_elmo import onednn_available
+    settings["oneDNN LSTM products"] = onednn_available()
+settings.update({name: os.environ.get(name, "unset") for name in json.loads(sys.argv[2])})
+print(json.dumps(settings))
+"""
+
+
+def torch_settings(python: str, *, elmo: bool) -> str:
+    """How `python` (a venv's interpreter) runs torch on this machine, in a process started as the benchmarks start
+    their commands: torch's version, threads and parallel backend, and `THREAD_VARIABLES` as its process sees them
+    (with `elmo`, after `set_native_libraries`, as elmo-embed sets them; and whether the LSTMs' products run on
+    oneDNN). What a command's speed depends on besides its code: say it beside the figures."""
+    arguments = [python, "-c", _TORCH_SETTINGS_PROBE, "elmo" if elmo else "plain", json.dumps(THREAD_VARIABLES)]
+    completed = subprocess.run(arguments, capture_output=True, text=True, check=False, cwd=REPOSITORY)
+    if completed.returncode:
+        return f"(the settings could not be read: {completed.stderr.strip().splitlines()[-1:]})"
+    return ", ".join(f"{name} {value}" for name, value in json.loads(completed.stdout).items())
 
 
 @dataclass(frozen=True)

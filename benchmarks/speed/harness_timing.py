@@ -71,15 +71,18 @@ def interleaved_rounds(
 
 
 def race(
-    labels: Sequence[Label], rounds: int, measure: Callable[[int, Label], float]
-) -> tuple[dict[Label, float], list[str]]:
-    """Each label's least ``measure(round_index, label)`` (seconds) over ``rounds`` alternating rounds
-    (``interleaved_rounds``), and the load averages at the start and after each round."""
+    labels: Sequence[Label],
+    rounds: int,
+    measure: Callable[[int, Label], Measured],
+    key: Callable[[Measured], float] | None = None,
+) -> tuple[dict[Label, Measured], list[str]]:
+    """Each label's least ``measure(round_index, label)`` (seconds, or what ``key`` reads seconds from) over
+    ``rounds`` alternating rounds (``interleaved_rounds``), and the load averages at the start and after each round."""
     loads = [load_averages(os.getloadavg())]
-    seconds = interleaved_rounds(
+    measured = interleaved_rounds(
         labels, rounds, measure, alternate=True, after_round=lambda: loads.append(load_averages(os.getloadavg()))
     )
-    return {label: min(times, default=float("inf")) for label, times in seconds.items()}, loads
+    return {label: min(results, key=key) for label, results in measured.items()}, loads
 
 
 def time_backends(

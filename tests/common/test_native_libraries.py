@@ -81,3 +81,27 @@ def test_every_command_that_computes_sets_the_native_libraries(
         **NATIVE_LIBRARY_SETTINGS,
         "MKL_CBWR": "COMPATIBLE",
     }
+
+
+# elmo-embed's main up to the native libraries' settings, in a fresh process: whether torch was imported by then.
+_TORCH_BEFORE_SETTINGS_PROBE = """
+import sys
+import modeling_elmo.native_elmo as native
+def probe():
+    print("torch" in sys.modules)
+    raise SystemExit(0)
+native.set_native_libraries = probe
+from elmo_transformers.inference.embed import main
+main([sys.argv[1], sys.argv[2]])
+"""
+
+
+def test_elmo_embed_sets_the_native_libraries_before_torch_is_imported(tmp_path: Path) -> None:
+    """OpenMP reads OMP_WAIT_POLICY when torch loads it (issue 55): set after `import torch`, it would be ignored in
+    silence, and torch's threads would spin on a shared machine."""
+    lines = tmp_path / "lines.txt"
+    lines.write_text("a line\n", encoding="utf-8")
+    probe = [sys.executable, "-c", _TORCH_BEFORE_SETTINGS_PROBE, str(lines), str(tmp_path / "out.hdf5")]
+    completed = subprocess.run(probe, capture_output=True, text=True, cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert completed.stdout.strip() == "False"
