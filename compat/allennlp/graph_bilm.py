@@ -27,6 +27,10 @@ class GraphBiLm:
     A folder it cannot use, or onnxruntime missing, is one line (`ConfigurationError`)."""
 
     def __init__(self, folder: str | os.PathLike, *, quantized: bool, threads: int | None) -> None:
+        if threads is not None and (type(threads) is not int or threads < 1):
+            raise ConfigurationError(
+                f"threads must be a positive integer or None (onnxruntime's choice), got {threads!r:.40}"
+            )
         try:
             self.embedder = GraphEmbedder(folder, quantized=quantized, threads=threads)
         except GraphError as error:  # (one line naming the file, or the extra to install)

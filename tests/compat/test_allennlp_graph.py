@@ -104,6 +104,9 @@ def test_bad_input_is_one_line(int8, float32, tmp_path: Path) -> None:
         ElmoEmbedder.from_graph(tmp_path)
     assert one_line(error) == f"{tmp_path}: no ONNX graph model_quantized.onnx (write one with elmo-convert onnx)"
     with pytest.raises(ConfigurationError) as error:
+        ElmoEmbedder.from_graph(tmp_path, threads="2")
+    assert one_line(error) == "threads must be a positive integer or None (onnxruntime's choice), got '2'"
+    with pytest.raises(ConfigurationError) as error:
         int8.embed_sentence(["a", 3])
     assert one_line(error) == "batch_to_ids: every word must be a str, got a int"
     with pytest.raises(ConfigurationError) as error:
