@@ -140,3 +140,15 @@ def small_disk(tmp_path: Path) -> Iterator[Callable[[str], Path | None]]:
 def test_cache() -> Path:
     """$ELMO_TEST_CACHE: where the files fetched from PyPI for the tests are kept between runs."""
     return _cache_root()
+
+
+@pytest.fixture(scope="session")
+def default_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled model (trained, 512 cells) exported by `elmo-convert onnx` with its int8 graph (the [onnx] extra:
+    tests/onnx, and tests/compat's `ElmoEmbedder.from_graph`; exported once a session, as it takes seconds)."""
+    from elmo_transformers.conversion.cli import main
+    from modeling_elmo import DEFAULT_MODEL
+
+    output = tmp_path_factory.mktemp("onnx") / "default-onnx"
+    assert main(["onnx", "--model", str(DEFAULT_MODEL), "--output", str(output), "--quantize", "int8"]) == 0
+    return output

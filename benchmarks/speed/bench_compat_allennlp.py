@@ -7,7 +7,12 @@ original layout):
    model's vocabulary, 10-30 words: `harness_corpora.make_sentences`), both sides stateful (AllenNLP's default);
    and the largest difference between their vectors, call for call (each side from a fresh embedder).
 3. **A protein at batch 1**: `embed_sentence(list(protein))` of a 500-residue sequence, against AllenNLP and
-   against this package's own path (`ElmoTokenizer` + `ElmoModel(..., output_hidden_states=True)`, to NumPy).
+   against this package's own path (`ElmoTokenizer` + `ElmoModel(..., output_hidden_states=True)`, to NumPy), and
+   with `--graph FOLDER` against `ElmoEmbedder.from_graph(FOLDER)` (its int8 graph, `--threads` onnxruntime threads),
+   with the per-word cosine of its vectors to AllenNLP's. FOLDER holds the same weights, exported with int8:
+
+    elmo-convert allennlp --options W/options.json --weights W/weights.hdf5 --output M   # W: under --work-dir
+    elmo-convert onnx --model M --output FOLDER --quantize int8
 
     python benchmarks/speed/bench_compat_allennlp.py --allennlp-wheel allennlp-0.9.0-py3-none-any.whl --output r.md
     python benchmarks/speed/bench_compat_allennlp.py --allennlp-wheel W --options-file O --weights-file H \\
@@ -88,6 +93,23 @@ class PackagePath:
         return torch.stack(output.hidden_states, dim=1)[0].numpy()
 
 
+def per_word_cosine(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """The cosine of each word's vector in each layer of (layers, words, width) arrays, `got` to `want`."""
+    got, want = got.reshape(-1, got.shape[-1]), want.reshape(-1, want.shape[-1])
+    return (got * want).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(want, axis=1)
+
+
+def graph_cosine(args, allennlp_class: type, files: tuple[str, str]) -> str:
+    """The line giving the int8 graph's per-word cosine to AllenNLP's vectors of the protein (mean and lowest)."""
+    residues = protein(args.protein_length, args.seed)
+    want = allennlp_class(*files).embed_sentence(residues)
+    cosines = per_word_cosine(compat.ElmoEmbedder.from_graph(args.graph).embed_sentence(residues), want)
+    return (
+        f"- protein, int8 graph: per-word cosine to AllenNLP's vectors (every layer), mean {cosines.mean():.6f},"
+        f" lowest {cosines.min():.6f}"
+    )
+
+
 def measurements(args, allennlp_class: type, files: tuple[str, str]) -> dict[str, Callable[[], object]]:
     """What is timed, by row name (each a call without arguments)."""
     batches = batches_of(make_sentences(args.seed, BATCH, BATCH * args.batches, 10, 30), BATCH)
@@ -95,7 +117,8 @@ def measurements(args, allennlp_class: type, files: tuple[str, str]) -> dict[str
     residues = protein(args.protein_length, args.seed)
     theirs, ours = allennlp_class(*files), compat.ElmoEmbedder(*files)
     package = PackagePath(ours)
-    return {
+    graph = compat.ElmoEmbedder.from_graph(args.graph, threads=args.threads) if args.graph else None
+    calls = {
         "load: AllenNLP": lambda: allennlp_class(*files),
         "load: compat": lambda: compat.ElmoEmbedder(*files),
         "batches of 64: AllenNLP": lambda: list(theirs.embed_sentences(sentences, BATCH)),
@@ -104,9 +127,12 @@ def measurements(args, allennlp_class: type, files: tuple[str, str]) -> dict[str
         "protein, batch 1: compat": lambda: ours.embed_sentence(residues),
         "protein, batch 1: ElmoModel": lambda: package(residues),
     }
+    if graph is not None:
+        calls["protein, batch 1: int8 graph"] = lambda: graph.embed_sentence(residues)
+    return calls
 
 
-def report(args, record: RunRecord, wall: dict, cpu: dict, difference: float, loads: list[str]) -> str:
+def report(args, record: RunRecord, wall: dict, cpu: dict, differences: list[str], loads: list[str]) -> str:
     rows = []
     for name in wall:
         task = name.split(":")[0]
@@ -122,7 +148,7 @@ def report(args, record: RunRecord, wall: dict, cpu: dict, difference: float, lo
             "",
             table,
             "",
-            f"- largest |compat - AllenNLP| over {args.batches} batches of 64, state carried: {difference:.3g}",
+            *differences,
             f"- protein: {args.protein_length} residues; {args.rounds} alternating rounds; loads {', '.join(loads)}",
             record.command_line(record.minutes()),
             record.machine_line(f"{args.threads} torch threads", os.getloadavg(), "this run adds up to its threads"),
@@ -142,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     allennlp_class = import_allennlp_embedder(args.allennlp_wheel)
     batches = batches_of(make_sentences(args.seed, BATCH, BATCH * args.batches, 10, 30), BATCH)
     difference = largest_difference(allennlp_class(*files), compat.ElmoEmbedder(*files), batches)
+    differences = [f"- largest |compat - AllenNLP| over {args.batches} batches of 64, state carried: {difference:.3g}"]
+    if args.graph:
+        differences.append(graph_cosine(args, allennlp_class, files))
     calls = measurements(args, allennlp_class, files)
     wall_cpu: dict[str, list[tuple[float, float]]] = {name: [] for name in calls}
 
@@ -151,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
 
     wall, loads = race(list(calls), args.rounds, measure)
     cpu = {name: min(cpu for _, cpu in values) for name, values in wall_cpu.items()}
-    text = report(args, record, wall, cpu, difference, loads)
+    text = report(args, record, wall, cpu, differences, loads)
     print(text)
     if args.output:
         write_through_rename(args.output, text)
@@ -165,6 +194,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--options-file", help="a model's options.json instead of random weights (with --weights-file)")
     parser.add_argument("--weights-file", help="its weights.hdf5")
     parser.add_argument("--batches", type=int, default=4, help="batches of 64 sentences (default %(default)s)")
+    parser.add_argument("--graph", type=Path, help="an elmo-convert onnx --quantize int8 folder of the same weights")
     parser.add_argument("--protein-length", type=int, default=500, help="residues (default %(default)s)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default %(default)s)")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads(), help="torch threads")

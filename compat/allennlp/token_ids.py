@@ -13,7 +13,7 @@ from modeling_elmo import ElmoTokenizer
 
 from .checks import ConfigurationError
 
-__all__ = ["batch_to_ids"]
+__all__ = ["batch_to_ids", "check_sentences"]
 
 
 @functools.cache
@@ -21,8 +21,9 @@ def _tokenizer() -> ElmoTokenizer:
     return ElmoTokenizer()
 
 
-def batch_to_ids(batch: Sequence[Sequence[str]]) -> torch.Tensor:
-    """Character ids (len(batch), longest sentence, 50) long of tokenized sentences (each a list of strings)."""
+def check_sentences(batch: Sequence[Sequence[str]]) -> None:
+    """Refuse, with one line, a batch that is not a list of tokenized sentences (a word that is not a string is left
+    to the encoder, which names it)."""
     if isinstance(batch, str) or not isinstance(batch, Sequence):
         raise ConfigurationError(f"batch_to_ids takes a list of tokenized sentences, got {type(batch).__name__}")
     for index, sentence in enumerate(batch):
@@ -30,6 +31,11 @@ def batch_to_ids(batch: Sequence[Sequence[str]]) -> torch.Tensor:
             raise ConfigurationError(
                 f"batch_to_ids: sentence {index} is a string, {sentence!r:.60}: split it into words"
             )
+
+
+def batch_to_ids(batch: Sequence[Sequence[str]]) -> torch.Tensor:
+    """Character ids (len(batch), longest sentence, 50) long of tokenized sentences (each a list of strings)."""
+    check_sentences(batch)
     if not batch:
         return torch.zeros(0, 0, 50, dtype=torch.long)
     try:
