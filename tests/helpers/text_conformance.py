@@ -14,9 +14,9 @@ change of a rule, write it again from the repository root:
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
+
+from unicode_table import write_through_rename
 
 from modeling_elmo.text_elmo import UNICODE_VERSION, ElmoTextEncoder
 
@@ -215,10 +215,7 @@ def conformance_text() -> str:
 def main() -> None:
     """Write the conformance file (through a temporary file and a rename)."""
     text = conformance_text()
-    descriptor, temporary = tempfile.mkstemp(dir=CONFORMANCE_FILE.parent, suffix=".partial")
-    with os.fdopen(descriptor, "w", encoding="ascii") as file:
-        file.write(text)
-    os.replace(temporary, CONFORMANCE_FILE)
+    write_through_rename(CONFORMANCE_FILE, text, "ascii")
     print(f"wrote {CONFORMANCE_FILE} ({len(text.encode())} bytes, {len(CASES)} cases)")
 
 

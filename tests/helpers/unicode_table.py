@@ -22,7 +22,14 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-__all__ = ["FRONT_END_FILE", "UNICODE_VERSION", "split_digest", "table_block", "written_front_end"]
+__all__ = [
+    "FRONT_END_FILE",
+    "UNICODE_VERSION",
+    "split_digest",
+    "table_block",
+    "write_through_rename",
+    "written_front_end",
+]
 
 UNICODE_VERSION = "14.0.0"
 FRONT_END_FILE = Path(__file__).resolve().parents[2] / "modeling_elmo" / "text_elmo.py"
@@ -122,13 +129,17 @@ def written_front_end() -> str:
     return _BLOCK.sub(lambda _: table_block(), text)
 
 
+def write_through_rename(path: Path, text: str, encoding: str) -> None:
+    """`text` into `path` through a temporary file beside it and a rename: a reader never sees half a file."""
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, suffix=".partial")
+    with os.fdopen(descriptor, "w", encoding=encoding) as file:
+        file.write(text)
+    os.replace(temporary, path)
+
+
 def main() -> None:
     """Write the table into text_elmo.py (through a temporary file and a rename)."""
-    text = written_front_end()
-    descriptor, temporary = tempfile.mkstemp(dir=FRONT_END_FILE.parent, suffix=".partial")
-    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-        file.write(text)
-    os.replace(temporary, FRONT_END_FILE)
+    write_through_rename(FRONT_END_FILE, written_front_end(), "utf-8")
     print(f"wrote the Unicode {UNICODE_VERSION} table into {FRONT_END_FILE}")
 
 
