@@ -437,10 +437,11 @@ class SmallDisk:
     """A folder on a disk with room for one checkpoint of the toy biLM (two processes) but not two: a tmpfs where
     one can be mounted (as root), else an injected ENOSPC for the files of the second checkpoint."""
 
-    def __init__(self, folder: Path, full_under: str) -> None:
+    def __init__(self, folder: Path, full_under: str, room_kib: int) -> None:
         self.folder = folder
         folder.mkdir()
-        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=450k", "tmpfs", str(folder)], capture_output=True)
+        size = f"size={room_kib}k"
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", size, "tmpfs", str(folder)], capture_output=True)
         self.method = "tmpfs" if mounted.returncode == 0 else "injected ENOSPC"
         self.environment: dict[str, str] = {}
         if self.method == "injected ENOSPC":
@@ -461,8 +462,11 @@ class SmallDisk:
 
 
 @pytest.fixture
-def small_disk(tmp_path, capsys) -> Iterator[SmallDisk]:
-    disk = SmallDisk(tmp_path / "disk", full_under=".checkpoint-60.partial")
+def small_disk(tmp_path, capsys, two_process_run) -> Iterator[SmallDisk]:
+    # room for one and a half of the uninterrupted run's checkpoints: its size moves with the code files it carries
+    checkpoint = two_process_run / "checkpoint-30"
+    room = 3 * sum(path.stat().st_blocks * 512 for path in checkpoint.rglob("*") if path.is_file()) // 2 // 1024
+    disk = SmallDisk(tmp_path / "disk", full_under=".checkpoint-60.partial", room_kib=room)
     with capsys.disabled():
         print(f"\n[disk full by {disk.method}]", end=" ")
     yield disk
