@@ -5,8 +5,8 @@ alternating rounds, and how far the graphs' vectors are from PyTorch's.
 Two races (issue 41's targets):
 - the original shape at each of --sizes (default 300 and 1,500 lines): random weights of a released shape (default the
   original, 2x4096_512_2048cnn_2xhighway) as options.json + weights.hdf5 (what `allennlp elmo` reads), converted with
-  `elmo-convert allennlp` (PyTorch) and exported with `elmo-convert onnx --quantize int8` (the graphs; the int8 graph
-  runs from a folder holding it alone), against AllenNLP;
+  `elmo-convert allennlp` (PyTorch, run in float32 and with `--dtype bfloat16`) and exported with `elmo-convert onnx
+  --quantize int8` (the graphs; the int8 graph runs from a folder holding it alone), against AllenNLP;
 - a short run, --short-lines (default 5) lines: the bundled model's int8 graph against its PyTorch folder, whose wall
   time is mostly the command's start (imports, opening the model), best of --short-rounds.
 The lines: generated sentences of --min-words to --max-words words (`harness_corpora.make_sentences`). Each command runs
@@ -31,15 +31,16 @@ import numpy as np
 from harness_backends import ALLENNLP_FOLDER, DEFAULT_ALLENNLP_VENV, converted_model, ensure_weights, exported_graphs
 from harness_corpora import make_sentences, write_sentences
 from harness_embed import CommandSeconds, elmo_embed_command, timed_command
-from harness_reports import cpu_model, markdown_table, ratio, torch_settings
+from harness_reports import cpu_flags, cpu_model, markdown_table, ratio, torch_settings
 from harness_timing import race
 
 from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, graph_files
 from modeling_elmo import DEFAULT_MODEL
 
-ALLENNLP, PYTORCH, FLOAT, INT8 = (
+ALLENNLP, PYTORCH, BFLOAT16, FLOAT, INT8 = (
     "AllenNLP 0.9.0 `allennlp elmo`",
     "`elmo-embed`, PyTorch float32",
+    "`elmo-embed`, PyTorch bfloat16",
     "`elmo-embed`, onnxruntime float32 graph",
     "`elmo-embed`, onnxruntime int8 graph",
 )
@@ -85,10 +86,12 @@ def _commands(args: argparse.Namespace, lines: Path) -> dict[str, tuple[list[str
     graphs = exported_graphs(model, args.work_dir / f"{args.shape}-seed{args.seed}-onnx")
     worker = [str(args.allennlp_venv / "bin" / "python"), str(ALLENNLP_FOLDER / "elmo_command_worker.py")]
     embed = elmo_embed_command(str(lines))
-    outputs = {label: args.work_dir / f"{index}.hdf5" for index, label in enumerate((ALLENNLP, PYTORCH, FLOAT, INT8))}
+    labels = (ALLENNLP, PYTORCH, BFLOAT16, FLOAT, INT8)
+    outputs = {label: args.work_dir / f"{index}.hdf5" for index, label in enumerate(labels)}
     commands = {
         ALLENNLP: ([*worker, str(options), str(weights), str(lines), str(outputs[ALLENNLP])], outputs[ALLENNLP]),
         PYTORCH: ([*embed, str(outputs[PYTORCH]), "--model", str(model)], outputs[PYTORCH]),
+        BFLOAT16: ([*embed, str(outputs[BFLOAT16]), "--model", str(model), "--dtype", "bfloat16"], outputs[BFLOAT16]),
         FLOAT: ([*embed, str(outputs[FLOAT]), "--model", str(graphs)], outputs[FLOAT]),
         INT8: ([*embed, str(outputs[INT8]), "--model", str(_int8_alone(graphs))], outputs[INT8]),
     }
@@ -147,8 +150,8 @@ def _race(
 
 
 def _original_shape_race(args: argparse.Namespace, lines_count: int) -> None:
-    """The four backends on `lines_count` lines of the original shape: words/s and the ratios, then each graph's
-    agreement with PyTorch's vectors."""
+    """The backends on `lines_count` lines of the original shape: words/s and the ratios, then each one's agreement
+    with PyTorch float32's vectors."""
     sentences = make_sentences(args.seed, lines_count, lines_count, args.min_words, args.max_words)
     lines = write_sentences(args.work_dir / f"lines-{lines_count}.txt", sentences)
     words = sum(map(len, sentences))
@@ -192,7 +195,7 @@ def _short_race(args: argparse.Namespace) -> None:
 def main() -> None:
     args = _arguments()
     args.work_dir.mkdir(parents=True, exist_ok=True)
-    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores")
+    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; flags: {cpu_flags()}")
     print(f"elmo-embed runs torch so: {torch_settings(sys.executable, elmo=True)}")
     print(f"AllenNLP runs torch so: {torch_settings(str(args.allennlp_venv / 'bin' / 'python'), elmo=False)}")
     if args.short_lines:

@@ -22,6 +22,7 @@ from harness_corpora import REPOSITORY
 __all__ = [
     "RunRecord",
     "cpu_and_load",
+    "cpu_flags",
     "cpu_model",
     "git_description",
     "load_averages",
@@ -63,6 +64,22 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+# The CPU features that decide the products' speed and exactness: AVX2's int8 pair sums saturate in int16, VNNI's
+# do not; AVX512-BF16 and AMX compute bfloat16 products natively.
+_PRODUCT_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
+
+
+def cpu_flags() -> str:
+    """Which of the flags that decide the products' kernels this CPU has (from /proc/cpuinfo), as `avx2 avx512_vnni`;
+    "unknown" where /proc/cpuinfo cannot be read."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown"
+    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
+    return " ".join(flag for flag in _PRODUCT_FLAGS if flag in flags) or "none of " + " ".join(_PRODUCT_FLAGS)
 
 
 def load_averages(values: tuple[float, ...]) -> str:
