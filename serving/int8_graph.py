@@ -1,19 +1,19 @@
-"""`elmo-convert onnx --quantize int8`: the graph's large products with 8-bit weights and 8-bit activations, each row
+"""`elmo-convert onnx --quantize int8`: the graph's large products with 8-bit weights and 7-bit activations, each row
 of activations (one word, or one sentence's state at one step) quantised with a scale of its own.
 
 A product `x @ W` becomes, in standard ONNX operators (the default domain's opset of the graph):
 
-    s = max(|x|, axis=-1) / 127                            one scale per row of x (rows, K), from that row alone
-    xq = QuantizeLinear(x, s, 128, axis=0)                 uint8: round(x / s) + 128, the row in [1, 255]
-    y = float(MatMulInteger(xq, Wq, 128, 128)) * sw * s    Wq uint8: round(W / sw) + 128 in [1, 255], sw one scale
-                                                           per output column
+    s = max(|x|, axis=-1) / 63                             one scale per row of x (rows, K), from that row alone
+    xq = QuantizeLinear(x, s, 64, axis=0)                  uint8: round(x / s) + 64, the row in [1, 127]
+    y = float(MatMulInteger(xq, Wq, 64, 0)) * sw * s       Wq int8: round(W / sw) in [-127, 127], sw one scale per
+                                                           output column
 
 Every step reads only its own row of `x`, and the integer product is exact on every CPU, so a sentence's vectors
-are the same to the bit alone and in any batch. The weights are uint8 around 128, not int8: onnxruntime's u8 x s8
-kernel on x86 without VNNI (AVX2's `vpmaddubsw`) adds two u8 * s8 products into a saturating int16, and 255 * 127 * 2
-> 32767, so it clipped sums (the bundled biLM's per-word cosine to float32 0.9953 on an AVX2 CPU, 0.99996 with VNNI);
-its u8 x u8 kernel widens to int16 before it multiplies, and is exact there, at 0.85x the u8 x s8 speed at the
-original shape (docs/onnx.md, "int8 on CPUs without VNNI: uint8 weights"). onnxruntime's dynamic quantisation
+are the same to the bit alone and in any batch. The activations have 7 bits, not 8: onnxruntime's u8 x s8 kernel on
+x86 without VNNI (AVX2's `vpmaddubsw`) adds two u8 * s8 products into a saturating int16, and activations below 128
+keep every such pair within it (2 x 127 x 127 = 32,258 < 32,767), where 8-bit ones (255 * 127 * 2) clipped sums; with
+VNNI (`vpdpbusd`, int32 sums) the same product runs 1.6-1.8x as fast as the u8 x u8 one exact on both, which this
+graph used before (docs/onnx.md, "int8 at the CPU's limit: 7-bit activations"). onnxruntime's dynamic quantisation
 (`DynamicQuantizeLinear`) takes one scale over the whole tensor, so its vectors moved with their batch mates (2.3e-2
 on the bundled biLM); its weight-only `MatMulNBits` (com.microsoft) is batch-independent too but ran at 0.57-0.75x
 this graph's int8-weight form's speed at the original shape (docs/onnx.md, "int8 three ways").
@@ -32,8 +32,11 @@ from .graph_layout import QUANTIZABLE_PREFIX, save_graph
 
 __all__ = ["product_node_names", "quantize_graph", "quantize_rows"]
 
-_LEVELS = 127  # symmetric: weights and activations in [-127, 127] steps
-_ZERO_POINT = 128  # zero as uint8, of the activations and of the weights (MatMulInteger's u8 x u8 product, exact)
+_WEIGHT_LEVELS = 127  # symmetric: weights in [-127, 127] steps, stored as int8 (zero point 0)
+# Activations in [-63, 63] steps around the uint8 zero point 64, so in [1, 127]: below 128, so that AVX2's pairwise
+# u8 x s8 sums stay within an int16 (the module docstring).
+_ACTIVATION_LEVELS = 63
+_ACTIVATION_ZERO_POINT = 64
 
 
 def product_node_names(graph) -> list[str]:
@@ -51,7 +54,7 @@ def product_node_names(graph) -> list[str]:
 
 def quantize_graph(source: Path, target: Path) -> None:
     """The int8 graph of the float graph at `source`, written to `target`: its large products (`product_node_names`)
-    with 8-bit weights and activations, each row of activations quantised by itself (`quantize_rows`), so
+    with 8-bit weights and 7-bit activations, each row of activations quantised by itself (`quantize_rows`), so
     that a sentence gets the same vectors alone and in any batch; every other operator stays float32."""
     graph = onnx.load(str(source))  # (its weights too, from beside it: onnx before 1.15 finds them from a str only)
     quantize_rows(graph, product_node_names(graph))
@@ -77,7 +80,7 @@ def _rewrite(graph: onnx.GraphProto, outer: list[onnx.GraphProto], products: set
 
 
 def _row_quantised(product: onnx.NodeProto, scope: list[onnx.GraphProto]) -> list[onnx.NodeProto]:
-    """The nodes replacing `product` (x @ W); W's float initializer becomes its uint8 values and column scales."""
+    """The nodes replacing `product` (x @ W); W's float initializer becomes its int8 values and column scales."""
     if product.op_type != "MatMul":
         raise ValueError(f"{product.name}: a {product.op_type}, not a MatMul, is named as a product to quantise")
     x, weight_name = product.input
@@ -87,7 +90,7 @@ def _row_quantised(product: onnx.NodeProto, scope: list[onnx.GraphProto]) -> lis
 
 
 def _quantise_weight(name: str, weight_name: str, scope: list[onnx.GraphProto]) -> int:
-    """Replace the float initializer `weight_name` (in the innermost graph of `scope` that holds it) by its uint8
+    """Replace the float initializer `weight_name` (in the innermost graph of `scope` that holds it) by its int8
     levels and column scales; returns its number of rows (the product's inner size)."""
     owner = next((graph for graph in reversed(scope) if _initializer(graph, weight_name) is not None), None)
     if owner is None:
@@ -95,10 +98,10 @@ def _quantise_weight(name: str, weight_name: str, scope: list[onnx.GraphProto]) 
     weight = _initializer(owner, weight_name)
     values = numpy_helper.to_array(weight)
     owner.initializer.remove(weight)
-    column_scales = np.maximum(np.abs(values).max(axis=0), np.finfo(np.float32).tiny) / _LEVELS
+    column_scales = np.maximum(np.abs(values).max(axis=0), np.finfo(np.float32).tiny) / _WEIGHT_LEVELS
     owner.initializer.extend(
         [
-            numpy_helper.from_array(_weight_levels(values / column_scales), f"{weight_name}_uint8"),
+            numpy_helper.from_array(np.round(values / column_scales).astype(np.int8), f"{weight_name}_int8"),
             numpy_helper.from_array(column_scales.astype(np.float32), f"{weight_name}_scale"),
         ]
     )
@@ -108,10 +111,11 @@ def _quantise_weight(name: str, weight_name: str, scope: list[onnx.GraphProto]) 
 def _constants(name: str, rows: int) -> list[onnx.TensorProto]:
     """The constants the nodes of product `name` read, `rows` its inner size (the width of its zero row)."""
     return [
-        numpy_helper.from_array(np.array(_LEVELS, np.float32), f"{name}_levels"),
+        numpy_helper.from_array(np.array(_ACTIVATION_LEVELS, np.float32), f"{name}_levels"),
         numpy_helper.from_array(np.array(np.finfo(np.float32).tiny, np.float32), f"{name}_tiny"),
-        numpy_helper.from_array(np.array(_ZERO_POINT, np.uint8), f"{name}_zero"),
-        numpy_helper.from_array(np.array([_ZERO_POINT], np.uint8), f"{name}_zero_1d"),
+        numpy_helper.from_array(np.array(_ACTIVATION_ZERO_POINT, np.uint8), f"{name}_zero"),
+        numpy_helper.from_array(np.array([_ACTIVATION_ZERO_POINT], np.uint8), f"{name}_zero_1d"),
+        numpy_helper.from_array(np.array(0, np.int8), f"{name}_weight_zero"),
         numpy_helper.from_array(np.array([1], np.int64), f"{name}_column_axis"),
         numpy_helper.from_array(np.zeros((1, rows), np.float32), f"{name}_zero_row"),
         numpy_helper.from_array(np.array([0], np.int64), f"{name}_first"),
@@ -143,7 +147,7 @@ def _product_nodes(product: onnx.NodeProto, x: str, weight_name: str) -> list[on
         step("QuantizeLinear", [padded, f"{name}_row_scale", f"{name}_row_zeros"], "uint8", axis=0),
         helper.make_node(
             "MatMulInteger",
-            [f"{name}_uint8", f"{weight_name}_uint8", f"{name}_zero", f"{name}_zero"],
+            [f"{name}_uint8", f"{weight_name}_int8", f"{name}_zero", f"{name}_weight_zero"],
             [f"{name}_int32"],
             name=name,
         ),
@@ -161,11 +165,6 @@ def _product_nodes(product: onnx.NodeProto, x: str, weight_name: str) -> list[on
             name=f"{name}_real_rows",
         ),
     ]
-
-
-def _weight_levels(steps: np.ndarray) -> np.ndarray:
-    """The weights in steps of their column's scale (in [-127, 127]) as uint8 around the zero point."""
-    return (np.round(steps) + _ZERO_POINT).astype(np.uint8)
 
 
 def _initializer(graph: onnx.GraphProto, name: str) -> onnx.TensorProto | None:

@@ -1,14 +1,16 @@
-"""The int8 graph of `elmo-convert onnx --quantize int8` (each row of activations quantised by itself) against the
-two int8 forms onnxruntime's own quantisers give for the same products, in one run: words per second (with PyTorch
-float32 and the float32 graph, every batch on each backend in turn), a sentence alone against the same sentence in a
-batch, and the per-word cosine to the float32 graph on held-out text.
+"""The int8 graph of `elmo-convert onnx --quantize int8` (each row of activations quantised by itself) against its
+former u8 x u8 form and the two int8 forms onnxruntime's own quantisers give for the same products, in one run: words
+per second (with PyTorch float32 and the float32 graph, every batch on each backend in turn), a sentence alone against
+the same sentence in a batch, and the per-word cosine to the float32 graph on held-out text.
 
-- `int8 (per row)`: the export's `model_quantized.onnx` (`serving/int8_graph.py`);
+- `int8 (per row)`: the export's `model_quantized.onnx` (`serving/int8_graph.py`: 7-bit activations by int8 weights);
+- `int8 u8 x u8 (former)`: the same graph with 8-bit activations around 128 by the same weights as uint8 around 128,
+  the export's int8 graph before issue 52;
 - `int8 dynamic`: onnxruntime's `quantize_dynamic` (int8 weights per column, one activation scale per call over
   the whole batch: `DynamicQuantizeLinear`), what `--quantize int8` wrote before;
 - `int8 MatMulNBits`: onnxruntime's weight-only `MatMulNBitsQuantizer` (8 bits, blocks of 32, symmetric,
   `accuracy_level` 4: activations quantised per row block; the com.microsoft domain; it needs the `onnx-ir` package,
-  `pip install onnx-ir`, from onnxruntime 1.24 on).
+  `pip install onnx-ir`, from onnxruntime 1.24 on; left out, with a line saying so, where it is missing).
 
     python benchmarks/speed/bench_onnx_int8.py --batches 1:4,32:3 \\
         --held-out ~/.cache/elmo-transformers-tests/allennlp-0.9.0-fixtures/elmo/sentences.json
@@ -29,20 +31,47 @@ import numpy as np
 import onnx
 import torch
 from harness_backends import add_onnx_arguments, encode_batch, graph_backends, onnx_folders, open_graphs
-from harness_reports import cpu_and_load, markdown_table
+from harness_reports import cpu_and_load, cpu_flags, markdown_table
 from harness_timing import SPEED_HEADER, speed_rows
+from onnx import numpy_helper
 
 from elmo_transformers.common.parity_sentences import PARITY_SENTENCES
 from elmo_transformers.serving.export_measurements import batch_difference, graph_cosine
-from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH
+from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, save_graph
 from elmo_transformers.serving.int8_graph import product_node_names
 from modeling_elmo import ElmoTokenizer
 
-DYNAMIC_GRAPH, NBITS_GRAPH = "model_dynamic.onnx", "model_nbits.onnx"
+DYNAMIC_GRAPH, NBITS_GRAPH, U8_BY_U8_GRAPH = "model_dynamic.onnx", "model_nbits.onnx", "model_u8u8.onnx"
 
 
-def _onnxruntime_quantised(folder: Path) -> None:
-    """The dynamic and the MatMulNBits graphs of the folder's float graph, written beside it once."""
+def _former_u8_by_u8(folder: Path) -> None:
+    """The folder's int8 graph as `--quantize int8` wrote it before issue 52, written beside it once: each row of
+    activations in [-127, 127] steps around the uint8 zero point 128 (not [-63, 63] around 64), and the same weight
+    levels as uint8 around 128 (MatMulInteger's four inputs uint8)."""
+    if (folder / U8_BY_U8_GRAPH).is_file():
+        return
+    graph = onnx.load(str(folder / QUANTIZED_GRAPH))
+    graphs, tensors, products = [graph.graph], {}, []
+    while graphs:
+        current = graphs.pop()
+        tensors.update((tensor.name, tensor) for tensor in current.initializer)
+        products.extend(node for node in current.node if node.op_type == "MatMulInteger")
+        graphs.extend(attribute.g for node in current.node for attribute in node.attribute if attribute.HasField("g"))
+    for product in products:
+        _, weight, zero, weight_zero = product.input
+        levels = numpy_helper.to_array(tensors[weight]).astype(np.int16) + 128
+        tensors[weight].CopyFrom(numpy_helper.from_array(levels.astype(np.uint8), weight))
+        tensors[weight_zero].CopyFrom(numpy_helper.from_array(np.array(128, np.uint8), weight_zero))
+        for name, value in ((zero, 128), (f"{product.name}_zero_1d", [128])):
+            tensors[name].CopyFrom(numpy_helper.from_array(np.array(value, np.uint8), name))
+        levels_name = f"{product.name}_levels"
+        tensors[levels_name].CopyFrom(numpy_helper.from_array(np.array(127, np.float32), levels_name))
+    save_graph(graph, folder / U8_BY_U8_GRAPH)
+
+
+def _onnxruntime_quantised(folder: Path) -> bool:
+    """The dynamic and the MatMulNBits graphs of the folder's float graph, written beside it once; whether the
+    MatMulNBits graph is there (its quantiser needs the `onnx-ir` package)."""
     logging.getLogger().setLevel(logging.ERROR)  # both quantisers log every node on the root logger
     if not (folder / DYNAMIC_GRAPH).is_file():
         from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -63,8 +92,8 @@ def _onnxruntime_quantised(folder: Path) -> None:
                 MatMulNBitsQuantizer,
             )
         except ModuleNotFoundError as missing:  # onnx-ir, from onnxruntime 1.24 on: not one of the project's extras
-            needs = f"bench_onnx_int8.py: onnxruntime's MatMulNBitsQuantizer needs {missing.name}: pip install onnx-ir"
-            raise SystemExit(needs) from None
+            print(f"int8 MatMulNBits left out: onnxruntime's quantiser needs {missing.name} (pip install onnx-ir)")
+            return False
 
         graph = onnx.load(str(folder / FLOAT_GRAPH))
         products = set(product_node_names(graph))
@@ -74,6 +103,7 @@ def _onnxruntime_quantised(folder: Path) -> None:
         quantizer = MatMulNBitsQuantizer(graph, nodes_to_exclude=_other_products(graph, products), algo_config=config)
         quantizer.process()
         onnx.save(quantizer.model.model, folder / NBITS_GRAPH)
+    return True
 
 
 def _other_products(graph: onnx.ModelProto, products: set[str]) -> list[str]:
@@ -117,14 +147,17 @@ def main() -> None:
     ort_version = importlib.metadata.version("onnxruntime")
 
     model_folder, folder = onnx_folders(args)
-    _onnxruntime_quantised(folder)
+    _former_u8_by_u8(folder)
+    with_nbits = _onnxruntime_quantised(folder)
     tokenizer = ElmoTokenizer.from_pretrained(model_folder)
     files = {
         "onnxruntime float32": FLOAT_GRAPH,
         "int8 (per row)": QUANTIZED_GRAPH,
+        "int8 u8 x u8 (former)": U8_BY_U8_GRAPH,
         "int8 dynamic": DYNAMIC_GRAPH,
-        "int8 MatMulNBits": NBITS_GRAPH,
     }
+    if with_nbits:
+        files["int8 MatMulNBits"] = NBITS_GRAPH
     graphs = open_graphs(folder, files, args.threads)
 
     backends = graph_backends(model_folder, graphs)
@@ -141,6 +174,7 @@ def main() -> None:
 
     print(f"model: {model_folder}; ONNX folder: {folder}")
     print(cpu_and_load(args.threads, load_before, f"torch {torch.__version__}, onnxruntime {ort_version}"))
+    print(f"the CPU's product flags: {cpu_flags()}")
     print(markdown_table(rows, SPEED_HEADER))
     print()
     words = sum(map(len, held_out))

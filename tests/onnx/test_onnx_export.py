@@ -459,7 +459,7 @@ def test_the_int8_graph_has_8_bit_lstm_weights_and_keeps_the_cosine(default_fold
     )  # the source's
     quantized = onnx.load(str(folder / "model_quantized.onnx"))
     # Every LSTM product became an integer product with 8-bit weights (MatMulInteger, a default-domain operator;
-    # uint8 around 128, serving/int8_graph.py says why); none is left in float32.
+    # int8, by 7-bit activations: serving/int8_graph.py says why); none is left in float32.
     graphs, integer_weights, float_products = [quantized.graph], [], []
     initializers, products = {}, set(product_node_names(quantized))
     while graphs:
@@ -475,7 +475,7 @@ def test_the_int8_graph_has_8_bit_lstm_weights_and_keeps_the_cosine(default_fold
     config = ElmoModel.config_class.from_pretrained(DEFAULT_MODEL)
     # The input, state and output products of 2 layers x 2 directions, 2 per highway layer, the token projection.
     assert len(integer_weights) == 3 * 2 * 2 + 2 * config.num_highway_layers + 1
-    assert {weight.data_type for weight in integer_weights} == {onnx.TensorProto.UINT8}
+    assert {weight.data_type for weight in integer_weights} == {onnx.TensorProto.INT8}
     assert graph_bytes(folder / "model_quantized.onnx") < 0.5 * graph_bytes(folder / "model.onnx")
     mean, minimum = graph_cosine(
         open_graph(folder / "model.onnx", EmbedError),
@@ -499,16 +499,15 @@ def _initializers(model: onnx.ModelProto) -> dict[str, np.ndarray]:
 
 def test_the_int8_weights_are_quantised_per_output_column(default_folder: Path) -> None:
     """Each output column of each product has its own scale (a scale for the whole matrix would waste the 8 bits
-    of every column smaller than the largest), symmetric (in [-127, 127] steps, stored as uint8 around 128), and its
-    8-bit values are the float graph's weights to half a step."""
+    of every column smaller than the largest), symmetric (in [-127, 127] steps, stored as int8), and its 8-bit values
+    are the float graph's weights to half a step."""
     floats = _initializers(onnx.load(str(default_folder / "model.onnx")))
     quantized = _initializers(onnx.load(str(default_folder / "model_quantized.onnx")))
-    products = [name.removesuffix("_uint8") for name in quantized if name.endswith("_uint8")]
+    products = [name.removesuffix("_int8") for name in quantized if name.endswith("_int8")]
     assert len(products) == 15  # the products of test_the_int8_graph_has_8_bit_lstm_weights_and_keeps_the_cosine
     for name in products:
-        weight, scale, stored = floats[name], quantized[f"{name}_scale"], quantized[f"{name}_uint8"]
-        assert name not in quantized and stored.dtype == np.uint8 and stored.min() >= 1, name
-        values = stored.astype(np.int16) - 128
+        weight, scale, values = floats[name], quantized[f"{name}_scale"], quantized[f"{name}_int8"]
+        assert name not in quantized and values.dtype == np.int8 and values.min() >= -127, name
         assert scale.shape == (weight.shape[1],), name
         assert (np.abs(values * scale - weight) <= scale / 2 * (1 + 1e-5)).all(), name
 
