@@ -37,7 +37,7 @@ from onnx import numpy_helper
 
 from elmo_transformers.common.parity_sentences import PARITY_SENTENCES
 from elmo_transformers.serving.export_measurements import batch_difference, graph_cosine
-from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, save_graph
+from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, graph_bytes, save_graph
 from elmo_transformers.serving.int8_graph import product_node_names
 from modeling_elmo import ElmoTokenizer
 
@@ -169,7 +169,7 @@ def main() -> None:
     rows = speed_rows(args, backends, encode, each_size=timed.append)
 
     held_out = _held_out(args.held_out)
-    sizes = {label: (folder / graph).stat().st_size / 1e6 for label, graph in files.items()}
+    sizes = {label: graph_bytes(folder / graph) / 1e6 for label, graph in files.items()}
     quality = _quality(graphs, sizes, tokenizer, held_out, [PARITY_SENTENCES, timed[0][0]])
 
     print(f"model: {model_folder}; ONNX folder: {folder}")
