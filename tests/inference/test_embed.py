@@ -10,7 +10,6 @@ import hashlib
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -28,7 +27,6 @@ from safetensors.torch import load_file, save_file
 
 import elmo_transformers.inference.embedding_pass as pass_module
 import elmo_transformers.inference.hdf5_output as hdf5_output
-import elmo_transformers.inference.lines as lines_module
 import elmo_transformers.inference.plan as plan_module
 import elmo_transformers.inference.run as embed_module
 import modeling_elmo
@@ -448,68 +446,17 @@ def test_gzip_input_is_read_whatever_its_name(
             np.testing.assert_array_equal(actual[key], expected[key])
 
 
-def _random_bytes(size: int) -> bytes:
-    return np.random.default_rng(0).integers(0, 256, size, dtype=np.uint8).tobytes()
-
-
-@pytest.mark.parametrize(
-    ("content", "share"),
-    [
-        (_random_bytes(100_000), "of its first 65,536 bytes are control characters or not UTF-8"),
-        (gzip.compress(_random_bytes(1000)), "of its bytes are control characters or not UTF-8"),
-        # Many 00 bytes, but on both sides of the 2-byte units: no UTF-16.
-        (np.arange(5000, dtype="<u4").tobytes(), "of its bytes are control characters or not UTF-8"),
-    ],
-    ids=["binary", "gzip-compressed binary", "32-bit integers"],
-)
 def test_binary_input_is_refused_before_writing(
-    content: bytes, share: str, fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+    fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
+    """The command's side of a refusal of the input (`lines.check_input`, whose rules tests/inference/test_lines.py
+    tests one by one): one line, exit 2, nothing written."""
     source = tmp_path / "in.bin"
-    source.write_bytes(content)
-    output = tmp_path / "out.hdf5"
-    code, _, err = _embed(capsys, source, output, "--model", fixture_model_folder)
-    assert code == 2 and err.count("\n") == 1
-    assert err.startswith(f"elmo-embed: error: {source}: looks binary (") and share in err
-    assert "not text; elmo-embed reads UTF-8 text, one sentence per line, plain or gzip-compressed" in err
+    source.write_bytes(np.random.default_rng(0).integers(0, 256, 100_000, dtype=np.uint8).tobytes())
+    code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", fixture_model_folder)
+    assert (code, err.count("\n")) == (2, 1)
+    assert err.startswith(f"elmo-embed: error: {source}: looks binary (")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.bin"], "nothing is written"
-
-
-def _encoded_input(tmp_path: Path, data: bytes, compressed: bool, encoding: str) -> tuple[Path, str]:
-    """`data` written as the input (gzip-compressed or not), and the command the refusal gives to convert it from
-    `encoding` (iconv's name)."""
-    source = tmp_path / ("in.txt.gz" if compressed else "in.txt")
-    source.write_bytes(gzip.compress(data) if compressed else data)
-    converter = f"iconv -f {encoding} -t utf-8"
-    command = (
-        f"gunzip -c {source} | {converter} > {tmp_path}/in.txt.utf8"
-        if compressed
-        else f"{converter} < {source} > {source}.utf8"
-    )
-    return source, command
-
-
-@pytest.mark.parametrize(
-    ("encoding", "byte_order", "side"), [("utf-16le", "little", "second"), ("utf-16be", "big", "first")]
-)
-@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip"])
-def test_utf16_without_a_byte_order_mark_is_named(
-    encoding: str, byte_order: str, side: str, compressed: bool, fixture_model_folder: Path, tmp_path: Path, capsys
-) -> None:
-    """It was "looks binary (50% of its bytes are control characters ...)": every other byte of ASCII is 00. Named
-    UTF-16 with the command that converts it; a few characters beyond Latin-1 (a 00-free unit) do not hide it."""
-    content = "The cat sat on the mat .\nnaïve café, Größe 日本語 😀\n" * 3
-    data = content.encode(encoding)
-    source, command = _encoded_input(tmp_path, data, compressed, encoding)
-    share = f"{sum(1 for character in content.encode('utf-16-le')[1::2] if character == 0) / (len(data) // 2):.0%}"
-    assert _refusal(capsys, source, fixture_model_folder) == (
-        f"{byte_order}-endian UTF-16 text without a byte order mark? ({share} of its 2-byte units have a 00 byte"
-        f" {side}, as ASCII characters do in it), not UTF-8: convert it first: {command}"
-    )
-    assert sorted(path.name for path in tmp_path.iterdir()) == [source.name], "nothing is written"
-    if shutil.which("iconv"):  # the advice works
-        subprocess.run(command, shell=True, check=True)
-        assert (tmp_path / "in.txt.utf8").read_text(encoding="utf-8") == content
 
 
 @pytest.mark.slow
@@ -554,129 +501,6 @@ def test_another_encoding_is_refused_and_a_few_bad_bytes_are_replaced(
     code, _, err = _embed(capsys, damaged, tmp_path / "out.hdf5", "--model", fixture_model_folder)
     assert code == 0
     assert "line 2 (dataset 1) is not valid UTF-8: its bad bytes are embedded as U+FFFD" in err
-
-
-def _refusal(capsys: pytest.CaptureFixture, source: Path, model: Path) -> str:
-    """The one line elmo-embed refuses `source` with (after "elmo-embed: error: PATH: "), nothing written."""
-    code, _, err = _embed(capsys, source, source.parent / "out.hdf5", "--model", model)
-    assert code == 2 and err.count("\n") == 1, err
-    assert not (source.parent / "out.hdf5").exists()
-    prefix = f"elmo-embed: error: {source}: "
-    assert err.startswith(prefix), err
-    return err[len(prefix) : -1]
-
-
-@pytest.mark.parametrize(
-    ("text", "line"),
-    [
-        (b"The cat sat .\n\xe9t\xe9 chaud\n", 2),  # the bad byte starts a line
-        (b"\xe9t\xe9 chaud et sec\n", 1),  # ... the first
-        (b"one\rtwo\r\xe9t\xe9\r", 3),  # lines ended by a lone CR, as read_lines ends them
-        (b"one\r\n\r\n\xe9t\xe9\r\n", 3),  # CRLF is one line end
-    ],
-    ids=["starts a line", "starts the file", "CR", "CRLF"],
-)
-def test_the_latin1_refusal_names_the_line_of_the_byte(
-    text: bytes, line: int, fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
-) -> None:
-    source = tmp_path / "in.txt"
-    source.write_bytes(text)
-    refusal = _refusal(capsys, source, fixture_model_folder)
-    assert refusal.startswith(f"not UTF-8 text: line {line} holds the byte 0xE9, and its first {len(text)} bytes")
-    assert refusal.endswith(f"convert it first, e.g. iconv -f latin1 -t utf-8 < {source} > {source}.utf8")
-
-
-def test_cp1252_is_told_from_latin1(fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    """Bytes 0x80-0x9F are curly quotes and dashes in cp1252 but control characters in Latin-1: converted as
-    Latin-1 they would be invisible controls, not the quotes."""
-    source = tmp_path / "in.txt"
-    source.write_bytes("He said \u201cno\u201d \u2013 twice.\n".encode("cp1252"))
-    refusal = _refusal(capsys, source, fixture_model_folder)
-    assert refusal.startswith("not UTF-8 text: line 1 holds the byte 0x93,")
-    assert refusal.endswith(f"e.g. iconv -f cp1252 -t utf-8 < {source} > {source}.utf8")
-
-
-@pytest.mark.parametrize(
-    ("encoding", "name", "byte_order", "mark"),
-    [
-        ("utf-16", "UTF-16", "little-endian", "FF FE"),  # Python writes the machine's (x86, ARM: little) order
-        ("utf-16-be", "UTF-16", "big-endian", "FE FF"),
-        ("utf-32", "UTF-32", "little-endian", "FF FE 00 00"),  # starts with UTF-16's little-endian mark
-        ("utf-32-be", "UTF-32", "big-endian", "00 00 FE FF"),
-    ],
-)
-@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip"])
-def test_utf16_and_utf32_are_named_with_the_way_to_convert(
-    encoding: str,
-    name: str,
-    byte_order: str,
-    mark: str,
-    compressed: bool,
-    fixture_model_folder: Path,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture,
-) -> None:
-    """UTF-16 with a byte order mark (what Windows' Notepad and PowerShell write) was "looks binary"."""
-    content = ("\ufeff" if encoding.endswith("-be") else "") + "The cat sat on the mat .\nnaïve 😀\n"
-    data = content.encode(encoding)
-    source, command = _encoded_input(tmp_path, data, compressed, name.lower())
-    assert _refusal(capsys, source, fixture_model_folder) == (
-        f"{name} text (it starts with the {byte_order} byte order mark {mark}), not UTF-8: convert it first: {command}"
-    )
-    if shutil.which("iconv"):  # the advice works: the converted file is the text, in UTF-8
-        subprocess.run(command, shell=True, check=True)
-        assert (tmp_path / "in.txt.utf8").read_text(encoding="utf-8") == content.removeprefix("\ufeff")
-
-
-def _cesu8(text: str) -> bytes:
-    """`text` in CESU-8: each character beyond U+FFFF as its two UTF-16 surrogates, each encoded as UTF-8."""
-    units = text.encode("utf-16-be")
-    surrogates = "".join(chr(int.from_bytes(units[index : index + 2], "big")) for index in range(0, len(units), 2))
-    return surrogates.encode("utf-8", "surrogatepass")
-
-
-def test_cesu8_is_named_with_the_way_to_convert(
-    fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
-) -> None:
-    """CESU-8 (Java's modified UTF-8 too) was taken for Latin-1, whose conversion turns each emoji into six letters
-    of mojibake. A text of emoji only would score as binary: its surrogates count as text."""
-    content = "The cat sat .\n" + "😀🎉 " * 10 + "\nnaïve \U0001f600 café\n"
-    source = tmp_path / "in.txt"
-    source.write_bytes(_cesu8(content) + b"a NUL: \xc0\x80.\n")  # modified UTF-8's NUL
-    refusal = _refusal(capsys, source, fixture_model_folder)
-    assert refusal.startswith(
-        "not UTF-8 text: line 2 holds a UTF-16 surrogate encoded as UTF-8 (ED A0 BD), and its first"
-        f" {source.stat().st_size} bytes hold no UTF-8 character beyond U+FFFF: CESU-8 or Java's modified UTF-8?"
-        " elmo-embed reads UTF-8: convert it first: python3 -c "
-    )
-    command = refusal.split("convert it first: ")[1]
-    assert command.endswith(f" < {source} > {source}.utf8")
-    subprocess.run(command.replace("python3", shlex.quote(sys.executable), 1), shell=True, check=True)
-    assert (tmp_path / "in.txt.utf8").read_text(encoding="utf-8") == content + "a NUL: \x00.\n"
-    # A UTF-8 file that holds 4-byte characters is UTF-8 with a damaged line: embedded, its bad bytes as U+FFFD.
-    damaged = tmp_path / "damaged.txt"
-    damaged.write_bytes("naïve \U0001f600\n".encode() + _cesu8("\U0001f600\n"))
-    code, _, err = _embed(capsys, damaged, tmp_path / "out.hdf5", "--model", fixture_model_folder)
-    assert code == 0 and "line 2 (dataset 1) is not valid UTF-8" in err
-
-
-def test_a_character_cut_by_the_end_of_the_sample_is_utf8(
-    fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture
-) -> None:
-    """The first 64 KB are judged; a character that they cut is not a bad byte. A file of ASCII whose first
-    character beyond it straddles the edge is UTF-8, and embedded; a Latin-1 byte just before the edge is not."""
-    first = "The cat sat .\n"
-    long_word = "x" * (lines_module.SAMPLE_BYTES - 1 - len(first))  # a word over 48 bytes: embedded cut
-    for character in ("é", "\u20ac", "😀"):  # 2, 3 and 4 bytes: the edge cuts each after its first byte
-        source = _write_lines(tmp_path / "in.txt", [first.strip(), long_word + character + " end"])
-        assert source.read_bytes()[lines_module.SAMPLE_BYTES - 1] == character.encode()[0]
-        output = tmp_path / "out.hdf5"
-        code, _, err = _embed(capsys, source, output, "--model", fixture_model_folder, "--overwrite")
-        assert code == 0 and "not valid UTF-8" not in err, err
-        assert json.loads(_read(output)["sentence_to_index"][0])[long_word + character + " end"] == "1"
-    output.unlink()
-    source.write_bytes((first + long_word[:-1]).encode() + "é end\n".encode("latin-1"))  # not cut: judged
-    assert _refusal(capsys, source, fixture_model_folder).startswith("not UTF-8 text: line 2 holds the byte 0xE9")
 
 
 def test_damaged_gzip_input(fixture_model_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
