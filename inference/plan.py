@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import modeling_elmo
 from elmo_transformers.common.atomic_output import partial_path
 from elmo_transformers.common.disk_space import check_free_space, is_disk_full
 from elmo_transformers.common.errors import EmbedError, first_line
@@ -23,8 +22,9 @@ from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH
 from .hdf5_output import DamagedSegment, EmbeddingFile, WriteError, stored_bytes
 from .input_size import InputSize
 from .lines import content_sha256
-from .onnx_runner import OnnxEmbedder, holds_onnx_graph
+from .onnx_runner import OnnxEmbedder
 from .options import EmbedOptions
+from .request import PYTORCH, EmbedRequest
 from .runner import BatchEmbedder, recorded_sha256
 from .settings import EmbedSettings
 from .sharding import ProcessFailure
@@ -32,30 +32,20 @@ from .sharding import ProcessFailure
 if TYPE_CHECKING:
     from accelerate import PartialState
 
-__all__ = ["RunPlan", "open_embedder", "plan_run", "resolve_model", "word_splitter"]
-
-
-def resolve_model(model: str | None) -> str:
-    """The model to load: `model`, or `modeling_elmo.DEFAULT_MODEL` when none is given (and one is defined)."""
-    if model is not None:
-        return model
-    default = getattr(modeling_elmo, "DEFAULT_MODEL", None)
-    if default is None:
-        raise EmbedError("there is no default model yet: pass --model DIR, a model folder written by elmo-convert")
-    return str(default)
+__all__ = ["RunPlan", "open_embedder", "plan_run", "word_splitter"]
 
 
 def plan_run(
-    options: EmbedOptions,
-    model: str,
+    request: EmbedRequest,
     device: str | None,
     processes: PartialState | OneProcess,
     command: list[str],
     overlap: bool | None,
 ) -> RunPlan:
-    """Load the model (ONNX or PyTorch) on `device`, take the run's settings and the input's size, and refuse a run
-    that the disk clearly cannot hold."""
-    embedder = open_embedder(model, layers=options.layers, compute_dtype=options.compute_dtype, device=device)
+    """Load the model of a checked `request` (`request.check_request`) on `device`, take the run's settings and the
+    input's size, and refuse a run that the disk clearly cannot hold."""
+    options, model = request.options, request.model
+    embedder = open_embedder(request, device)
     _warn_slow_compute_dtype(embedder, options.compute_dtype, processes)
     settings = EmbedSettings(
         input_sha256=content_sha256(options.input),
@@ -211,22 +201,19 @@ class RunPlan:
         )
 
 
-def open_embedder(
-    model: str, *, layers: str, compute_dtype: str = "float32", device: str | None = None
-) -> BatchEmbedder:
-    """`elmo-embed`'s embedder of `model`: `OnnxEmbedder` where the folder holds an exported graph (on CPU whatever
-    `device`), else `Embedder` (PyTorch) on `device`, imported only then (with torch and transformers). The graph is
-    the float32 one; a folder holding only the int8 graph is run with it, and a one-line notice says so (its vectors
-    are near float32's, not equal)."""
-    if not holds_onnx_graph(model):
+def open_embedder(request: EmbedRequest, device: str | None = None) -> BatchEmbedder:
+    """`elmo-embed`'s embedder of a checked `request`'s model: `Embedder` (PyTorch) on `device`, imported only then
+    (with torch and transformers), or `OnnxEmbedder` where the folder holds an exported graph (on CPU whatever
+    `device`). The graph is the float32 one; a folder holding only the int8 graph is run with it, and a one-line
+    notice says so (its vectors are near float32's, not equal)."""
+    model, layers = request.model, request.options.layers
+    if request.backend is PYTORCH:
         from transformers.utils.logging import disable_progress_bar
 
         from .torch_runner import Embedder
 
         disable_progress_bar()  # transformers' weight-loading bar; elmo-embed shows its own
-        return Embedder(model, layers=layers, compute_dtype=compute_dtype, device=device)
-    if compute_dtype != "float32":
-        raise EmbedError(f"--dtype {compute_dtype}: {model} holds an ONNX graph, which runs in float32 (on CPU)")
+        return Embedder(model, layers=layers, compute_dtype=request.options.compute_dtype, device=device)
     quantized = not (Path(model) / FLOAT_GRAPH).is_file()
     if quantized and is_main_process():
         print(
