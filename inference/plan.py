@@ -1,6 +1,7 @@
 """The plan of an `elmo-embed` run (`plan_run`, a `RunPlan`): the model it loads and the runner that runs it
 (`open_embedder`: ONNX or PyTorch), its settings, the input's size and the space check, and the one line that a
-failure of its writes ends with (what is safe, and the command that resumes it).
+failure of its own work ends with (`RunPlan.failure_line`: what failed, what is safe, and the command that resumes
+it).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from .request import PYTORCH, EmbedRequest
 from .runner import BatchEmbedder, recorded_sha256
 from .settings import EmbedSettings
 from .sharding import ProcessFailure
+from .summary import EmbedSummary
 
 if TYPE_CHECKING:
     from accelerate import PartialState
@@ -169,36 +171,52 @@ class RunPlan:
                 join=join,
             )
         except WriteError as error:
-            raise EmbedError(self.write_failure(error.error, stored=0)) from None
+            raise EmbedError(self.failure_line(error)) from None
 
     @contextmanager
     def write_failures(self, file: EmbeddingFile) -> Iterator[None]:
-        """Turn a failed write into `file` into this process's one line, with what is safe and how to go on; and so
-        a segment that the merge found damaged."""
+        """Turn a failed write into `file`, or a segment that the merge found damaged, into this process's one line
+        (`failure_line`)."""
         try:
             yield
-        except WriteError as error:
-            raise ProcessFailure(self.write_failure(error.error, stored=len(file.finished_lines()))) from None
-        except DamagedSegment as error:
-            raise ProcessFailure(
-                f"{error}: rerun with --resume, which removes it and embeds its lines again: {self.resume_command()}"
-            ) from None
+        except (WriteError, DamagedSegment) as error:
+            raise ProcessFailure(self.failure_line(error, stored=len(file.finished_lines()))) from None
 
-    def resume_command(self) -> str:
-        """The command line that resumes this run."""
-        return shlex.join(self.command if "--resume" in self.command else [*self.command, "--resume"])
+    @contextmanager
+    def embedding_failures(self, summary: EmbedSummary) -> Iterator[None]:
+        """Turn a failure of the embedding of this process's lines (out of memory, a refusal of its own lines: a
+        value beyond float16, ...) into this process's one line (`failure_line`); `summary` counts the lines read."""
+        try:
+            yield
+        except ProcessFailure:
+            raise
+        except (RuntimeError, OSError, MemoryError, EmbedError) as error:
+            raise ProcessFailure(self.failure_line(error, read=summary.lines)) from error
 
-    def write_failure(self, error: BaseException, *, stored: int) -> str:
-        """The one line that ends a run whose write into `OUT.partial` failed: what failed, what is safe, and how to
-        go on."""
-        if is_disk_full(error):
+    def failure_line(self, error: BaseException, *, read: int = 0, stored: int = 0) -> str:
+        """The one line that ends this process's part of the run on `error`: what failed, what is safe and how to go
+        on. `read`: the lines read so far; `stored`: those safely stored in `OUT.partial`."""
+        if isinstance(error, DamagedSegment):
+            return f"{error}: rerun with --resume, which removes it and embeds its lines again: {self.resume_command()}"
+        if isinstance(error, EmbedError):  # (its own line)
+            return str(error)
+        if not isinstance(error, WriteError):  # out of memory, ...
+            return (
+                f"{type(error).__name__} after {read:,} lines: {first_line(error)}; {self.partial} keeps the finished"
+                " lines: rerun with --resume (with a smaller --batch-size after running out of memory)"
+            )
+        if is_disk_full(error.error):
             problem, advice = "the disk is full (No space left on device)", "free some space and rerun"
         else:
-            problem, advice = first_line(error), "rerun"
+            problem, advice = first_line(error.error), "rerun"
         return (
             f"{self.partial}: {problem}: {stored:,} of {self.size.lines:,} lines are safely stored; {advice} with"
             f" --resume: {self.resume_command()}"
         )
+
+    def resume_command(self) -> str:
+        """The command line that resumes this run."""
+        return shlex.join(self.command if "--resume" in self.command else [*self.command, "--resume"])
 
 
 def open_embedder(request: EmbedRequest, device: str | None = None) -> BatchEmbedder:

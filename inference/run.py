@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from elmo_transformers.common.errors import EmbedError, first_line
+from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.common.output_lock import output_lock
 from elmo_transformers.common.processes import on_main_process
 
@@ -32,7 +32,7 @@ from .hdf5_output import EmbeddingFile, OutputComplete, check_output
 from .options import EmbedOptions
 from .plan import RunPlan, plan_run
 from .request import ONNX, EmbedRequest, check_request
-from .sharding import ProcessFailure, run_processes
+from .sharding import run_processes
 from .summary import EmbedSummary
 
 __all__ = ["embed_file"]
@@ -92,17 +92,8 @@ def _embed_lines(plan: RunPlan, file: EmbeddingFile, summary: EmbedSummary) -> d
     "sentence_to_index" (None unless `plan.keeps_sentences`). A failure of this process's own work is a
     `ProcessFailure`, which this process reports."""
     embedding = EmbeddingPass(plan, file, summary)
-    try:
+    with plan.embedding_failures(summary):
         sentence_to_index = embedding.embed_lines()
-    except (RuntimeError, OSError, MemoryError) as error:  # out of memory, ...
-        raise ProcessFailure(
-            f"{type(error).__name__} after {summary.lines:,} lines: {first_line(error)}; {plan.partial} keeps"
-            " the finished lines: rerun with --resume (with a smaller --batch-size after running out of memory)"
-        ) from error
-    except ProcessFailure:
-        raise
-    except EmbedError as error:  # a refusal of this process's own lines (a value beyond float16, ...)
-        raise ProcessFailure(str(error)) from error
     file.store_open_segment()
     return sentence_to_index
 
