@@ -2,7 +2,8 @@
 
 The command line: `embed` is the command (`elmo-embed`), `options` its options (`EmbedOptions`, each with its check).
 
-The run and its plan: `run` is one run (`embed_file`): its checks, then `plan` (the model and its runner, the
+The run and its plan: `run` is one run (`embed_file`): its checks (`request`: the model folder, resolved once, and
+what its backend serves of --device, --layers and --dtype), then `plan` (the model and its runner, the
 settings, the input's size from `input_size` and the space check), `embedding_pass` (the lines read in windows by
 `lines`, which refuses binary input, grouped into batches of similar length by `batching`, embedded and written, with
 `stages` overlapping reading, the model and writing on GPUs, and `overflow` refusing vectors the model overflowed),

@@ -2,7 +2,8 @@
 `GraphEmbedder` (`elmo_transformers.serving.graph_embedder`).
 
 `OnnxEmbedder` is a `BatchEmbedder`, as PyTorch's `Embedder` is: what `elmo-embed` uses of a model. `elmo-embed
---model M-onnx` takes it where the folder holds a graph (`holds_onnx_graph`; `plan.open_embedder` chooses). It checks
+--model M-onnx` takes it where the folder holds a graph (`request.holds_onnx_graph`: its backend is `request.ONNX`,
+which declares what it serves). It checks
 the folder's files against its SHA256SUMS, and says each refusal of `GraphEmbedder` in elmo-embed's words.
 onnxruntime is the `[onnx]` extra: without it, opening a graph is refused in one line.
 """
@@ -14,37 +15,30 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from elmo_transformers.common.errors import EmbedError
-from elmo_transformers.serving.graph_embedder import LAYER_CHOICES, EncodedBatch, GraphEmbedder, GraphError
+from elmo_transformers.serving.graph_embedder import EncodedBatch, GraphEmbedder, GraphError
 from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, graph_files
 
+from .request import ONNX
 from .runner import BatchEmbedder, PendingVectors, PreparedBatch, recorded_sha256
 
-__all__ = ["OnnxEmbedder", "SortedBatch", "holds_onnx_graph"]
+__all__ = ["OnnxEmbedder", "SortedBatch"]
 
 # The files of an ONNX folder that a run reads besides the graph's (the text front end's config among them): each is
 # compared with the folder's SHA256SUMS before the graph is opened.
 _READ_FILES = ("config.json", "tokenizer_config.json")
 
 
-def holds_onnx_graph(model: str | Path) -> bool:
-    """Whether `model` is a local folder holding an exported graph (`FLOAT_GRAPH` or `QUANTIZED_GRAPH`)."""
-    folder = Path(model)
-    return folder.is_dir() and any((folder / name).is_file() for name in (FLOAT_GRAPH, QUANTIZED_GRAPH))
-
-
 class OnnxEmbedder(BatchEmbedder):
     """The graph of an `elmo-convert onnx` folder on onnxruntime (CPU), giving the vectors of `layers` ("all",
     "top" or "average", as `Embedder`) for batches of sentences: `FLOAT_GRAPH`, or `QUANTIZED_GRAPH` if `quantized`.
     The text front end (`modeling_elmo.text_elmo`, numpy alone) splits raw text and gives the graph its ids: neither
-    torch nor transformers is imported."""
+    torch nor transformers is imported. `elmo-embed` checked `layers` before (`request.check_request`)."""
 
-    backend = "onnxruntime"
-    compute_dtype = "float32"
-    device_type = "cpu"
+    backend = ONNX.name
+    [compute_dtype] = ONNX.compute_dtypes
+    [device_type] = ONNX.device_types
 
     def __init__(self, model: str, *, layers: str, quantized: bool = False, threads: int | None = None) -> None:
-        if layers not in LAYER_CHOICES:
-            raise EmbedError(f"--layers {layers}: an ONNX folder serves all, top or average")
         folder = Path(model)
         graph = folder / (QUANTIZED_GRAPH if quantized else FLOAT_GRAPH)
         *structure, self.weights_file = graph_files(graph)  # the weights: beside the graph, or inside it

@@ -4,7 +4,8 @@ command line is built from them (`EmbedOptions.add_arguments`), `embed_file` tak
 depend on are what `OUT.partial/settings.json` records of them (`EmbedOptions.recorded`), which `--resume` compares.
 Nothing here loads torch or numpy: `--help` answers at once.
 
-A new option is one declaration here (with its check, if it has one) and its behaviour where the run uses it.
+A new option is one declaration here (with its check, if it has one) and its behaviour where the run uses it. What a
+model's backend serves of --layers, --dtype and --device is checked when the run starts (`request.check_request`).
 """
 
 from __future__ import annotations
@@ -49,15 +50,6 @@ def _size_check(name: str) -> Callable[[EmbedOptions], None]:
             )
 
     return check
-
-
-def _device_holds_data(options: EmbedOptions) -> None:
-    # (the model moves to the meta device without a word, and the first batch fails deep inside torch)
-    if options.device is not None and options.device.split(":")[0] == "meta":
-        raise EmbedError(
-            f"--device {options.device}: the meta device holds no data, so nothing can be computed on it; pass"
-            " --device cpu or cuda, or no --device"
-        )
 
 
 @dataclass(frozen=True)
@@ -123,7 +115,6 @@ class EmbedOptions(CommandOptions, error=EmbedError):
     device: str | None = _option(
         None,
         "torch device: cpu, cuda, cuda:1, ... (default cuda when available, else cpu; an ONNX folder runs on cpu)",
-        check=_device_holds_data,
     )
     resume: bool = _option(False, "continue an interrupted run from OUT.partial")
     overwrite: bool = _option(False, "replace an existing output")

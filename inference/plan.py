@@ -1,6 +1,7 @@
 """The plan of an `elmo-embed` run (`plan_run`, a `RunPlan`): the model it loads and the runner that runs it
 (`open_embedder`: ONNX or PyTorch), its settings, the input's size and the space check, and the one line that a
-failure of its writes ends with (what is safe, and the command that resumes it).
+failure of its own work ends with (`RunPlan.failure_line`: what failed, what is safe, and the command that resumes
+it).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import modeling_elmo
 from elmo_transformers.common.atomic_output import partial_path
 from elmo_transformers.common.disk_space import check_free_space, is_disk_full
 from elmo_transformers.common.errors import EmbedError, first_line
@@ -23,39 +23,31 @@ from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH
 from .hdf5_output import DamagedSegment, EmbeddingFile, WriteError, stored_bytes
 from .input_size import InputSize
 from .lines import content_sha256
-from .onnx_runner import OnnxEmbedder, holds_onnx_graph
+from .onnx_runner import OnnxEmbedder
 from .options import EmbedOptions
+from .request import PYTORCH, EmbedRequest
 from .runner import BatchEmbedder, recorded_sha256
 from .settings import EmbedSettings
 from .sharding import ProcessFailure
+from .summary import EmbedSummary
 
 if TYPE_CHECKING:
     from accelerate import PartialState
 
-__all__ = ["RunPlan", "open_embedder", "plan_run", "resolve_model", "word_splitter"]
-
-
-def resolve_model(model: str | None) -> str:
-    """The model to load: `model`, or `modeling_elmo.DEFAULT_MODEL` when none is given (and one is defined)."""
-    if model is not None:
-        return model
-    default = getattr(modeling_elmo, "DEFAULT_MODEL", None)
-    if default is None:
-        raise EmbedError("there is no default model yet: pass --model DIR, a model folder written by elmo-convert")
-    return str(default)
+__all__ = ["RunPlan", "open_embedder", "plan_run", "word_splitter"]
 
 
 def plan_run(
-    options: EmbedOptions,
-    model: str,
+    request: EmbedRequest,
     device: str | None,
     processes: PartialState | OneProcess,
     command: list[str],
     overlap: bool | None,
 ) -> RunPlan:
-    """Load the model (ONNX or PyTorch) on `device`, take the run's settings and the input's size, and refuse a run
-    that the disk clearly cannot hold."""
-    embedder = open_embedder(model, layers=options.layers, compute_dtype=options.compute_dtype, device=device)
+    """Load the model of a checked `request` (`request.check_request`) on `device`, take the run's settings and the
+    input's size, and refuse a run that the disk clearly cannot hold."""
+    options, model = request.options, request.model
+    embedder = open_embedder(request, device)
     _warn_slow_compute_dtype(embedder, options.compute_dtype, processes)
     settings = EmbedSettings(
         input_sha256=content_sha256(options.input),
@@ -179,54 +171,67 @@ class RunPlan:
                 join=join,
             )
         except WriteError as error:
-            raise EmbedError(self.write_failure(error.error, stored=0)) from None
+            raise EmbedError(self.failure_line(error)) from None
 
     @contextmanager
     def write_failures(self, file: EmbeddingFile) -> Iterator[None]:
-        """Turn a failed write into `file` into this process's one line, with what is safe and how to go on; and so
-        a segment that the merge found damaged."""
+        """Turn a failed write into `file`, or a segment that the merge found damaged, into this process's one line
+        (`failure_line`)."""
         try:
             yield
-        except WriteError as error:
-            raise ProcessFailure(self.write_failure(error.error, stored=len(file.finished_lines()))) from None
-        except DamagedSegment as error:
-            raise ProcessFailure(
-                f"{error}: rerun with --resume, which removes it and embeds its lines again: {self.resume_command()}"
-            ) from None
+        except (WriteError, DamagedSegment) as error:
+            raise ProcessFailure(self.failure_line(error, stored=len(file.finished_lines()))) from None
 
-    def resume_command(self) -> str:
-        """The command line that resumes this run."""
-        return shlex.join(self.command if "--resume" in self.command else [*self.command, "--resume"])
+    @contextmanager
+    def embedding_failures(self, summary: EmbedSummary) -> Iterator[None]:
+        """Turn a failure of the embedding of this process's lines (out of memory, a refusal of its own lines: a
+        value beyond float16, ...) into this process's one line (`failure_line`); `summary` counts the lines read."""
+        try:
+            yield
+        except ProcessFailure:
+            raise
+        except (RuntimeError, OSError, MemoryError, EmbedError) as error:
+            raise ProcessFailure(self.failure_line(error, read=summary.lines)) from error
 
-    def write_failure(self, error: BaseException, *, stored: int) -> str:
-        """The one line that ends a run whose write into `OUT.partial` failed: what failed, what is safe, and how to
-        go on."""
-        if is_disk_full(error):
+    def failure_line(self, error: BaseException, *, read: int = 0, stored: int = 0) -> str:
+        """The one line that ends this process's part of the run on `error`: what failed, what is safe and how to go
+        on. `read`: the lines read so far; `stored`: those safely stored in `OUT.partial`."""
+        if isinstance(error, DamagedSegment):
+            return f"{error}: rerun with --resume, which removes it and embeds its lines again: {self.resume_command()}"
+        if isinstance(error, EmbedError):  # (its own line)
+            return str(error)
+        if not isinstance(error, WriteError):  # out of memory, ...
+            return (
+                f"{type(error).__name__} after {read:,} lines: {first_line(error)}; {self.partial} keeps the finished"
+                " lines: rerun with --resume (with a smaller --batch-size after running out of memory)"
+            )
+        if is_disk_full(error.error):
             problem, advice = "the disk is full (No space left on device)", "free some space and rerun"
         else:
-            problem, advice = first_line(error), "rerun"
+            problem, advice = first_line(error.error), "rerun"
         return (
             f"{self.partial}: {problem}: {stored:,} of {self.size.lines:,} lines are safely stored; {advice} with"
             f" --resume: {self.resume_command()}"
         )
 
+    def resume_command(self) -> str:
+        """The command line that resumes this run."""
+        return shlex.join(self.command if "--resume" in self.command else [*self.command, "--resume"])
 
-def open_embedder(
-    model: str, *, layers: str, compute_dtype: str = "float32", device: str | None = None
-) -> BatchEmbedder:
-    """`elmo-embed`'s embedder of `model`: `OnnxEmbedder` where the folder holds an exported graph (on CPU whatever
-    `device`), else `Embedder` (PyTorch) on `device`, imported only then (with torch and transformers). The graph is
-    the float32 one; a folder holding only the int8 graph is run with it, and a one-line notice says so (its vectors
-    are near float32's, not equal)."""
-    if not holds_onnx_graph(model):
+
+def open_embedder(request: EmbedRequest, device: str | None = None) -> BatchEmbedder:
+    """`elmo-embed`'s embedder of a checked `request`'s model: `Embedder` (PyTorch) on `device`, imported only then
+    (with torch and transformers), or `OnnxEmbedder` where the folder holds an exported graph (on CPU whatever
+    `device`). The graph is the float32 one; a folder holding only the int8 graph is run with it, and a one-line
+    notice says so (its vectors are near float32's, not equal)."""
+    model, layers = request.model, request.options.layers
+    if request.backend is PYTORCH:
         from transformers.utils.logging import disable_progress_bar
 
         from .torch_runner import Embedder
 
         disable_progress_bar()  # transformers' weight-loading bar; elmo-embed shows its own
-        return Embedder(model, layers=layers, compute_dtype=compute_dtype, device=device)
-    if compute_dtype != "float32":
-        raise EmbedError(f"--dtype {compute_dtype}: {model} holds an ONNX graph, which runs in float32 (on CPU)")
+        return Embedder(model, layers=layers, compute_dtype=request.options.compute_dtype, device=device)
     quantized = not (Path(model) / FLOAT_GRAPH).is_file()
     if quantized and is_main_process():
         print(

@@ -7,9 +7,10 @@ every distinct line, as AllenNLP's does: `--forget-sentences` leaves it out). Th
 accelerate are imported only where PyTorch runs the model, or several processes run (`accelerate launch`): a run of
 one process on a graph goes without them (and without transformers).
 
-A run reads as check, plan, pass, finish: `_check_request` refuses what cannot start; `plan.plan_run` loads the model
-and measures the input (a `RunPlan`); `embedding_pass.EmbeddingPass` embeds the lines not yet stored into
-`OUT.partial`; `_finish` makes the output of the stored lines.
+A run reads as check, plan, pass, finish: `request.check_request` refuses what cannot start (among the rest, what the
+backend of the model folder, resolved once, does not serve); `plan.plan_run` loads the model and measures the input (a
+`RunPlan`); `embedding_pass.EmbeddingPass` embeds the lines not yet stored into `OUT.partial`; `_finish` makes the
+output of the stored lines.
 """
 
 from __future__ import annotations
@@ -22,17 +23,16 @@ from pathlib import Path
 
 import numpy as np
 
-from elmo_transformers.common.errors import EmbedError, first_line
+from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.common.output_lock import output_lock
 from elmo_transformers.common.processes import on_main_process
 
 from .embedding_pass import EmbeddingPass
-from .hdf5_output import EmbeddingFile, OutputComplete, check_output, check_output_path
-from .lines import check_input
-from .onnx_runner import holds_onnx_graph
+from .hdf5_output import EmbeddingFile, OutputComplete, check_output
 from .options import EmbedOptions
-from .plan import RunPlan, plan_run, resolve_model
-from .sharding import ProcessFailure, process_device, run_processes
+from .plan import RunPlan, plan_run
+from .request import ONNX, EmbedRequest, check_request
+from .sharding import run_processes
 from .summary import EmbedSummary
 
 __all__ = ["embed_file"]
@@ -56,16 +56,16 @@ def embed_file(
     share the batches out (`sharding`), and the file is that of one process.
     """
     command = [Path(sys.argv[0]).name, *sys.argv[1:]] if command is None else list(command)
-    processes = run_processes(options.device, graph=holds_onnx_graph(resolve_model(options.model)))
-    model = _check_request(options)
-    device = process_device(options.device, processes)
+    request = EmbedRequest.of(options)
+    processes = run_processes(options.device, graph=request.backend is ONNX)
+    device = check_request(request, processes)
     published = False  # the output, by this process
     try:
         # The main process holds the lock from before anything is looked at or written to the end: a second writer
         # stops here, touching nothing, and the checks below see the state that no running process is changing.
         with ExitStack() as held:
             on_main_process(lambda: _claim_output(held, options), error=EmbedError)
-            plan = plan_run(options, model, device, processes, command, overlap)
+            plan = plan_run(request, device, processes, command, overlap)
             started = time.perf_counter()
             file = plan.open_partial()
             summary = EmbedSummary(layout=plan.layout())
@@ -81,27 +81,6 @@ def embed_file(
     return summary
 
 
-def _check_request(options: EmbedOptions) -> str:
-    """Refuse, in one line, a run that cannot start: its options together (each alone was checked as they were
-    built), its input, its output path, its model; returns the model (a folder, or a Hub name)."""
-    options.check_together()
-    check_input(options.input)
-    check_output_path(options.output, options.input, folder=options.output_format == "datasets")
-    model = resolve_model(options.model)
-    _check_graph_device(model, options.device)
-    return model
-
-
-def _check_graph_device(model: str, device: str | None) -> None:
-    """Refuse a --device other than the CPU for a folder holding a graph, which onnxruntime runs on CPU here (its
-    CPU provider), rather than ignore it."""
-    if device is not None and device.split(":")[0] != "cpu" and holds_onnx_graph(model):
-        raise EmbedError(
-            f"--device {device}: {model} holds an ONNX graph, which elmo-embed runs on CPU (onnxruntime's CPU"
-            " provider): pass --device cpu, or no --device"
-        )
-
-
 def _claim_output(held: ExitStack, options: EmbedOptions) -> None:
     """Take the output's lock (held until `held` closes) and check that the run may write it."""
     held.enter_context(output_lock(options.output, error=EmbedError))
@@ -113,17 +92,8 @@ def _embed_lines(plan: RunPlan, file: EmbeddingFile, summary: EmbedSummary) -> d
     "sentence_to_index" (None unless `plan.keeps_sentences`). A failure of this process's own work is a
     `ProcessFailure`, which this process reports."""
     embedding = EmbeddingPass(plan, file, summary)
-    try:
+    with plan.embedding_failures(summary):
         sentence_to_index = embedding.embed_lines()
-    except (RuntimeError, OSError, MemoryError) as error:  # out of memory, ...
-        raise ProcessFailure(
-            f"{type(error).__name__} after {summary.lines:,} lines: {first_line(error)}; {plan.partial} keeps"
-            " the finished lines: rerun with --resume (with a smaller --batch-size after running out of memory)"
-        ) from error
-    except ProcessFailure:
-        raise
-    except EmbedError as error:  # a refusal of this process's own lines (a value beyond float16, ...)
-        raise ProcessFailure(str(error)) from error
     file.store_open_segment()
     return sentence_to_index
 

@@ -1,5 +1,5 @@
-"""How `elmo-embed` shares a run out among the processes of `accelerate launch`: the processes (`run_processes`),
-each one's device (`process_device`), the groups of batches each embeds (`BatchShare`), and the failure of one
+"""How `elmo-embed` shares a run out among the processes of `accelerate launch`: the processes (`run_processes`; each
+one's device is `request.process_device`), the groups of batches each embeds (`BatchShare`), and the failure of one
 process's own part (`ProcessFailure`). One process, the usual run, is the case of a share of one.
 
 Every process reads the whole input and forms the same batches; process `process` embeds every `processes`-th group
@@ -20,7 +20,7 @@ from elmo_transformers.common.processes import OneProcess, launched
 if TYPE_CHECKING:
     from accelerate import PartialState
 
-__all__ = ["BatchShare", "ProcessFailure", "process_device", "run_processes"]
+__all__ = ["BatchShare", "ProcessFailure", "run_processes"]
 
 
 class ProcessFailure(EmbedError):
@@ -38,19 +38,6 @@ def run_processes(device: str | None, *, graph: bool) -> PartialState | OneProce
     from accelerate import PartialState
 
     return PartialState(cpu=device == "cpu" or not torch.accelerator.is_available())
-
-
-def process_device(device: str | None, processes: PartialState | OneProcess) -> str | None:
-    """The device of this process: `device`, or with several processes (`accelerate launch`) each its own,
-    accelerate's (cuda:LOCAL_RANK where there are GPUs)."""
-    if processes.num_processes == 1 or device == "cpu":
-        return device
-    if device in (None, "cuda"):
-        return str(processes.device)
-    raise EmbedError(
-        f"--device {device}: with {processes.num_processes} processes each uses a device of its own: pass --device"
-        " cuda (or cpu), or no --device"
-    )
 
 
 @dataclass

@@ -22,10 +22,11 @@ from modeling_elmo import ElmoConfig, ElmoLayerMix, ElmoModel, ElmoTokenizer
 from modeling_elmo.mixing_elmo import MIX_MODES_WITH_WEIGHTS
 from modeling_elmo.modeling_elmo import FIRST_MIX_WEIGHTS_PREFIX
 
-from .options import COMPUTE_DTYPES, LAYER_CHOICES
+from .options import COMPUTE_DTYPES
+from .request import PYTORCH
 from .runner import BatchEmbedder, PendingVectors, PreparedBatch
 
-__all__ = ["LAYER_CHOICES", "TORCH_DTYPES", "Embedder", "default_device"]
+__all__ = ["TORCH_DTYPES", "Embedder", "default_device"]
 
 _HEADS = ("ElmoForTokenClassification", "ElmoForSequenceClassification")
 # The compute dtypes (--dtype) as torch's.
@@ -43,27 +44,22 @@ class Embedder(BatchEmbedder):
     `layers` is "all" (every layer: L+1 vectors per word), "top" (the top biLSTM layer), "average" (the mean
     of the L+1 layers) or "mix" (the first learned mix of a task head fine-tuned with this package, `mixes.0`,
     without dropout). The model computes in `compute_dtype`; the vectors come out float32. Each word's vectors are
-    `width` = 2 * projection_dim wide (a `concat` mix is wider).
+    `width` = 2 * projection_dim wide (a `concat` mix is wider). `elmo-embed` checked the three before
+    (`elmo_transformers.inference.request.check_request`); whether the model has a mix is seen as it loads.
     """
 
-    backend = "pytorch"
+    backend = PYTORCH.name
 
     def __init__(self, model: str, *, layers: str, compute_dtype: str = "float32", device: str | None = None) -> None:
-        if layers not in LAYER_CHOICES:
-            raise EmbedError(f"--layers must be one of {', '.join(LAYER_CHOICES)}, got {layers!r}")
         self.layers = layers
         self.compute_dtype = compute_dtype
         self.model, unused_weights = _load_model(model, TORCH_DTYPES[compute_dtype])
         self.mix = _load_mix(model, unused_weights, TORCH_DTYPES[compute_dtype]) if layers == "mix" else None
         self.tokenizer = ElmoTokenizer.from_pretrained(model)
-        device = device or default_device()
-        try:
-            self.device = torch.device(device)
-            self.model.to(self.device)
-            if self.mix is not None:
-                self.mix.to(self.device)
-        except (RuntimeError, AssertionError) as error:
-            raise EmbedError(f"--device {device}: {first_line(error)}") from None
+        self.device = torch.device(device or default_device())
+        self.model.to(self.device)
+        if self.mix is not None:
+            self.mix.to(self.device)
         self.width = self.model.config.mix_output_size if self.mix is not None else 2 * self.model.config.projection_dim
         self.num_layers = self.model.config.num_hidden_layers + 1
         local_weights = Path(model) / SAFE_WEIGHTS_NAME

@@ -15,7 +15,7 @@ from lock_holder import start_lock_holder
 
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.inference.batching import Piece, batch_groups
-from elmo_transformers.inference.sharding import process_device
+from elmo_transformers.inference.request import process_device
 
 LINES = AWKWARD_LINES * 4  # many batches of --batch-size 3
 OPTIONS = ["--batch-size", "3", "--max-words", "8"]

@@ -1,0 +1,177 @@
+"""What an `elmo-embed` run asks for (`EmbedRequest`: its options and its model, resolved once) and the one check of
+it (`check_request`), before anything is loaded, read or written, against what the model's backend serves
+(`Backend`: `PYTORCH` for a model folder, `ONNX` for a folder of `elmo-convert onnx`).
+
+This is where `--device`, `--layers` and `--dtype` are refused: the options only declare their choices (argparse and
+`CommandOptions` refuse a value outside them), and the runners take what this check let through. One thing is seen
+only as a PyTorch model loads: whether its weights hold the mix that `--layers mix` reads (`torch_runner`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import modeling_elmo
+from elmo_transformers.common.errors import EmbedError, first_line
+from elmo_transformers.serving.graph_embedder import LAYER_CHOICES as GRAPH_LAYER_CHOICES
+from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH
+
+from .hdf5_output import check_output_path
+from .lines import check_input
+from .options import COMPUTE_DTYPES, LAYER_CHOICES, EmbedOptions
+
+if TYPE_CHECKING:
+    from accelerate import PartialState
+
+    from elmo_transformers.common.processes import OneProcess
+
+__all__ = [
+    "ONNX",
+    "PYTORCH",
+    "Backend",
+    "EmbedRequest",
+    "check_request",
+    "holds_onnx_graph",
+    "process_device",
+    "resolve_model",
+]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """What runs a model folder (`name`, as the output's attributes record it) and what it serves: the `layers`
+    (--layers), the `compute_dtypes` (--dtype) and the `device_types` (--device; None: every device torch has, but
+    the meta device). `holds` is what such a folder holds and `provider` what runs it, as a refusal names them."""
+
+    name: str
+    layers: tuple[str, ...]
+    compute_dtypes: tuple[str, ...]
+    device_types: tuple[str, ...] | None
+    holds: str
+    provider: str
+
+
+PYTORCH = Backend(
+    "pytorch",
+    layers=LAYER_CHOICES,
+    compute_dtypes=COMPUTE_DTYPES,
+    device_types=None,
+    holds="a PyTorch model",
+    provider="PyTorch",
+)
+# A graph computes in the dtype it was exported in (float32; the int8 graph's products take float32 in and out), and
+# elmo-embed gives onnxruntime its CPU provider alone.
+ONNX = Backend(
+    "onnxruntime",
+    layers=GRAPH_LAYER_CHOICES,
+    compute_dtypes=("float32",),
+    device_types=("cpu",),
+    holds="an ONNX graph",
+    provider="onnxruntime's CPU provider",
+)
+
+
+def holds_onnx_graph(model: str | Path) -> bool:
+    """Whether `model` is a local folder holding an exported graph (`FLOAT_GRAPH` or `QUANTIZED_GRAPH`): `ONNX` runs
+    it, `PYTORCH` anything else."""
+    folder = Path(model)
+    return folder.is_dir() and any((folder / name).is_file() for name in (FLOAT_GRAPH, QUANTIZED_GRAPH))
+
+
+def resolve_model(model: str | None) -> str:
+    """The model to load: `model`, or `modeling_elmo.DEFAULT_MODEL` when none is given (and one is defined)."""
+    if model is not None:
+        return model
+    default = getattr(modeling_elmo, "DEFAULT_MODEL", None)
+    if default is None:
+        raise EmbedError("there is no default model yet: pass --model DIR, a model folder written by elmo-convert")
+    return str(default)
+
+
+@dataclass(frozen=True)
+class EmbedRequest:
+    """A run's `options` and its `model` (a folder, or a Hub name), resolved once (`EmbedRequest.of`), with the
+    `backend` that runs it."""
+
+    options: EmbedOptions
+    model: str
+    backend: Backend
+
+    @classmethod
+    def of(cls, options: EmbedOptions) -> EmbedRequest:
+        """The request of `options`: the model they name (or the default one) and its backend, looked at once."""
+        model = resolve_model(options.model)
+        return cls(options, model, ONNX if holds_onnx_graph(model) else PYTORCH)
+
+
+def check_request(request: EmbedRequest, processes: PartialState | OneProcess) -> str | None:
+    """Refuse, in one line, a run that cannot start: its options together (each alone was checked as they were
+    built), what its backend does not serve, its input, its output path, and its device, tried last (a PyTorch
+    model's, by torch); returns this process's device (`process_device`), before anything is loaded, read or
+    written."""
+    options = request.options
+    options.check_together()
+    problem = _backend_problem(request)
+    if problem:
+        raise EmbedError(problem)
+    device = process_device(options.device, processes)
+    check_input(options.input)
+    check_output_path(options.output, options.input, folder=options.output_format == "datasets")
+    if request.backend is PYTORCH and device is not None:
+        _try_torch_device(device)
+    return device
+
+
+def process_device(device: str | None, processes: PartialState | OneProcess) -> str | None:
+    """The device of this process: `device`, or with several processes (`accelerate launch`) each its own,
+    accelerate's (cuda:LOCAL_RANK where there are GPUs); None: the backend's default."""
+    if processes.num_processes == 1 or device == "cpu":
+        return device
+    if device in (None, "cuda"):
+        return str(processes.device)
+    raise EmbedError(
+        f"--device {device}: with {processes.num_processes} processes each uses a device of its own: pass --device"
+        " cuda (or cpu), or no --device"
+    )
+
+
+def _backend_problem(request: EmbedRequest) -> str | None:
+    """What `request.backend` does not serve of the options, in one line; None when it serves them all."""
+    options, backend = request.options, request.backend
+    holds = f"{request.model} holds {backend.holds}"
+    device_type = None if options.device is None else options.device.split(":")[0]
+    if device_type == "meta":  # (the model moves there without a word, and the first batch fails deep inside torch)
+        return (
+            f"--device {options.device}: the meta device holds no data, so nothing can be computed on it; pass"
+            " --device cpu or cuda, or no --device"
+        )
+    if backend.device_types is not None and device_type is not None and device_type not in backend.device_types:
+        runs_on = _one_of(backend.device_types)
+        return (
+            f"--device {options.device}: {holds}, which elmo-embed runs on {runs_on.upper()} ({backend.provider}):"
+            f" pass --device {runs_on}, or no --device"
+        )
+    if options.layers not in backend.layers:
+        return f"--layers {options.layers}: {holds}, which serves {_one_of(backend.layers)}"
+    if options.compute_dtype not in backend.compute_dtypes:
+        where = f" (on {_one_of(backend.device_types).upper()})" if backend.device_types else ""
+        return f"--dtype {options.compute_dtype}: {holds}, which runs in {_one_of(backend.compute_dtypes)}{where}"
+    return None
+
+
+def _one_of(values: tuple[str, ...]) -> str:
+    """The values as a sentence lists them: `a`, `a or b`, `a, b or c`."""
+    return " or ".join(filter(None, [", ".join(values[:-1]), values[-1]]))
+
+
+def _try_torch_device(device: str) -> None:
+    """Refuse a device that torch cannot move a model to (no such device, or a build without it), trying one number
+    before the model is loaded."""
+    import torch  # (PyTorch runs the model: torch is imported anyway)
+
+    try:
+        torch.zeros(1).to(torch.device(device))
+    except (RuntimeError, AssertionError) as error:
+        raise EmbedError(f"--device {device}: {first_line(error)}") from None
