@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -19,14 +18,10 @@ from elmo_transformers.common.errors import ElmoError, EmbedError, report_error,
 from elmo_transformers.common.extras import missing_dependencies_refused, require_extra
 
 from .options import EmbedOptions
-from .output_attributes import help_sentence
 
 __all__ = ["build_parser", "main"]
 
-# The columns of the epilog's prose, to which the sentence naming the output's attributes is wrapped.
-_PROSE_WIDTH = 116
-_EXAMPLES = (
-    """examples:
+_EXAMPLES = """examples:
   elmo-embed sentences.txt sentences.hdf5 --model elmo-original
   elmo-embed raw.txt raw.hdf5 --model elmo-original --tokenize --layers top --device cuda --dtype bfloat16
   elmo-embed big.txt big.hdf5 --model elmo-original --layers top --storage-dtype float16   # 2 KB a word, not 12
@@ -35,53 +30,21 @@ _EXAMPLES = (
   accelerate launch --num_processes 4 -m elmo_transformers.inference.embed corpus.txt corpus.hdf5 --model elmo-original
                                       # 4 processes (a GPU each), on one machine or several: the file of one process
 
-The input is a regular file (not standard input, a pipe or a device: it is read more than once) holding one
-sentence per line of UTF-8 text (or gzip-compressed UTF-8 text, whatever its name): whitespace-separated words, or
-raw text with --tokenize, which splits it PTB-like, never inside a character (accents, emoji sequences and flags
-stay whole) and normalises it to Unicode's NFC first, so that "e" + a combining accent and the precomposed letter
-are one word; no word holds an invisible character (a control character or a zero-width space separates words,
-other format characters, such as the bidirectional marks, are dropped). An input that is mostly not text (binary
-data), or in another encoding than UTF-8 (UTF-16 or UTF-32 with a byte order mark; UTF-16 without one, whose 2-byte
-units hold a 00 byte on one side at least half of the time; CESU-8; Latin-1 or cp1252: its first 64 KB hold bytes
-that are not UTF-8 and no UTF-8 character beyond ASCII), is refused before anything is written, with the command
-that converts it; a UTF-8 file with a few bad bytes is embedded with U+FFFD for them, with a warning. The output
-has the layout of AllenNLP's `allennlp elmo` command: dataset "0" holds the first line's
-vectors, of shape (L+1, words, 2P) with --layers all (the token layer and the model's L biLSTM layers, each word's
-vector [forward; backward] of width 2P) or (words, 2P) otherwise, and "sentence_to_index" holds one JSON string
-mapping each line's text to its dataset name. The vectors are float32, or float16 with --storage-dtype float16
-(half the size; a value beyond float16's range, 65504, is refused rather than stored as inf), uncompressed, or
-compressed with --compression gzip or lzf (HDF5's filters, which h5py reads transparently: readers see the same
-names, shapes and values). With --tokenize each line's dataset also has the attribute "words", a JSON list of the
-"""
-    + textwrap.fill("words its vectors stand for. " + help_sentence(), _PROSE_WIDTH)
-    + """
+IN is a regular file of UTF-8 text (plain or gzip-compressed, whatever its name), one sentence per line: words
+separated by whitespace, or raw text with --tokenize. OUT has the layout of AllenNLP's `allennlp elmo` command:
+dataset "0" holds the first line's vectors, (L+1, words, 2P) with --layers all, (words, 2P) otherwise, and
+"sentence_to_index" one JSON string mapping each line's text to its dataset name:
+
   import h5py, json
   with h5py.File("sentences.hdf5") as file:
       vectors = file["0"][()]
       index = json.loads(file["sentence_to_index"][0])
       words = json.loads(file["0"].attrs["words"])  # with --tokenize
 
-Unlike AllenNLP's command, elmo-embed does not stop at bad lines: an empty line gets a dataset of 0 words,
-a line that is not UTF-8 is embedded with U+FFFD for its bad bytes (with a warning), and a line of more
-than --max-words words is embedded in pieces of at most that many words, concatenated. The summary counts
-and names them. Each sentence is embedded from a fresh LSTM state (AllenNLP carried the state across
-batches, so its vectors depended on the batch order).
-
-The output is built in the folder OUT.partial, in segment files of about 64 MB, each written under a
-temporary name and renamed when complete (its name records its sha256), then merged into OUT. After an
-interruption (Ctrl-C, a killed process, a full disk), the same command with --resume keeps every finished
-line and embeds the rest in the batches of an uninterrupted run, so the file is the same. The input is recognised by its
-content (sha256), so it may have moved, but not changed. Each segment's checksum is compared on resuming (a
-damaged segment is removed, with a warning, and its lines embedded again) and when the merge reads it (a damaged
-one stops the run, naming it). The weights file is compared with the sha256 that elmo-convert recorded in the
-model folder's SHA256SUMS, where there is one. A second run writing the same OUT stops at once, naming the
-running one.
-
-Before starting, elmo-embed counts the input's words and refuses to start when the disk clearly cannot hold
-the output at its peak, the end of the merge: the segments and the merged file, about twice the vectors
-(words x layers x width x 4 bytes, 2 with float16, counted uncompressed) (--no-space-check skips this).
+The rest is in docs/elmo-embed.md of the package's repository: the encodings refused (each with the command that
+converts it), bad, empty and long lines, the file's attributes, --resume after an interruption, the disk-space
+check, processes and GPUs.
 """
-)
 
 
 def build_parser() -> argparse.ArgumentParser:

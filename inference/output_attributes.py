@@ -3,9 +3,8 @@
 segment's half-written lines (`INCOMPLETE_GROUP`).
 
 The writer (`settings.EmbedSettings.attributes`), the readers (`datasets_output`, whose fingerprint is the model's
-sha256, and the `--format datasets` folder's `elmo_embed.json`, a copy of them), `--help` (the epilog of `embed`:
-`help_sentence`) and `hdf5_output`'s docstring take them from here; docs/elmo-embed.md holds the table too, and a test
-holds it equal to this one.
+sha256, and the `--format datasets` folder's `elmo_embed.json`, a copy of them) and `hdf5_output`'s docstring take
+them from here; docs/elmo-embed.md holds the table too (where `--help` points), and a test holds it equal to this one.
 """
 
 from __future__ import annotations
@@ -26,54 +25,40 @@ __all__ = [
     "STORAGE_DTYPE",
     "VERSION",
     "OutputAttribute",
-    "help_sentence",
 ]
 
 
 @dataclass(frozen=True)
 class OutputAttribute:
-    """One root attribute: its `name`, what it records (`meaning`, one line) and what `--help` says of it in
-    brackets (`gloss`; None where the name says it)."""
+    """One root attribute: its `name` and what it records (`meaning`, one line)."""
 
     name: str
     meaning: str
-    gloss: str | None = None
 
 
-MODEL = OutputAttribute("elmo_embed_model", "the model (its folder's absolute path)", "the model folder")
+MODEL = OutputAttribute("elmo_embed_model", "the model (its folder's absolute path)")
 BACKEND = OutputAttribute(
-    "elmo_embed_backend",
-    "what ran it: pytorch, or onnxruntime for a folder of `elmo-convert onnx`",
-    "pytorch, or onnxruntime for a folder of elmo-convert onnx",
+    "elmo_embed_backend", "what ran it: pytorch, or onnxruntime for a folder of `elmo-convert onnx`"
 )
 MODEL_SHA256 = OutputAttribute(
-    "elmo_embed_model_sha256",
-    "the sha256 of the weights file the backend read (model.safetensors, or the graph)",
-    "of the weights file it read: model.safetensors or the graph",
+    "elmo_embed_model_sha256", "the sha256 of the weights file the backend read (model.safetensors, or the graph)"
 )
-COMPUTE_DTYPE = OutputAttribute("elmo_embed_compute_dtype", "the dtype the model computed in (--dtype)", "--dtype")
+COMPUTE_DTYPE = OutputAttribute("elmo_embed_compute_dtype", "the dtype the model computed in (--dtype)")
 LAYERS = OutputAttribute("elmo_embed_layers", "--layers")
 NORMALIZATION = OutputAttribute(
     "elmo_embed_normalization",
     'the normalisation of the words: "NFC, control and format characters removed" with --tokenize, none without',
-    "NFC, control and format characters removed, with --tokenize; none without",
 )
 STORAGE_DTYPE = OutputAttribute(
-    "elmo_embed_storage_dtype",
-    "the dtype of the stored vectors (--storage-dtype): float32 or float16",
-    "of the vectors, --storage-dtype",
+    "elmo_embed_storage_dtype", "the dtype of the stored vectors (--storage-dtype): float32 or float16"
 )
 COMPRESSION = OutputAttribute(
-    "elmo_embed_compression",
-    "the HDF5 filter of the line datasets (--compression): none, gzip or lzf",
-    "none, gzip or lzf",
+    "elmo_embed_compression", "the HDF5 filter of the line datasets (--compression): none, gzip or lzf"
 )
 VERSION = OutputAttribute("elmo_embed_version", "the version of elmo-transformers")
-COMMAND = OutputAttribute(
-    "elmo_embed_command", "the command line that started the file (a --resume continues it)", "the command line"
-)
+COMMAND = OutputAttribute("elmo_embed_command", "the command line that started the file (a --resume continues it)")
 
-# In the order the file records them, and `--help` and the docs list them.
+# In the order the file records them, and the docs list them.
 ATTRIBUTES = (
     MODEL,
     BACKEND,
@@ -90,9 +75,3 @@ ATTRIBUTES = (
 # The group of a segment that holds the lines being written in pieces (`hdf5_output`), moved to their names once
 # their last piece is written: never in a finished file.
 INCOMPLETE_GROUP = "elmo_embed_incomplete"
-
-
-def help_sentence() -> str:
-    """`--help`'s sentence on the attributes: each name, with its gloss in brackets, "A (a), B and C (c):"."""
-    named = [f"{attribute.name} ({attribute.gloss})" if attribute.gloss else attribute.name for attribute in ATTRIBUTES]
-    return f"The file's attributes record how it was made: {', '.join(named[:-1])} and {named[-1]}:"
