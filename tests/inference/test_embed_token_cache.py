@@ -34,21 +34,27 @@ def _keep_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _datasets(path: Path) -> dict[str, tuple]:
-    """Each dataset of an hdf5 file: its dtype, shape, bytes and attributes."""
+    """Each dataset of an hdf5 file: its dtype, shape, bytes (a string dataset's: its strings) and attributes."""
     with h5py.File(path, "r") as file:
         return {
-            name: (dataset.dtype, dataset.shape, dataset[()].tobytes(), dict(dataset.attrs))
+            name: (dataset.dtype, dataset.shape, _contents(dataset), dict(dataset.attrs))
             for name, dataset in file.items()
         }
 
 
-@pytest.mark.parametrize("model", ["bundled", "fixture"])
+def _contents(dataset: h5py.Dataset) -> bytes | list:
+    values = dataset[()]
+    return values.tolist() if values.dtype == object else values.tobytes()
+
+
+@pytest.mark.parametrize(("model", "dtype"), [("bundled", "float32"), ("fixture", "float32"), ("bundled", "bfloat16")])
 def test_the_file_is_the_same_with_and_without_the_cache(
-    model: str, fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    model: str, dtype: str, fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     source = tmp_path / "in.txt"
     source.write_text("".join(line + "\n" for line in LINES), encoding="utf-8")
-    options = ["--batch-size", "2", "--tokenize"] + ([] if model == "bundled" else ["--model", fixture_model_folder])
+    options = ["--batch-size", "2", "--tokenize", "--dtype", dtype]
+    options += [] if model == "bundled" else ["--model", fixture_model_folder]
     caches: list[TokenVectorCache | None] = []
     make_cache = torch_runner._token_cache
     monkeypatch.setattr(torch_runner, "_token_cache", lambda device: caches.append(make_cache(device)) or caches[-1])

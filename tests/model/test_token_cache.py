@@ -126,6 +126,14 @@ def test_the_cache_serves_no_grad_and_inference_mode_alike(model: ElmoModel) -> 
     assert torch.equal(again, first)
 
 
+def test_an_empty_batch_with_a_cache(model: ElmoModel) -> None:
+    cache = TokenVectorCache()
+    with torch.inference_mode():
+        output = model(**ElmoTokenizer()([], return_tensors="pt"), output_hidden_states=True, token_cache=cache)
+    assert [layer.shape for layer in output.hidden_states] == [(0, 0, model.config.projection_dim * 2)] * 3
+    assert len(cache) == 0
+
+
 def test_a_cache_serves_one_dtype(model: ElmoModel) -> None:
     cache = TokenVectorCache()
     inputs = ElmoTokenizer()([["the"]], is_split_into_words=True, return_tensors="pt")
