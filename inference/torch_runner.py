@@ -18,7 +18,7 @@ import modeling_elmo
 from elmo_transformers.common.errors import EmbedError, first_line
 from elmo_transformers.common.model_folder import damaged_weights_problem, model_type_problem, require_model_folder
 from elmo_transformers.common.safe_load import holds_code
-from modeling_elmo import ElmoConfig, ElmoLayerMix, ElmoModel, ElmoTokenizer
+from modeling_elmo import ElmoConfig, ElmoLayerMix, ElmoModel, ElmoTokenizer, TokenVectorCache
 from modeling_elmo.mixing_elmo import MIX_MODES_WITH_WEIGHTS
 from modeling_elmo.modeling_elmo import FIRST_MIX_WEIGHTS_PREFIX
 
@@ -60,6 +60,7 @@ class Embedder(BatchEmbedder):
         self.model.to(self.device)
         if self.mix is not None:
             self.mix.to(self.device)
+        self.token_cache = _token_cache(self.device)
         self.width = self.model.config.mix_output_size if self.mix is not None else 2 * self.model.config.projection_dim
         self.num_layers = self.model.config.num_hidden_layers + 1
         local_weights = Path(model) / SAFE_WEIGHTS_NAME
@@ -91,7 +92,9 @@ class Embedder(BatchEmbedder):
         with torch.inference_mode():
             # A head's mix may read fewer layers: --layers mix runs none above them (config.mix_depth).
             depth = {"num_layers": self.model.config.mix_depth} if self.mix is not None else {}
-            output = self.model(**inputs, output_hidden_states=self.layers != "top", **depth)
+            output = self.model(
+                **inputs, output_hidden_states=self.layers != "top", token_cache=self.token_cache, **depth
+            )
             if self.layers == "top":
                 vectors = output.last_hidden_state.float()  # (batch, words, width)
             elif self.mix is not None:
@@ -108,6 +111,12 @@ class Embedder(BatchEmbedder):
             copied = torch.cuda.Event()
             copied.record()
         return PendingVectors(host.numpy(), prepared.lengths, copied)  # (a view: read once `copied` has passed)
+
+
+def _token_cache(device: torch.device) -> TokenVectorCache | None:
+    """The run's cache of token vectors, so that the character CNN encodes each distinct word once: on a CPU, where
+    a word's vector is the same in any batch (`TokenVectorCache`); a GPU's, unchecked there, computes them all."""
+    return TokenVectorCache() if device.type == "cpu" else None
 
 
 def _load_model(model: str, dtype: torch.dtype) -> tuple[ElmoModel, list[str]]:

@@ -39,6 +39,7 @@ _MODULE_OF_NAME = {
     "ElmoTextEncoder": "text_elmo",
     "split_words": "text_elmo",
     "word_to_char_ids": "text_elmo",
+    "TokenVectorCache": "token_cache_elmo",
 }
 
 __all__ = ["DEFAULT_MODEL", *sorted(_MODULE_OF_NAME)]

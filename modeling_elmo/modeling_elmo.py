@@ -40,6 +40,7 @@ from .substitutes_elmo import (
     non_finite_score_problem,
 )
 from .text_elmo import BILM_TF_SPECIAL_WORD_IDS, framed_char_ids
+from .token_cache_elmo import TokenVectorCache
 
 __all__ = [
     "FIRST_MIX_WEIGHTS_PREFIX",
@@ -68,6 +69,8 @@ logger = logging.get_logger(__name__)
 # the bundled model or 163 at the original size. All of a batch's distinct words at once took 1 GB more for a line of
 # 10,000 words (the bundled model; 4 GB at the original size).
 _CNN_CHUNK_ELEMENTS = 1 << 24
+# The fewest rows the character CNN computes at once on a CPU (see `ElmoCharacterEncoder._encode`).
+_MIN_ENCODED_ROWS = 16
 
 
 def non_finite_entry(tensor: torch.Tensor) -> tuple[list[int], float] | None:
@@ -180,15 +183,29 @@ class ElmoCharacterEncoder(nn.Module):
         )
         self.projection = nn.Linear(config.word_embedding_dim + config.num_filters, config.projection_dim)
 
-    def forward(self, char_ids: torch.Tensor, word_ids: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        char_ids: torch.Tensor,
+        word_ids: torch.Tensor | None = None,
+        token_cache: TokenVectorCache | None = None,
+    ) -> torch.Tensor:
+        """The token vectors `(words, projection_dim)`; with a `token_cache` (in eval mode without gradients), the
+        CNN runs only over the words it does not hold yet."""
         if self.word_embedding is not None and word_ids is None:
             raise ValueError("this model has a word embedding: pass input_word_ids from its tokenizer")
         _check_char_ids(char_ids, self.char_embedding.num_embeddings)
         keys = _packed_columns(char_ids, bits=(self.char_embedding.num_embeddings - 1).bit_length())
-        first, inverse = _distinct_rows(keys if word_ids is None else torch.cat([keys, word_ids[:, None]], dim=1))
-        if self.word_embedding is None:
-            return self._encode_in_chunks(char_ids[first])[inverse]
-        return self._encode_in_chunks(char_ids[first], word_ids[first])[inverse]
+        if word_ids is not None:
+            keys = torch.cat([keys, word_ids[:, None]], dim=1)
+        first, inverse = _distinct_rows(keys)
+        chars, words = char_ids[first], None if word_ids is None else word_ids[first]
+        if token_cache is None or self.training or torch.is_grad_enabled():
+            return self._encode_in_chunks(chars, words)[inverse]
+
+        def encode(missing: torch.Tensor) -> torch.Tensor:
+            return self._encode_in_chunks(chars[missing], None if words is None else words[missing])
+
+        return token_cache.vectors(keys[first], encode, dtype=self.projection.weight.dtype)[inverse]
 
     def _encode_in_chunks(self, char_ids: torch.Tensor, word_ids: torch.Tensor | None = None) -> torch.Tensor:
         """[`_encode`] of a bounded number of words at a time (`_CNN_CHUNK_ELEMENTS`): memory stays flat for any
@@ -207,22 +224,27 @@ class ElmoCharacterEncoder(nn.Module):
         )
 
     def _encode(self, char_ids: torch.Tensor, word_ids: torch.Tensor | None = None) -> torch.Tensor:
-        words = char_ids.shape[0]
+        words = computed = char_ids.shape[0]
         if char_ids.device.type == "cpu":
             # oneDNN, behind CPU convolutions, builds (and caches) a kernel per input shape: nearly every batch
-            # has another number of distinct words. Padding that number up to a bucket makes shapes repeat;
-            # the padded rows (no characters) are computed on their own and dropped.
-            char_ids = nn.functional.pad(char_ids, (0, 0, 0, _row_bucket(words) - words))
+            # has another number of distinct words. Padding that number up to a bucket makes shapes repeat; the
+            # padded rows (no characters) are computed on their own and dropped. The CPU's matrix products (and a
+            # convolution of one row) round a row otherwise when they have fewer than about 12: at least
+            # `_MIN_ENCODED_ROWS` rows, up to the projection, give each word the same vector in any batch, which
+            # a `TokenVectorCache` relies on.
+            computed = max(words, _MIN_ENCODED_ROWS)
+            char_ids = nn.functional.pad(char_ids, (0, 0, 0, max(_row_bucket(words), computed) - words))
+            word_ids = None if word_ids is None else nn.functional.pad(word_ids, (0, computed - words))
         chars = self.char_embedding(char_ids).transpose(1, 2)  # (words, embedding, characters)
         # Valid convolution over all slots (pad slots included), max over positions, then the activation.
         with _exact_float32_convolutions(chars.device, chars.dtype):
             features = torch.cat([self.activation(conv(chars).amax(dim=-1)) for conv in self.convolutions], dim=-1)
-        features = features[:words]
+        features = features[:computed]
         for highway in self.highways:
             features = highway(features)
         if word_ids is not None:
             features = torch.cat([self.word_embedding(word_ids), features], dim=-1)
-        return self.projection(features)
+        return self.projection(features)[:words]
 
 
 def _check_char_ids(char_ids: torch.Tensor, rows: int) -> None:
@@ -815,6 +837,7 @@ class ElmoModel(ElmoPreTrainedModel):
         use_cache: bool | None = None,
         output_hidden_states: bool | None = None,
         num_layers: int | None = None,
+        token_cache: TokenVectorCache | None = None,
         **kwargs,
     ) -> ElmoModelOutput:
         r"""
@@ -835,6 +858,9 @@ class ElmoModel(ElmoPreTrainedModel):
                 Run only the first biLSTM layers (by default all `num_hidden_layers`, whatever the config's mixing
                 fields): the outputs stop at layer `num_layers`, and the layers above keep their `state`. The task
                 heads pass their `config.mix_depth`, so that no layer above their mix runs.
+            token_cache ([`TokenVectorCache`], *optional*):
+                The token vectors of the words seen in earlier calls, which the character CNN then skips (in eval
+                mode without gradients): the same vectors, bit for bit, on CPUs. It takes this call's new words.
         """
         if num_layers is not None and not 0 <= num_layers <= self.config.num_hidden_layers:
             raise ValueError(f"num_layers must lie in 0..{self.config.num_hidden_layers}, got {num_layers}")
@@ -843,7 +869,9 @@ class ElmoModel(ElmoPreTrainedModel):
         )
         use_cache = use_cache if use_cache is not None else state is not None
         word_mask = self._word_mask(input_ids, attention_mask)
-        token, directions, final_state = self._read_both_ways(input_ids, word_mask, input_word_ids, state, num_layers)
+        token, directions, final_state = self._read_both_ways(
+            input_ids, word_mask, input_word_ids, state, num_layers, token_cache
+        )
 
         layers = [torch.cat([token, token], dim=-1)]
         layers += [torch.cat([forward, backward], dim=-1) for forward, backward in directions]
@@ -858,7 +886,11 @@ class ElmoModel(ElmoPreTrainedModel):
         )
 
     def embed(
-        self, input_ids: torch.Tensor, word_mask: torch.Tensor, input_word_ids: torch.Tensor | None = None
+        self,
+        input_ids: torch.Tensor,
+        word_mask: torch.Tensor,
+        input_word_ids: torch.Tensor | None = None,
+        token_cache: TokenVectorCache | None = None,
     ) -> torch.Tensor:
         r"""The token layer (BERT's embeddings step): each word's context-free vector from the character CNN,
         highway layers and projection, with the sentence markers `<S>` and `</S>` around every sentence.
@@ -868,6 +900,7 @@ class ElmoModel(ElmoPreTrainedModel):
             word_mask (`torch.BoolTensor` of shape `(batch, words)`): each sentence's words, then padding
                 (`ElmoModelOutput.word_mask`).
             input_word_ids (`torch.LongTensor` of shape `(batch, words)`, *optional*): as for `forward`.
+            token_cache ([`TokenVectorCache`], *optional*): as for `forward`.
 
         Returns:
             `torch.FloatTensor` of shape `(batch, words + 2, projection_dim)`: `<S>` at position 0, word i at
@@ -891,7 +924,7 @@ class ElmoModel(ElmoPreTrainedModel):
 
         # The character encoder only sees real words: padding rows stay exactly zero.
         token = torch.zeros(batch, words + 2, self.config.projection_dim, dtype=self.dtype, device=input_ids.device)
-        token[marked_mask] = self.char_encoder(marked_ids[marked_mask], marked_word_ids)
+        token[marked_mask] = self.char_encoder(marked_ids[marked_mask], marked_word_ids, token_cache)
         return token
 
     def _read_both_ways(
@@ -901,11 +934,12 @@ class ElmoModel(ElmoPreTrainedModel):
         input_word_ids: torch.Tensor | None = None,
         state: tuple[torch.Tensor, torch.Tensor] | None = None,
         num_layers: int | None = None,
+        token_cache: TokenVectorCache | None = None,
     ) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]], LstmState]:
         """The sentences marked ([`embed`]), read forwards by the forward stack and reversed by the backward stack
         ([`contextualize`]): the token vectors (batch, words + 2, P), each layer run's outputs as (forward,
         backward), both (batch, words + 2, P) and in the sentences' order, and the final state."""
-        token = self.embed(input_ids, word_mask, input_word_ids)
+        token = self.embed(input_ids, word_mask, input_word_ids, token_cache)
         marked_lengths = word_mask.sum(dim=1) + 2
         reversing = _reversing_index(marked_lengths, token.shape[1])
         lstm_inputs = torch.stack([token, _reverse_each_row(token, reversing)])

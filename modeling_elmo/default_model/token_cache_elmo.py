@@ -1,0 +1,1 @@
+../token_cache_elmo.py
