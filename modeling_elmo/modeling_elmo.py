@@ -69,8 +69,8 @@ logger = logging.get_logger(__name__)
 # the bundled model or 163 at the original size. All of a batch's distinct words at once took 1 GB more for a line of
 # 10,000 words (the bundled model; 4 GB at the original size).
 _CNN_CHUNK_ELEMENTS = 1 << 24
-# The fewest rows the character CNN computes at once on a CPU (see `ElmoCharacterEncoder._encode`).
-_MIN_ENCODED_ROWS = 16
+# The character CNN computes a multiple of this many rows on a CPU (see `ElmoCharacterEncoder._encode`).
+_ENCODED_ROWS_STEP = 16
 
 
 def non_finite_entry(tensor: torch.Tensor) -> tuple[list[int], float] | None:
@@ -224,22 +224,21 @@ class ElmoCharacterEncoder(nn.Module):
         )
 
     def _encode(self, char_ids: torch.Tensor, word_ids: torch.Tensor | None = None) -> torch.Tensor:
-        words = computed = char_ids.shape[0]
+        words = char_ids.shape[0]
         if char_ids.device.type == "cpu":
             # oneDNN, behind CPU convolutions, builds (and caches) a kernel per input shape: nearly every batch
             # has another number of distinct words. Padding that number up to a bucket makes shapes repeat; the
-            # padded rows (no characters) are computed on their own and dropped. The CPU's matrix products (and a
-            # convolution of one row) round a row otherwise when they have fewer than about 12: at least
-            # `_MIN_ENCODED_ROWS` rows, up to the projection, give each word the same vector in any batch, which
-            # a `TokenVectorCache` relies on.
-            computed = max(words, _MIN_ENCODED_ROWS)
-            char_ids = nn.functional.pad(char_ids, (0, 0, 0, max(_row_bucket(words), computed) - words))
+            # padded rows (no characters) are computed on their own and dropped. The CPU's matrix products round
+            # a row otherwise when they have fewer than about 12 rows, or when it falls in a tail of 1 or 2 rows
+            # past a multiple of 16: a multiple of `_ENCODED_ROWS_STEP` rows, up to the projection, gives each word
+            # the same vector in any batch (tests/model/test_token_cache.py), which a `TokenVectorCache` relies on.
+            computed = -(-max(_row_bucket(words), _ENCODED_ROWS_STEP) // _ENCODED_ROWS_STEP) * _ENCODED_ROWS_STEP
+            char_ids = nn.functional.pad(char_ids, (0, 0, 0, computed - words))
             word_ids = None if word_ids is None else nn.functional.pad(word_ids, (0, computed - words))
         chars = self.char_embedding(char_ids).transpose(1, 2)  # (words, embedding, characters)
         # Valid convolution over all slots (pad slots included), max over positions, then the activation.
         with _exact_float32_convolutions(chars.device, chars.dtype):
             features = torch.cat([self.activation(conv(chars).amax(dim=-1)) for conv in self.convolutions], dim=-1)
-        features = features[:computed]
         for highway in self.highways:
             features = highway(features)
         if word_ids is not None:

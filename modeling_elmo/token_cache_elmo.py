@@ -27,7 +27,7 @@ class TokenVectorCache:
 
     A cache holds the vectors of one model's weights in one dtype on one device: a new set of weights needs a new
     cache. Its vectors are those the encoder gives the word in any batch, bit for bit, where the encoder's vectors do
-    not depend on the batch: on CPUs (`ElmoCharacterEncoder._encode` computes at least 16 rows for that; only
+    not depend on the batch: on CPUs (`ElmoCharacterEncoder._encode` computes a multiple of 16 rows for that; only
     products of 8 columns or fewer, narrower than any model's, round a row by its place), as
     tests/model/test_token_cache.py checks. On GPUs that is not checked: elmo-embed uses no cache there.
     """

@@ -876,9 +876,9 @@ def test_a_weight_of_the_wrong_shape_is_one_line(fixture_model_folder: Path, tmp
 
 def test_character_cnn_pads_its_batches_to_few_shapes(fixture_model_folder: Path) -> None:
     """oneDNN builds a kernel for each shape a convolution sees: the character CNN pads its number of distinct
-    words to one of 8 sizes per power of two, and drops the padded rows after the convolutions without changing
-    any vector. Below 16 words it computes 16 rows up to the projection: the CPU's products round a row otherwise
-    in fewer (`TokenVectorCache` needs a word's vector the same in any batch)."""
+    words to one of 8 sizes per power of two and a multiple of 16, and drops the padded rows after the projection
+    without changing any vector: the CPU's products round a row otherwise in fewer than about 12 rows or in a tail
+    of 1 or 2 past a multiple of 16 (`TokenVectorCache` needs a word's vector the same in any batch)."""
     model = ElmoModel.from_pretrained(fixture_model_folder).eval()
     tokenizer = ElmoTokenizer.from_pretrained(fixture_model_folder)
     encoder = model.char_encoder
@@ -893,7 +893,7 @@ def test_character_cnn_pads_its_batches_to_few_shapes(fixture_model_folder: Path
         assert rows == {16}
         for count in range(1, len(vocabulary) + 1):
             assert torch.equal(encoder(char_ids[:count]), alone[:count])
-            assert projected[-1] == max(count, 16), "the highway layers and the projection: the real words, 16 at least"
+            assert projected[-1] % 16 == 0, "the highway layers and the projection: the padded rows too"
     for power in range(8):
         sizes = {size for size in rows if 2**power <= size < 2 ** (power + 1)}
         assert len(sizes) <= 8, f"{len(sizes)} shapes of {2**power} to {2 ** (power + 1) - 1} rows"

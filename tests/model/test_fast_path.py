@@ -130,7 +130,7 @@ def test_each_distinct_word_is_encoded_once_with_the_same_vector(
     model: ElmoModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A word's vector is the same, bit for bit, in any batch (a `TokenVectorCache` relies on it): alone, the CNN
-    computes it among 16 rows, as the CPU's products round a row otherwise in fewer."""
+    computes it among a multiple of 16 rows, as the CPU's products round a row otherwise in fewer or in a tail."""
     encoder = model.char_encoder
     ids = ElmoTokenizer()([["the", "cat", "the", "", "the", "x" * 60, "cat"]], is_split_into_words=True)
     char_ids = torch.tensor(ids["input_ids"][0])

@@ -37,6 +37,12 @@ def model(request: pytest.FixtureRequest) -> ElmoModel:
     return ElmoModel(config).eval()
 
 
+@pytest.fixture(scope="module")
+def fixture_model(fixture_model_folder) -> ElmoModel:
+    """AllenNLP's test biLM, converted."""
+    return ElmoModel.from_pretrained(fixture_model_folder).eval()
+
+
 def _run(model: ElmoModel, cache: TokenVectorCache | None) -> list[torch.Tensor]:
     """Every layer of every batch of `RUN`, in inference mode as elmo-embed runs it."""
     tokenizer, layers = ElmoTokenizer(), []
@@ -169,3 +175,18 @@ def test_words_with_a_word_embedding_are_cached_by_word_id_too() -> None:
         assert torch.equal(encoder(char_ids[:1], word_ids[:1], cache), expected[:1]) and len(cache) == 1
         assert torch.equal(encoder(char_ids, word_ids, cache), expected) and len(cache) == 2
     assert not torch.equal(expected[0], expected[1])
+
+
+@pytest.mark.parametrize("size", [17, 18, 33, 34, 37, 50, 59, 66, 117])
+def test_a_words_vector_is_the_same_at_any_place_in_any_number_of_words(fixture_model: ElmoModel, size: int) -> None:
+    """What a cache rests on: a word's token vector, bit for bit, among any other words. With the CNN's rows cut to
+    the words' number (at least 16), a row in a tail of 1 or 2 past a multiple of 16 was rounded otherwise (these
+    sizes, on AllenNLP's test biLM, whose projection has 16 columns: 4.8e-7), and two processes of elmo-embed,
+    each with its cache, wrote other bits than one process."""
+    words = [f"{AWKWARD_WORDS[index % len(AWKWARD_WORDS)]}{index}" for index in range(200)]
+    char_ids = torch.tensor(ElmoTokenizer()([words], is_split_into_words=True)["input_ids"][0])
+    with torch.no_grad():
+        every = fixture_model.char_encoder(char_ids)
+        for seed in range(8):
+            chosen = torch.randperm(len(words), generator=torch.Generator().manual_seed(seed))[:size]
+            assert torch.equal(fixture_model.char_encoder(char_ids[chosen]), every[chosen]), seed
