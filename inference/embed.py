@@ -20,6 +20,7 @@ from elmo_transformers.common.extras import missing_dependencies_refused, requir
 
 from .options import EmbedOptions
 from .output_attributes import help_sentence
+from .workers import run_workers, worker_count
 
 __all__ = ["build_parser", "main"]
 
@@ -101,8 +102,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         options = EmbedOptions.from_arguments(build_parser().parse_args(argv))  # (each option's own checks)
+        workers = worker_count(options)
     except ElmoError as error:
         return report_error("elmo-embed", error)
+    except KeyboardInterrupt:  # (while counting the input's words, or looking for a GPU)
+        return report_interruption("elmo-embed", "no line was stored yet")
+    if workers > 1:
+        return run_workers(workers, argv, lambda: _interrupted_state(options.output, complete=False))
     try:
         run = _import_the_run(options)
     except ElmoError as error:

@@ -60,6 +60,11 @@ def _device_holds_data(options: EmbedOptions) -> None:
         )
 
 
+def _workers_at_least_one(options: EmbedOptions) -> None:
+    if options.workers is not None and options.workers < 1:
+        raise EmbedError(f"--workers must be at least 1, got {options.workers} (1: one process on every core)")
+
+
 @dataclass(frozen=True)
 class EmbedOptions(CommandOptions, error=EmbedError):
     """One `elmo-embed` run's options, in the order `--help` lists them; `input` and `output` may be given as
@@ -124,6 +129,15 @@ class EmbedOptions(CommandOptions, error=EmbedError):
         None,
         "torch device: cpu, cuda, cuda:1, ... (default cuda when available, else cpu; an ONNX folder runs on cpu)",
         check=_device_holds_data,
+    )
+    # Not recorded: a worker's vectors are those of one process on one thread (`inference.workers`).
+    workers: int | None = _option(
+        None,
+        "CPU processes of one thread each (default: one a core, for inputs of over 2,000 words; 1: one process on"
+        " every core)",
+        metavar="N",
+        type=int,
+        check=_workers_at_least_one,
     )
     resume: bool = _option(False, "continue an interrupted run from OUT.partial")
     overwrite: bool = _option(False, "replace an existing output")

@@ -28,6 +28,7 @@ from .options import EmbedOptions
 from .runner import BatchEmbedder, recorded_sha256
 from .settings import EmbedSettings
 from .sharding import ProcessFailure
+from .workers import graph_threads
 
 if TYPE_CHECKING:
     from accelerate import PartialState
@@ -234,4 +235,4 @@ def open_embedder(
             " (8-bit products: vectors near float32's, not equal to them)",
             file=sys.stderr,
         )
-    return OnnxEmbedder(model, layers=layers, quantized=quantized)
+    return OnnxEmbedder(model, layers=layers, quantized=quantized, threads=graph_threads())
