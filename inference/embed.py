@@ -33,6 +33,8 @@ _EXAMPLES = (
   elmo-embed big.txt big.hdf5 --model elmo-original --layers top --storage-dtype float16   # 2 KB a word, not 12
   elmo-embed corpus.txt corpus.hdf5 --model elmo-original --resume   # continue an interrupted run
   elmo-embed corpus.txt vectors --model elmo-original --format datasets   # datasets.load_from_disk("vectors")
+  elmo-embed corpus.txt corpus.hdf5 --model elmo-original --workers 1   # one process on every core (on a CPU the
+                                      # default is a worker a core, of one thread each, for a long input)
   accelerate launch --num_processes 4 -m elmo_transformers.inference.embed corpus.txt corpus.hdf5 --model elmo-original
                                       # 4 processes (a GPU each), on one machine or several: the file of one process
 

@@ -4,7 +4,7 @@ every worker forms the batches of one process, embeds its share of them (`shardi
 file of one process.
 
 One thread a process is faster than one process on every core: the biLSTM's steps are short products, which a
-second thread speeds up little (measured in `WORKERS_FROM_WORDS`'s comment), and a single-threaded PyTorch product
+second thread speeds up little (measured: `options.WORKERS_FROM_WORDS`), and a single-threaded PyTorch product
 gives the same bits in every worker, so that the file is that of one process on one thread (`OMP_NUM_THREADS=1`),
 bit for bit; onnxruntime's products do not depend on its threads. A short input runs in one process:
 a worker's start-up (its interpreter, torch and accelerate, the process group) costs more than it saves there.
@@ -34,13 +34,13 @@ from typing import TYPE_CHECKING
 from elmo_transformers.common.errors import EmbedError, report_error, report_interruption
 from elmo_transformers.common.processes import launched
 
+from .options import WORKERS_FROM_WORDS
+
 if TYPE_CHECKING:
     from .options import EmbedOptions
 
-__all__ = ["WORKERS_FROM_WORDS", "cores", "graph_threads", "run_workers", "worker_count"]
+__all__ = ["cores", "graph_threads", "run_workers", "worker_count"]
 
-# The input size from which the default runs a worker a core: TODO measured.
-WORKERS_FROM_WORDS = 2_000
 # How long the others may take to end on their own once a worker failed (the main one printing the refusal that
 # every worker raised alike) before they are stopped.
 _STOP_AFTER_SECONDS = 3.0
@@ -65,39 +65,46 @@ def graph_threads() -> int | None:
 
 
 def worker_count(options: EmbedOptions) -> int:
-    """How many worker processes run `options`: 1 (this process runs alone) under a launcher, on a GPU, with
-    `--workers 1`, on one core, or for an input under `WORKERS_FROM_WORDS` words unless --workers says otherwise.
-    --workers is refused, in one line, where it cannot apply."""
+    """How many worker processes run `options`: --workers, or by default a worker a core for an input of at least
+    `WORKERS_FROM_WORDS` words (its backend's). 1 (this process runs alone) in a worker, under a launcher, on a GPU,
+    or without torch (whose process group the workers share), where --workers N is refused in one line."""
     requested = options.workers
-    if launched():
-        if requested is not None and _WORKER not in os.environ:
-            raise EmbedError(
-                f"--workers {requested}: under accelerate launch (or another launcher) its processes are the"
-                " workers: drop --workers"
-            )
+    if requested == 1 or _WORKER in os.environ:
         return 1
-    if requested == 1:
-        return 1
-    if _on_an_accelerator(options):
+    refusal = _one_process_only(options)
+    if refusal is not None:
         if requested is not None:
-            device = options.device or "cuda (this machine's GPU, the default device)"
-            raise EmbedError(
-                f"--workers {requested}: workers are CPU processes, and this run is on {device}: pass --device cpu"
-                " with --workers, or drop --workers (accelerate launch runs a process a GPU)"
-            )
+            raise EmbedError(f"--workers {requested}: {refusal}")
         return 1
     if requested is None:
-        return cores() if cores() > 1 and _holds_words(options, WORKERS_FROM_WORDS) else 1
+        return cores() if cores() > 1 and _long_input(options) else 1
     return requested
 
 
-def _on_an_accelerator(options: EmbedOptions) -> bool:
+def _one_process_only(options: EmbedOptions) -> str | None:
+    """Why the run is one process whatever --workers says (with the way on), or None."""
+    if launched():
+        return "under accelerate launch (or another launcher) its processes are the workers: drop --workers"
+    try:
+        torch_version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:  # (a graph's run needs no torch)
+        return "the workers meet in torch's process group, and torch is not installed: pip install torch"
+    if _on_an_accelerator(options, cpu_build=torch_version.endswith("+cpu")):
+        device = options.device or "cuda (the GPU found, the default device)"
+        return (
+            f"workers are CPU processes, and this run is on {device}: pass --device cpu with --workers, or drop"
+            " --workers (accelerate launch runs a process a GPU)"
+        )
+    return None
+
+
+def _on_an_accelerator(options: EmbedOptions, *, cpu_build: bool) -> bool:
     """Whether the run goes to a GPU (or another accelerator): --device says so, or by default torch finds one,
-    unless the model is a graph (run on the CPU). A CPU build of torch (a "+cpu" version) has none, which its
-    version tells without importing torch (seconds); another build is asked."""
+    unless the model is a graph (run on the CPU). A CPU build of torch (`cpu_build`: its version ends in "+cpu") has
+    none, which its version tells without importing torch (seconds); another build is asked."""
     if options.device is not None:
         return options.device.split(":")[0] != "cpu"
-    if importlib.metadata.version("torch").endswith("+cpu"):
+    if cpu_build:
         return False
     from .onnx_runner import holds_onnx_graph
 
@@ -108,21 +115,27 @@ def _on_an_accelerator(options: EmbedOptions) -> bool:
     return torch.accelerator.is_available()
 
 
-def _holds_words(options: EmbedOptions, words: int) -> bool:
-    """Whether the input holds at least `words` whitespace-separated words, read until it does. An input that the
-    run refuses holds none: the one process refuses it."""
+def _long_input(options: EmbedOptions) -> bool:
+    """Whether the input holds at least its backend's `WORKERS_FROM_WORDS` whitespace-separated words, read until
+    it does (the graph's folder is looked at only then). An input that the run refuses holds none: the one process
+    refuses it."""
     from .lines import check_input, read_lines
 
-    counted = 0
+    words = 0
     try:
         check_input(options.input)
         for line in read_lines(options.input):
-            counted += len(line.text.split())
-            if counted >= words:
-                return True
+            words += len(line.text.split())
+            if words >= max(WORKERS_FROM_WORDS.values()):
+                break
     except (EmbedError, OSError):
         return False
-    return False
+    if words < min(WORKERS_FROM_WORDS.values()):
+        return False
+    from .onnx_runner import holds_onnx_graph
+
+    graph = options.model is not None and holds_onnx_graph(options.model)
+    return words >= WORKERS_FROM_WORDS["graph" if graph else "pytorch"]
 
 
 def run_workers(count: int, argv: Sequence[str], kept: Callable[[], str]) -> int:

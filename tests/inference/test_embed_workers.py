@@ -20,7 +20,8 @@ from lock_holder import start_lock_holder
 import elmo_transformers.inference.workers as workers
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.inference.embed import main as embed
-from elmo_transformers.inference.options import EmbedOptions
+from elmo_transformers.inference.options import WORKERS_FROM_WORDS, EmbedOptions
+from elmo_transformers.serving.graph_layout import FLOAT_GRAPH
 
 LINES = AWKWARD_LINES * 4  # many batches of --batch-size 3
 OPTIONS = ["--batch-size", "3", "--max-words", "8"]
@@ -163,14 +164,21 @@ def _words_file(path: Path, words: int) -> Path:
 
 def test_a_worker_a_core_from_the_measured_input_size(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(workers, "cores", lambda: 3)
-    short = _words_file(tmp_path / "short.txt", workers.WORKERS_FROM_WORDS - 10)
-    long = _words_file(tmp_path / "long.txt", workers.WORKERS_FROM_WORDS)
+    short = _words_file(tmp_path / "short.txt", WORKERS_FROM_WORDS["pytorch"] - 10)
+    long = _words_file(tmp_path / "long.txt", WORKERS_FROM_WORDS["pytorch"])
     for device in (None, "cpu"):
         assert workers.worker_count(EmbedOptions(short, "out.hdf5", device=device)) == 1, "a short input: one process"
         assert workers.worker_count(EmbedOptions(long, "out.hdf5", device=device)) == 3
     assert workers.worker_count(EmbedOptions(short, "out.hdf5", workers=2)) == 2, "--workers N, whatever the input"
     assert workers.worker_count(EmbedOptions(long, "out.hdf5", workers=1)) == 1
     assert workers.worker_count(EmbedOptions(tmp_path / "missing.txt", "out.hdf5")) == 1, "the run refuses it"
+    # A graph's one process imports no torch: the workers win from a smaller input (their backend's size).
+    graph = tmp_path / "graph"
+    graph.mkdir()
+    (graph / FLOAT_GRAPH).touch()
+    middle = _words_file(tmp_path / "middle.txt", WORKERS_FROM_WORDS["graph"])
+    assert workers.worker_count(EmbedOptions(middle, "out.hdf5", model=str(graph))) == 3
+    assert workers.worker_count(EmbedOptions(middle, "out.hdf5")) == 1
     monkeypatch.setattr(workers, "cores", lambda: 1)
     assert workers.worker_count(EmbedOptions(long, "out.hdf5")) == 1
 
@@ -192,7 +200,7 @@ def test_workers_on_a_gpu_or_under_a_launcher(
     workers_given: int | None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """With --device cuda, or under `accelerate launch`, the run is one process: --workers is refused, in one line."""
-    long = _words_file(tmp_path / "long.txt", workers.WORKERS_FROM_WORDS)
+    long = _words_file(tmp_path / "long.txt", WORKERS_FROM_WORDS["pytorch"])
     monkeypatch.setattr(workers, "cores", lambda: 2)
     on_gpu = EmbedOptions(long, "out.hdf5", device="cuda", workers=workers_given)
     monkeypatch.setenv("LOCAL_RANK", "0")
@@ -222,3 +230,17 @@ def test_a_graph_runs_on_the_threads_a_launcher_gives(monkeypatch: pytest.Monkey
     assert workers.graph_threads() == 1
     monkeypatch.delenv("OMP_NUM_THREADS")
     assert workers.graph_threads() is None
+
+
+def test_without_torch_a_graph_runs_in_one_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The workers share torch's process group: an install without torch (a graph's run needs none) runs one."""
+
+    def not_installed(name: str) -> str:
+        raise workers.importlib.metadata.PackageNotFoundError(name)
+
+    long = _words_file(tmp_path / "long.txt", WORKERS_FROM_WORDS["pytorch"])
+    monkeypatch.setattr(workers, "cores", lambda: 2)
+    monkeypatch.setattr(workers.importlib.metadata, "version", not_installed)
+    assert workers.worker_count(EmbedOptions(long, "out.hdf5")) == 1
+    with pytest.raises(EmbedError, match=r"^--workers 2: the workers meet in torch's process group, and torch is not"):
+        workers.worker_count(EmbedOptions(long, "out.hdf5", workers=2))
