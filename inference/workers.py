@@ -3,11 +3,12 @@
 every worker forms the batches of one process, embeds its share of them (`sharding`), and the main one merges the
 file of one process.
 
-One thread a process is faster than one process on every core: the biLSTM's steps are short products, which a
-second thread speeds up little (measured: `options.WORKERS_FROM_WORDS`), and a single-threaded PyTorch product
-gives the same bits in every worker, so that the file is that of one process on one thread (`OMP_NUM_THREADS=1`),
-bit for bit; onnxruntime's products do not depend on its threads. A short input runs in one process:
-a worker's start-up (its interpreter, torch and accelerate, the process group) costs more than it saves there.
+Workers of one thread embed faster than one process on every core (1.1-1.6x on 2 cores): the biLSTM's steps are
+short products, which threads share out poorly. A single-threaded PyTorch product gives the same bits in every
+worker, so that the file is that of one process on one thread (`OMP_NUM_THREADS=1`), bit for bit; onnxruntime's
+products do not depend on its threads. A short input runs in one process: a worker's start-up (its interpreter,
+torch and accelerate, the model, the process group) costs more than the workers save there (measured:
+`options.WORKERS_FROM_WORDS`).
 
 The command (`worker_count`, then `run_workers`) starts the workers, waits for them, and forwards a Ctrl-C
 (SIGINT), SIGTERM and SIGHUP to each. The workers run in process groups of their own, so that a Ctrl-C in the
@@ -29,15 +30,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from elmo_transformers.common.errors import EmbedError, report_error, report_interruption
 from elmo_transformers.common.processes import launched
 
-from .options import WORKERS_FROM_WORDS
-
-if TYPE_CHECKING:
-    from .options import EmbedOptions
+from .options import WORKERS_FROM_WORDS, EmbedOptions
 
 __all__ = ["cores", "graph_threads", "run_workers", "worker_count"]
 
