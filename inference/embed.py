@@ -17,6 +17,7 @@ from types import ModuleType
 from elmo_transformers.common.atomic_output import partial_path
 from elmo_transformers.common.errors import ElmoError, EmbedError, report_error, report_interruption
 from elmo_transformers.common.extras import missing_dependencies_refused, require_extra
+from elmo_transformers.common.processes import worker_number
 
 from .options import EmbedOptions
 from .output_attributes import help_sentence
@@ -113,10 +114,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_workers(workers, argv, lambda: _interrupted_state(options.output, complete=False))
     try:
         run = _import_the_run(options)
-    except ElmoError as error:
-        return report_error("elmo-embed", error)
+    except ElmoError as error:  # (in every worker alike: the first says it)
+        return report_error("elmo-embed", error) if worker_number() in (None, 0) else 2
     except KeyboardInterrupt:  # in the seconds torch and transformers take to import
-        return report_interruption("elmo-embed", _interrupted_state(options.output, complete=False))
+        kept = _interrupted_state(options.output, complete=False)
+        return report_interruption("elmo-embed", kept) if worker_number() in (None, 0) else 130
     return _run(run, options, argv)
 
 
@@ -155,11 +157,20 @@ def _run(run: ModuleType, options: EmbedOptions, argv: list[str]) -> int:
             return report_error("elmo-embed", error)
         return 2
     except KeyboardInterrupt as interrupt:
-        if not is_main_process():
+        if not _reports_interruption():
             return 130
         complete = complete or isinstance(interrupt, OutputComplete)
         return report_interruption("elmo-embed", _interrupted_state(options.output, complete))
     return 0
+
+
+def _reports_interruption() -> bool:
+    """Whether this process prints the run's interruption: the main one; among elmo-embed's workers the first, known
+    by its number (the Ctrl-C may have cut short the import of accelerate, which tells the main process)."""
+    from elmo_transformers.common.processes import is_main_process
+
+    number = worker_number()
+    return number == 0 if number is not None else is_main_process()
 
 
 def _interrupted_state(output: Path, complete: bool) -> str:

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from elmo_transformers.common.errors import EmbedError, report_error, report_interruption
-from elmo_transformers.common.processes import launched
+from elmo_transformers.common.processes import WORKER_VARIABLE, launched
 
 from .options import WORKERS_FROM_WORDS, EmbedOptions
 
@@ -43,8 +43,6 @@ __all__ = ["cores", "graph_threads", "run_workers", "worker_count"]
 _STOP_AFTER_SECONDS = 3.0
 _POLL_SECONDS = 0.05
 _FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-# Set in a worker's environment (its number): the worker runs the command line that gave --workers.
-_WORKER = "ELMO_EMBED_WORKER"
 
 
 def cores() -> int:
@@ -66,7 +64,7 @@ def worker_count(options: EmbedOptions) -> int:
     `WORKERS_FROM_WORDS` words (its backend's). 1 (this process runs alone) in a worker, under a launcher, on a GPU,
     or without torch (whose process group the workers share), where --workers N is refused in one line."""
     requested = options.workers
-    if requested == 1 or _WORKER in os.environ:
+    if requested == 1 or WORKER_VARIABLE in os.environ:
         return 1
     refusal = _one_process_only(options)
     if refusal is not None:
@@ -216,6 +214,8 @@ class _Workers:
         printed the interruption); else the first failure's, said in one line where a signal killed the worker."""
         if self.forwarded:
             status = self.processes[0].returncode
+            if status == -signal.SIGINT:  # (before its interpreter caught a Ctrl-C: it could not say so)
+                return report_interruption("elmo-embed", self.kept())
             return 128 - status if status < 0 else status
         if self.failed is None:
             return 0
@@ -240,7 +240,7 @@ def _worker_environment(rank: int, count: int, port: int) -> dict[str, str]:
     """The environment of worker `rank` of `count`: what `accelerate launch` (torchrun) gives each process on one
     machine, whose group meets at `port`, and one thread for torch (OpenMP, MKL) and the graph (`graph_threads`)."""
     group = {"RANK": rank, "LOCAL_RANK": rank, "WORLD_SIZE": count, "LOCAL_WORLD_SIZE": count, "MASTER_PORT": port}
-    group |= {_WORKER: rank, "MASTER_ADDR": "127.0.0.1", "OMP_NUM_THREADS": 1, "MKL_NUM_THREADS": 1}
+    group |= {WORKER_VARIABLE: rank, "MASTER_ADDR": "127.0.0.1", "OMP_NUM_THREADS": 1, "MKL_NUM_THREADS": 1}
     return {**os.environ, **{name: str(value) for name, value in group.items()}}
 
 
