@@ -214,7 +214,9 @@ class _Workers:
         printed the interruption); else the first failure's, said in one line where a signal killed the worker."""
         if self.forwarded:
             status = self.processes[0].returncode
-            if status == -signal.SIGINT:  # (before its interpreter caught a Ctrl-C: it could not say so)
+            if status < 0 and self.forwarded[0] == signal.SIGINT:
+                # Its Ctrl-C came before Python caught it, or where it is not seen (a wait in C++, for the process
+                # group of a worker that the Ctrl-C ended): it could not say so, and was stopped.
                 return report_interruption("elmo-embed", self.kept())
             return 128 - status if status < 0 else status
         if self.failed is None:

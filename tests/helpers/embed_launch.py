@@ -14,6 +14,7 @@ import numpy as np
 
 __all__ = [
     "AWKWARD_LINES",
+    "ELMO_EMBED",
     "ENVIRONMENT",
     "LAUNCHED_EMBED",
     "assert_same_file",

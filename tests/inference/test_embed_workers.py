@@ -13,7 +13,14 @@ import time
 from pathlib import Path
 
 import pytest
-from embed_launch import AWKWARD_LINES, ENVIRONMENT, LAUNCHED_EMBED, assert_same_file, embed_in_one_process
+from embed_launch import (
+    AWKWARD_LINES,
+    ELMO_EMBED,
+    ENVIRONMENT,
+    LAUNCHED_EMBED,
+    assert_same_file,
+    embed_in_one_process,
+)
 from embed_launch import embed_in_workers as run_workers
 from lock_holder import start_lock_holder
 
@@ -142,6 +149,21 @@ def test_a_ctrl_c_reaches_every_worker_once(source: Path, fixture_model_folder: 
         f"elmo-embed: interrupted: {partial} keeps the finished lines; rerun with --resume"
     ], stderr
     assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("after", [0.3, 1.5])
+@pytest.mark.slow
+def test_a_ctrl_c_while_the_workers_start_is_one_line(
+    after: float, source: Path, fixture_model_folder: Path, tmp_path: Path
+) -> None:
+    """In the command's imports, the workers' (torch, accelerate) or their process group's start: one line."""
+    command = [ELMO_EMBED, source, tmp_path / "out.hdf5", "--model", fixture_model_folder, "--workers", "2"]
+    run = subprocess.Popen(list(map(str, command)), env=ENVIRONMENT, stderr=subprocess.PIPE, text=True)
+    time.sleep(after)
+    run.send_signal(signal.SIGINT)
+    _, stderr = run.communicate(timeout=120)
+    assert run.returncode == 130 and len(_error_lines(stderr)) == 1, stderr
+    assert _error_lines(stderr)[0].startswith("elmo-embed: interrupted: ") and "Traceback" not in stderr, stderr
 
 
 @pytest.mark.slow
