@@ -54,13 +54,14 @@ def option(
     check: Callable[[Any], None] | None = None,
     metadata: Mapping[str, Any] | None = None,
     one_of: str | None = None,
+    type: Callable[[str], Any] | None = None,
 ) -> Any:
     """An option: `--NAME` (the field's name, dashed) unless `flag` says otherwise; a bool is a switch that turns
-    its default over, an int takes an integer. `check(options)` refuses a value in the command's error; `metadata`
-    holds the command's own facts about the option (read back from `dataclasses.fields`). The options of one
-    `one_of` name are alternatives: the command line takes exactly one of them (argparse's required mutually
-    exclusive group)."""
-    facts = {"help": help, "flag": flag, "metavar": metavar, "choices": choices, "check": check, "one_of": one_of}
+    its default over, an int takes an integer; `type` converts the value where the default does not tell its type
+    (None: not given). `check(options)` refuses a value in the command's error; `metadata` holds the command's own
+    facts about the option (read back from `dataclasses.fields`). The options of one `one_of` name are alternatives:
+    the command line takes exactly one of them (argparse's required mutually exclusive group)."""
+    facts = dict(help=help, flag=flag, metavar=metavar, choices=choices, type=type, check=check, one_of=one_of)
     return field(default=default, metadata={**(metadata or {}), **facts})
 
 
@@ -112,7 +113,8 @@ class CommandOptions:
                 arguments["action"] = "store_false" if option.default else "store_true"
             elif isinstance(option.default, int):
                 arguments["type"] = int
-            arguments.update((key, metadata[key]) for key in ("metavar", "choices") if metadata[key] is not None)
+            given = ("metavar", "choices", "type")
+            arguments.update((key, metadata[key]) for key in given if metadata.get(key) is not None)
             one_of = metadata.get("one_of")
             if one_of is not None and one_of not in alternatives:
                 alternatives[one_of] = parser.add_mutually_exclusive_group(required=True)

@@ -22,6 +22,7 @@ from typing import TypeVar
 from .errors import ElmoError
 
 __all__ = [
+    "WORKER_VARIABLE",
     "OneProcess",
     "Terminated",
     "deferred_interrupts",
@@ -31,12 +32,24 @@ __all__ = [
     "on_main_process",
     "terminations_interrupt",
     "wait_for_everyone",
+    "worker_number",
 ]
 
 Result = TypeVar("Result")
 # The world sizes by which accelerate's `PartialState` tells a launched process (`_prepare_backend`), the first one set
 # counting: MPI's launchers' and torchrun's (which `accelerate launch` runs), besides LOCAL_RANK.
 _WORLD_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE", "WORLD_SIZE")
+
+
+# Set in the environment of each worker process that `elmo-embed` starts itself (`inference.workers`): its number.
+WORKER_VARIABLE = "ELMO_EMBED_WORKER"
+
+
+def worker_number() -> int | None:
+    """This process's number among the workers that `elmo-embed` started (0: the first, which reports what every
+    worker meets alike), or None outside them: known without accelerate, whose import a Ctrl-C may cut short."""
+    number = os.environ.get(WORKER_VARIABLE)
+    return None if number is None else int(number)
 
 
 def launched() -> bool:

@@ -16,8 +16,10 @@ from types import ModuleType
 from elmo_transformers.common.atomic_output import partial_path
 from elmo_transformers.common.errors import ElmoError, EmbedError, report_error, report_interruption
 from elmo_transformers.common.extras import missing_dependencies_refused, require_extra
+from elmo_transformers.common.processes import worker_number
 
 from .options import EmbedOptions
+from .workers import run_workers, worker_count
 
 __all__ = ["build_parser", "main"]
 
@@ -27,6 +29,8 @@ _EXAMPLES = """examples:
   elmo-embed big.txt big.hdf5 --model elmo-original --layers top --storage-dtype float16   # 2 KB a word, not 12
   elmo-embed corpus.txt corpus.hdf5 --model elmo-original --resume   # continue an interrupted run
   elmo-embed corpus.txt vectors --model elmo-original --format datasets   # datasets.load_from_disk("vectors")
+  elmo-embed corpus.txt corpus.hdf5 --model elmo-original --workers 1   # one process on every core (on a CPU the
+                                      # default is a worker a core, of one thread each, for a long input)
   accelerate launch --num_processes 4 -m elmo_transformers.inference.embed corpus.txt corpus.hdf5 --model elmo-original
                                       # 4 processes (a GPU each), on one machine or several: the file of one process
 
@@ -64,14 +68,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         options = EmbedOptions.from_arguments(build_parser().parse_args(argv))  # (each option's own checks)
+        workers = worker_count(options)
     except ElmoError as error:
         return report_error("elmo-embed", error)
+    except KeyboardInterrupt:  # (while counting the input's words, or looking for a GPU)
+        return report_interruption("elmo-embed", "no line was stored yet")
+    if workers > 1:
+        return run_workers(workers, argv, lambda: _interrupted_state(options.output, complete=False))
     try:
         run = _import_the_run(options)
-    except ElmoError as error:
-        return report_error("elmo-embed", error)
+    except ElmoError as error:  # (in every worker alike: the first says it)
+        return report_error("elmo-embed", error) if worker_number() in (None, 0) else 2
     except KeyboardInterrupt:  # in the seconds torch and transformers take to import
-        return report_interruption("elmo-embed", _interrupted_state(options.output, complete=False))
+        kept = _interrupted_state(options.output, complete=False)
+        return report_interruption("elmo-embed", kept) if worker_number() in (None, 0) else 130
     return _run(run, options, argv)
 
 
@@ -110,11 +120,20 @@ def _run(run: ModuleType, options: EmbedOptions, argv: list[str]) -> int:
             return report_error("elmo-embed", error)
         return 2
     except KeyboardInterrupt as interrupt:
-        if not is_main_process():
+        if not _reports_interruption():
             return 130
         complete = complete or isinstance(interrupt, OutputComplete)
         return report_interruption("elmo-embed", _interrupted_state(options.output, complete))
     return 0
+
+
+def _reports_interruption() -> bool:
+    """Whether this process prints the run's interruption: the main one; among elmo-embed's workers the first, known
+    by its number (the Ctrl-C may have cut short the import of accelerate, which tells the main process)."""
+    from elmo_transformers.common.processes import is_main_process
+
+    number = worker_number()
+    return number == 0 if number is not None else is_main_process()
 
 
 def _interrupted_state(output: Path, complete: bool) -> str:

@@ -20,7 +20,15 @@ from elmo_transformers.common.cli_options import CommandOptions, option, positio
 from elmo_transformers.common.disk_space import NO_SPACE_CHECK
 from elmo_transformers.common.errors import EmbedError
 
-__all__ = ["COMPRESSIONS", "COMPUTE_DTYPES", "FORMATS", "LAYER_CHOICES", "STORAGE_DTYPES", "EmbedOptions"]
+__all__ = [
+    "COMPRESSIONS",
+    "COMPUTE_DTYPES",
+    "FORMATS",
+    "LAYER_CHOICES",
+    "STORAGE_DTYPES",
+    "WORKERS_FROM_WORDS",
+    "EmbedOptions",
+]
 
 LAYER_CHOICES = ("all", "top", "average", "mix")
 # The dtypes the model computes in (--dtype; torch's names): `elmo_transformers.inference.torch_runner.TORCH_DTYPES`
@@ -50,6 +58,22 @@ def _size_check(name: str) -> Callable[[EmbedOptions], None]:
             )
 
     return check
+
+
+# The input size (whitespace-separated words) from which the default runs a worker a core (`inference.workers`), by
+# backend: where 2 workers of one thread beat one process of 2 threads in wall time, start-up included. Measured with
+# the bundled model and its ONNX export on a 2-core x86 CPU shared with other jobs, by
+# benchmarks/speed/bench_embed_workers.py (the commands and every row: docs/elmo-embed.md#workers-on-a-cpu; lines of
+# 5-40 words; seconds, 1 process vs workers): 22,515 words: PyTorch 14.4 vs 28.0, graph 9.7 vs 16.9; 66,321 words:
+# 13.3 vs 17.9 and 11.3 vs 10.4; 132,991 words: 30.1 vs 27.4 and 21.9 vs 16.7; 223,527 words: 38.8 vs 32.2 and 39.6
+# vs 24.9. A worker's start-up costs seconds (an interpreter, torch and accelerate, the model, the process group; a
+# graph's one process imports no torch), which the workers, 1.1-1.6x faster, win back only on a long input.
+WORKERS_FROM_WORDS = {"graph": 60_000, "pytorch": 120_000}
+
+
+def _workers_at_least_one(options: EmbedOptions) -> None:
+    if options.workers is not None and options.workers < 1:
+        raise EmbedError(f"--workers must be at least 1, got {options.workers} (1: one process on every core)")
 
 
 @dataclass(frozen=True)
@@ -115,6 +139,16 @@ class EmbedOptions(CommandOptions, error=EmbedError):
     device: str | None = _option(
         None,
         "torch device: cpu, cuda, cuda:1, ... (default cuda when available, else cpu; an ONNX folder runs on cpu)",
+    )
+    # Not recorded: a worker's vectors are those of one process on one thread (`inference.workers`).
+    workers: int | None = _option(
+        None,
+        "CPU processes of one thread each (default: one a core for an input of at least"
+        f" {WORKERS_FROM_WORDS['graph']:,} words on an ONNX folder, {WORKERS_FROM_WORDS['pytorch']:,} on PyTorch; 1:"
+        " one process on every core)",
+        metavar="N",
+        type=int,
+        check=_workers_at_least_one,
     )
     resume: bool = _option(False, "continue an interrupted run from OUT.partial")
     overwrite: bool = _option(False, "replace an existing output")

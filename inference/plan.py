@@ -30,6 +30,7 @@ from .runner import BatchEmbedder, recorded_sha256
 from .settings import EmbedSettings
 from .sharding import ProcessFailure
 from .summary import EmbedSummary
+from .workers import graph_threads
 
 if TYPE_CHECKING:
     from accelerate import PartialState
@@ -239,4 +240,4 @@ def open_embedder(request: EmbedRequest, device: str | None = None) -> BatchEmbe
             " (8-bit products: vectors near float32's, not equal to them)",
             file=sys.stderr,
         )
-    return OnnxEmbedder(model, layers=layers, quantized=quantized)
+    return OnnxEmbedder(model, layers=layers, quantized=quantized, threads=graph_threads())

@@ -30,14 +30,15 @@ class ProcessFailure(EmbedError):
 
 
 def run_processes(device: str | None, *, graph: bool) -> PartialState | OneProcess:
-    """The processes of this run: one, or those of `accelerate launch`, which without a GPU (or with --device cpu)
-    join one CPU group (gloo). A run of one process on a graph goes without accelerate and torch (`OneProcess`)."""
+    """The processes of this run: one, or those of `accelerate launch` (or `elmo-embed`'s workers), which join one
+    CPU group (gloo) on a graph (run on the CPU), without a GPU or with --device cpu. A run of one process on a graph
+    goes without accelerate and torch (`OneProcess`)."""
     if graph and not launched():
         return OneProcess()
     import torch
     from accelerate import PartialState
 
-    return PartialState(cpu=device == "cpu" or not torch.accelerator.is_available())
+    return PartialState(cpu=graph or device == "cpu" or not torch.accelerator.is_available())
 
 
 @dataclass

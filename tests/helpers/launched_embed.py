@@ -1,10 +1,11 @@
-"""`elmo-embed` as `accelerate launch` starts it, with what the tests of several processes need, read from the
-environment:
+"""`elmo-embed` as `accelerate launch` (or elmo-embed --workers) starts it, with what the tests of several processes
+need, read from the environment:
 - ELMO_TEST_SEGMENT_BYTES: the segment size (1: a segment per batch, stored as soon as the batch is written);
 - ELMO_TEST_RECORD: a folder where each process appends the lines it writes to `PROCESS.txt`;
-- ELMO_TEST_FAIL_PROCESS and ELMO_TEST_FAIL_HOW: that process fails in its first batch, "raise" (a RuntimeError
-  where the model runs: `Embedder.run`), "refuse" (an EmbedError there, as a refused line raises) or "kill" (SIGKILL
-  once the batch is stored: after `EmbeddingFile.end_batch`, as a machine that dies would leave it).
+- ELMO_TEST_FAIL_PROCESS and ELMO_TEST_FAIL_HOW: that process (or "every" process) fails in its first batch, "raise"
+  (a RuntimeError where the model runs: `Embedder.run`), "refuse" (an EmbedError there, as a refused line raises),
+  "kill" (SIGKILL once the batch is stored: after `EmbeddingFile.end_batch`, as a machine that dies would leave it)
+  or "stall" (a minute's sleep there before that SIGKILL, for a signal to find the run under way).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import elmo_transformers.inference.hdf5_output as hdf5_output
@@ -35,7 +37,7 @@ if "ELMO_TEST_RECORD" in os.environ:
 
     hdf5_output.EmbeddingFile.write = recorded_write
 
-if int(os.environ.get("ELMO_TEST_FAIL_PROCESS", "-1")) == PROCESS:
+if os.environ.get("ELMO_TEST_FAIL_PROCESS") in (str(PROCESS), "every"):
     if os.environ["ELMO_TEST_FAIL_HOW"] in ("raise", "refuse"):
         failure = RuntimeError if os.environ["ELMO_TEST_FAIL_HOW"] == "raise" else EmbedError
 
@@ -48,6 +50,8 @@ if int(os.environ.get("ELMO_TEST_FAIL_PROCESS", "-1")) == PROCESS:
 
         def killed_end_batch(self):
             end_batch(self)
+            if os.environ["ELMO_TEST_FAIL_HOW"] == "stall":
+                time.sleep(60)
             os.kill(os.getpid(), signal.SIGKILL)
 
         hdf5_output.EmbeddingFile.end_batch = killed_end_batch

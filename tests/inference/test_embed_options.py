@@ -28,6 +28,7 @@ EVERY_OPTION_SET = {
     "compression": (["--compression", "gzip"], "gzip"),
     "output_format": (["--format", "datasets"], "datasets"),
     "device": (["--device", "cpu"], "cpu"),
+    "workers": (["--workers", "3"], 3),
     "resume": (["--resume"], True),
     "overwrite": (["--overwrite"], True),
     "forget_sentences": (["--forget-sentences"], True),
@@ -83,7 +84,7 @@ def test_settings_json_records_what_earlier_runs_recorded() -> None:
     other = EmbedSettings("c0ffee", "/models/elmo", "pytorch", "beef", dataclasses.replace(EVERY_OPTION, layers="all"))
     assert other.differences(written_before) == ["layers 'top' (now 'all')"]
     # The options that do not change the vectors are not compared: another batch size resumes.
-    resumed = dataclasses.replace(EVERY_OPTION, batch_size=64, device=None, resume=False, space_check=True)
+    resumed = dataclasses.replace(EVERY_OPTION, batch_size=64, device=None, workers=1, resume=False, space_check=True)
     assert EmbedSettings("c0ffee", "/models/elmo", "pytorch", "beef", resumed).differences(written_before) == []
 
 
@@ -95,6 +96,8 @@ def test_settings_json_records_what_earlier_runs_recorded() -> None:
         ({"storage_dtype": "int8"}, "--storage-dtype must be one of float32, float16, got 'int8'"),
         ({"compression": "zip"}, "--compression must be one of none, gzip, lzf, got 'zip'"),
         ({"layers": "five"}, "--layers must be one of all, top, average, mix, got 'five'"),
+        ({"workers": 0}, "--workers must be at least 1, got 0 (1: one process on every core)"),
+        ({"workers": -2}, "--workers must be at least 1, got -2"),
     ],
 )
 def test_options_built_in_python_are_checked_as_the_command_line_checks_them(

@@ -7,10 +7,8 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-import h5py
-import numpy as np
 import pytest
-from embed_launch import AWKWARD_LINES, embed_in_one_process, launch_embed
+from embed_launch import AWKWARD_LINES, assert_same_file, embed_in_one_process, launch_embed
 from lock_holder import start_lock_holder
 
 from elmo_transformers.common.errors import EmbedError
@@ -19,23 +17,6 @@ from elmo_transformers.inference.request import process_device
 
 LINES = AWKWARD_LINES * 4  # many batches of --batch-size 3
 OPTIONS = ["--batch-size", "3", "--max-words", "8"]
-
-
-def _contents(path: Path) -> tuple[dict[str, np.ndarray], dict[str, dict], dict]:
-    """Every dataset's values and attributes, and the root attributes but the command line (it names the output)."""
-    with h5py.File(path, "r") as file:
-        values = {name: file[name][()] for name in file}
-        attributes = {name: dict(file[name].attrs) for name in file}
-        root = {name: value for name, value in file.attrs.items() if name != "elmo_embed_command"}
-    return values, attributes, root
-
-
-def _assert_same_file(one: Path, other: Path) -> None:
-    (values, attributes, root), (other_values, other_attributes, other_root) = _contents(one), _contents(other)
-    assert values.keys() == other_values.keys()
-    for name in values:
-        assert values[name].dtype == other_values[name].dtype and np.array_equal(values[name], other_values[name]), name
-    assert attributes == other_attributes and root == other_root
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +40,7 @@ def test_two_processes_write_the_file_of_one(
     record.mkdir()
     launched = launch_embed(source, tmp_path / "two.hdf5", *options, environment={"ELMO_TEST_RECORD": str(record)})
     assert launched.returncode == 0, launched.stderr[-3000:]
-    _assert_same_file(tmp_path / "one.hdf5", tmp_path / "two.hdf5")
+    assert_same_file(tmp_path / "one.hdf5", tmp_path / "two.hdf5")
     written = [[int(line) for line in (record / f"{process}.txt").read_text().split()] for process in (0, 1)]
     assert written[0] and written[1], "both processes embedded lines"
     assert not set(written[0]) & set(written[1]), "each line is written by one process, its pieces included"
@@ -86,7 +67,7 @@ def test_a_killed_process_is_resumed_into_the_same_file(
         assert "resumed: " in resumed.stdout
     else:
         assert "resumed: " in embed_in_one_process(source, output, *options, "--resume").stdout
-    _assert_same_file(tmp_path / "one.hdf5", output)
+    assert_same_file(tmp_path / "one.hdf5", output)
     assert not Path(f"{output}.partial").exists()
 
 
