@@ -17,6 +17,9 @@ OpenMP's wait policy, the native libraries' settings: `harness_reports.torch_set
 
     bash benchmarks/allennlp/make_venv.sh            # AllenNLP 0.9.0's venv, once
     python benchmarks/speed/bench_embed_backends.py  # 300 and 1,500 lines of 5-40 words, 2 rounds; 5 lines, 5 rounds
+
+`--workers N` adds PyTorch float32 and bfloat16 and the int8 graph with `elmo-embed --workers N` (N single-thread
+processes, whatever the input's size).
 """
 
 from __future__ import annotations
@@ -59,6 +62,11 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--allennlp-venv", type=Path, default=Path(DEFAULT_ALLENNLP_VENV))
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/elmo-bench-embed-backends"))
     parser.add_argument(
+        "--workers",
+        type=int,
+        help="also run PyTorch float32 and bfloat16 and the int8 graph with --workers N (single-thread processes)",
+    )
+    parser.add_argument(
         "--compare",
         type=Path,
         metavar="DIR",
@@ -95,6 +103,12 @@ def _commands(args: argparse.Namespace, lines: Path) -> dict[str, tuple[list[str
         FLOAT: ([*embed, str(outputs[FLOAT]), "--model", str(graphs)], outputs[FLOAT]),
         INT8: ([*embed, str(outputs[INT8]), "--model", str(_int8_alone(graphs))], outputs[INT8]),
     }
+    if args.workers:
+        for label in (PYTORCH, BFLOAT16, INT8):
+            options_of_label = commands[label][0][len(embed) + 1 :]  # (after the command and its output)
+            output = args.work_dir / f"workers-{len(commands)}.hdf5"
+            command = [*embed, str(output), *options_of_label, "--workers", str(args.workers)]
+            commands[f"{label}, --workers {args.workers}"] = (command, output)
     if args.compare:
         for label, folder in ((FLOAT, args.compare), (INT8, _int8_alone(args.compare))):
             output = args.work_dir / f"compared-{len(commands)}.hdf5"
