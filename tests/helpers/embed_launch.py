@@ -43,6 +43,13 @@ AWKWARD_LINES = [
 ENVIRONMENT = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
+def write_input(folder: Path, lines: list[str]) -> Path:
+    """`lines` as the input file `folder/in.txt`, one a line."""
+    path = folder / "in.txt"
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
 def launch_embed(
     *args: str | Path, processes: int = 2, environment: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:

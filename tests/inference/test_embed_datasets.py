@@ -16,7 +16,7 @@ import h5py
 import numpy as np
 import pytest
 from datasets.arrow_writer import ArrowWriter
-from embed_launch import AWKWARD_LINES, embed_in_one_process, launch_embed
+from embed_launch import AWKWARD_LINES, embed_in_one_process, launch_embed, write_input
 
 from elmo_transformers.inference import datasets_output
 from elmo_transformers.inference.datasets_output import RECORD_FILE, shard_lines
@@ -28,9 +28,7 @@ OPTIONS = ["--batch-size", "3", "--max-words", "8"]
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("inputs") / "in.txt"
-    path.write_text("".join(line + "\n" for line in LINES), encoding="utf-8")
-    return path
+    return write_input(tmp_path_factory.mktemp("inputs"), LINES)
 
 
 def _assert_rows_equal_the_hdf5_file(folder: Path, hdf5: Path, *, words: bool) -> None:

@@ -20,6 +20,7 @@ from embed_launch import (
     LAUNCHED_EMBED,
     assert_same_file,
     embed_in_one_process,
+    write_input,
 )
 from embed_launch import embed_in_workers as run_workers
 from lock_holder import start_lock_holder
@@ -36,9 +37,7 @@ OPTIONS = ["--batch-size", "3", "--max-words", "8"]
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("inputs") / "in.txt"
-    path.write_text("".join(line + "\n" for line in LINES), encoding="utf-8")
-    return path
+    return write_input(tmp_path_factory.mktemp("inputs"), LINES)
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ import pickle
 import pytest
 import torch
 from ragged_batches import BATCHES, run_batches
+from tiny_models import word_embedding_encoder
 
 from modeling_elmo import ElmoConfig, ElmoModel, ElmoTokenizer
 from modeling_elmo.onednn_elmo import onednn_available
@@ -148,23 +149,12 @@ def test_each_distinct_word_is_encoded_once_with_the_same_vector(
 
 
 def test_words_with_a_word_embedding_are_distinct_by_word_id_too() -> None:
-    torch.manual_seed(0)
-    config = ElmoConfig(
-        char_embedding_dim=4,
-        char_cnn_filters=[[1, 4]],
-        projection_dim=8,
-        word_vocab_size=5,
-        word_embedding_dim=3,
-        bos_word_id=3,
-        eos_word_id=4,
-    )
-    encoder = ElmoModel(config).eval().char_encoder
-    char_ids, word_ids = torch.tensor([[259, 5, 260] + [261] * 47] * 3), torch.tensor([1, 2, 1])
+    encoder, char_ids, word_ids = word_embedding_encoder(projection_dim=8)
     with torch.no_grad():
         vectors = encoder(char_ids, word_ids)
         alone = torch.cat([encoder(char_ids[row : row + 1], word_ids[row : row + 1]) for row in range(3)])
         # Same characters: the vectors differ by the projection of the difference of the word embeddings.
-        word_projection = encoder.projection.weight[:, : config.word_embedding_dim]
+        word_projection = encoder.projection.weight[:, : encoder.word_embedding.embedding_dim]
         difference = word_projection @ (encoder.word_embedding.weight[1] - encoder.word_embedding.weight[2])
     assert difference.abs().max() > 1e-2
     torch.testing.assert_close(vectors, alone, rtol=0, atol=1e-6)

@@ -7,6 +7,7 @@ import pytest
 import torch
 from awkward_words import AWKWARD_WORDS
 from ragged_batches import BATCHES
+from tiny_models import word_embedding_encoder
 
 from modeling_elmo import DEFAULT_MODEL, ElmoConfig, ElmoModel, ElmoTokenizer, TokenVectorCache
 
@@ -158,18 +159,8 @@ def test_a_cache_holds_at_least_one_word() -> None:
 def test_words_with_a_word_embedding_are_cached_by_word_id_too() -> None:
     """ELMoForManyLangs' models: the same characters with another word id are another word. (The CPU's products
     of 8 columns or fewer round a row by its place in the batch: a model's projection has more.)"""
-    torch.manual_seed(0)
-    config = ElmoConfig(
-        char_embedding_dim=4,
-        char_cnn_filters=[[1, 4]],
-        projection_dim=16,
-        word_vocab_size=5,
-        word_embedding_dim=3,
-        bos_word_id=3,
-        eos_word_id=4,
-    )
-    encoder, cache = ElmoModel(config).eval().char_encoder, TokenVectorCache()
-    char_ids, word_ids = torch.tensor([[259, 5, 260] + [261] * 47] * 3), torch.tensor([1, 2, 1])
+    encoder, char_ids, word_ids = word_embedding_encoder(projection_dim=16)
+    cache = TokenVectorCache()
     with torch.inference_mode():
         expected = encoder(char_ids, word_ids)
         assert torch.equal(encoder(char_ids[:1], word_ids[:1], cache), expected[:1]) and len(cache) == 1
