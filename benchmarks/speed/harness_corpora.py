@@ -25,7 +25,6 @@ __all__ = [
     "uniform_sentences",
     "vocabulary_words",
     "write_sentences",
-    "zipf_sentences",
 ]
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -65,14 +64,6 @@ def make_sentences(seed: int, batch_size: int, count: int, min_words: int, max_w
         return rng.choices(RANKED_WORDS, cum_weights=cumulative)[0]
 
     return [[word() for _ in range(rng.randint(min_words, max_words))] for _ in range(count)]
-
-
-def zipf_sentences(count: int, rng: random.Random, *, length: int | None = None) -> list[list[str]]:
-    """``count`` sentences of ``RANKED_WORDS`` drawn by Zipf's law with exponent 1.05; ``length`` words each, or
-    log-normal lengths around 20 words (1 to 200)."""
-    weights = [1 / rank**1.05 for rank in range(1, len(RANKED_WORDS) + 1)]
-    lengths = [length or min(max(int(rng.lognormvariate(3.0, 0.55)), 1), 200) for _ in range(count)]
-    return [rng.choices(RANKED_WORDS, weights, k=words_in_line) for words_in_line in lengths]
 
 
 def uniform_sentences(

@@ -1,4 +1,4 @@
-"""How the speed benchmarks time: a stopwatch, the median of repeats, rounds that interleave what is compared (so
+"""How the speed benchmarks time: a stopwatch, rounds that interleave what is compared (so
 that a change in the machine's load hits all alike), and the rows of backends timed batch by batch in turn with
 their ratio to PyTorch float32.
 """
@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import statistics
 import time
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
@@ -20,7 +19,6 @@ __all__ = [
     "SPEED_HEADER",
     "best_per_batch",
     "interleaved_rounds",
-    "median_seconds",
     "race",
     "seconds_of",
     "speed_rows",
@@ -36,11 +34,6 @@ def seconds_of(call: Callable[[], object]) -> float:
     start = time.perf_counter()
     call()
     return time.perf_counter() - start
-
-
-def median_seconds(call: Callable[[], object], repeats: int) -> float:
-    """The median of ``repeats`` timed calls."""
-    return statistics.median(seconds_of(call) for _ in range(repeats))
 
 
 def best_per_batch(seconds: list[float], other: list[float]) -> list[float]:
