@@ -30,6 +30,7 @@ __all__ = [
     "launched",
     "leave_process_group",
     "on_main_process",
+    "peer_stopped",
     "terminations_interrupt",
     "wait_for_everyone",
     "worker_number",
@@ -80,13 +81,23 @@ def is_main_process() -> bool:
     return PartialState().is_main_process
 
 
+class _PeerStopped(Exception):
+    """The cause of the error `_together` raises: another process of the run stopped (`peer_stopped`)."""
+
+
+def peer_stopped(error: BaseException) -> bool:
+    """Whether `error` says only that another process of the run stopped (`_together`): that process, or whatever
+    watches the processes (the launcher; elmo-embed, over its own workers), says why."""
+    return isinstance(error.__cause__, _PeerStopped)
+
+
 def _together(call: Callable[[], Result], *, error: type[ElmoError], advice: str) -> Result:
     """`call()`, a collective call; when another process of the run has stopped (its error, or the launcher's
     report of its death, is printed above), `error` says so in one line, followed by `advice`."""
     try:
         return call()
     except RuntimeError:  # gloo: "Connection closed by peer ..."; NCCL: a timeout or an abort
-        raise error(f"another process of this run stopped (its error is above){advice}") from None
+        raise error(f"another process of this run stopped (its error is above){advice}") from _PeerStopped()
 
 
 def wait_for_everyone(*, error: type[ElmoError], advice: str = "") -> None:

@@ -101,7 +101,7 @@ def _import_the_run(options: EmbedOptions) -> ModuleType:
 
 def _run(run: ModuleType, options: EmbedOptions, argv: list[str]) -> int:
     """Embed the file as `options` say, with the `run` module; the exit status, each failure in one line."""
-    from elmo_transformers.common.processes import is_main_process, leave_process_group
+    from elmo_transformers.common.processes import is_main_process, leave_process_group, peer_stopped
 
     from .hdf5_output import OutputComplete
     from .sharding import ProcessFailure
@@ -116,6 +116,10 @@ def _run(run: ModuleType, options: EmbedOptions, argv: list[str]) -> int:
         leave_process_group()
     except ElmoError as error:
         # Under `accelerate launch` an error that every process raised alike is printed once, by the main process.
+        # Among elmo-embed's own workers, a stopped worker says why, or the command does for a killed one: that
+        # another stopped goes unsaid (said first, it would name an error not yet printed).
+        if worker_number() is not None and peer_stopped(error):
+            return 2
         if isinstance(error, ProcessFailure) or is_main_process():
             return report_error("elmo-embed", error)
         return 2

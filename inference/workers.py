@@ -190,7 +190,9 @@ class _Workers:
         while True:
             running = [process for process in self.processes if process.poll() is None]
             if self.failed is None:
-                self.failed = next((process for process in self.processes if process.returncode), None)
+                # A killed worker first: the others it left exit 2 in silence (`embed._run`), and it is the one to name.
+                failed = sorted((process for process in self.processes if process.returncode), key=_killed_first)
+                self.failed = failed[0] if failed else None
                 if self.failed is not None:
                     self.killed = self.failed.returncode < 0 and not self.forwarded
                     stop_at = time.monotonic() + (0.0 if self.killed else _STOP_AFTER_SECONDS)
@@ -227,6 +229,11 @@ class _Workers:
         rank = self.processes.index(self.failed)
         message = f"worker {rank} of {self.count} (pid {self.failed.pid}) was killed by {name}: {self.kept()}"
         return report_error("elmo-embed", EmbedError(message))
+
+
+def _killed_first(process: subprocess.Popen) -> bool:
+    """The sort key that puts a process a signal ended (a negative exit status) before one that exited."""
+    return process.returncode > 0
 
 
 def _worker_command(argv: Sequence[str]) -> list[str]:

@@ -119,9 +119,9 @@ def test_a_failing_worker_stops_the_run_in_its_one_line(
         f"elmo-embed: error: RuntimeError after {len(LINES):,} lines: injected failure in the model; {partial}:"
         " rerun with --resume (with a smaller --batch-size after running out of memory)"
     ), failed.stderr[-3000:]
-    # The main worker, waiting for the failed one, says why it stops, unless it was stopped first.
-    stopped = f"elmo-embed: error: another process of this run stopped (its error is above): {partial}; rerun with"
-    assert errors[1:] in ([], [f"{stopped} --resume"]), failed.stderr[-3000:]
+    # The main worker, which finds the failed one gone, leaves it to say why (tests/inference/test_embed_processes.py:
+    # under accelerate launch the main process says that another stopped).
+    assert errors[1:] == [], failed.stderr[-3000:]
     assert "Traceback" not in failed.stderr
 
 
