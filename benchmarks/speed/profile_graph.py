@@ -8,7 +8,8 @@ LSTM cell).
 The kinds: the products (`MatMul`, `Gemm`, `FusedGemm`; int8: `MatMulInteger` and onnxruntime's fusions of it), the
 per-row quantisation around each int8 product (every other node `--quantize int8` writes: `Abs`, `ReduceMax`,
 `QuantizeLinear`, `Cast`, the scales' `Mul`s, ...: `serving/int8_graph.py`), the character CNN's convolutions, the
-LSTM cell's element-wise steps, and the rest (the loops' bookkeeping). The second of `--runs` runs is reported (the
+LSTM cell's element-wise steps, and the rest (the loops' bookkeeping); a loop's own operator (`Scan`) is left out
+of the kinds, for its time holds its inner operators'. The last of `--runs` runs of one session is reported (the
 first pays for the kernels' first use).
 """
 
@@ -47,11 +48,13 @@ def _kind(node: str, operator: str) -> str:
 
 
 def _operator_times(profile: Path) -> tuple[Counter, Counter]:
-    """Microseconds of operator time in one profile: by kind, and by operator type (the loops' own operators, whose
-    time holds their inner ones', apart as their type only)."""
+    """Microseconds of operator time in the last run of a profile: by kind, and by operator type (the loops' own
+    operators, whose time holds their inner ones', apart as their type only)."""
+    events = json.loads(profile.read_text())
+    last_run = max(event["ts"] for event in events if event["name"] == "model_run")
     kinds, operators = Counter(), Counter()
-    for event in json.loads(profile.read_text()):
-        if event.get("cat") != "Node" or not event["name"].endswith("_kernel_time"):
+    for event in events:
+        if event.get("cat") != "Node" or not event["name"].endswith("_kernel_time") or event["ts"] < last_run:
             continue
         operator = event["args"]["op_name"]
         operators[operator] += event["dur"]
@@ -60,13 +63,16 @@ def _operator_times(profile: Path) -> tuple[Counter, Counter]:
     return kinds, operators
 
 
-def _profiled_run(path: Path, inputs: dict, threads: int, prefix: Path) -> Path:
+def _profiled_runs(path: Path, inputs: dict, threads: int, runs: int, prefix: Path) -> Path:
+    """The profile of `runs` runs of the graph at `path` on `inputs`, in one session (the first pays for the
+    kernels' first use)."""
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.enable_profiling = True
     options.profile_file_prefix = str(prefix)
     session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    session.run(["hidden_states"], inputs)
+    for _ in range(runs):
+        session.run(["hidden_states"], inputs)
     return Path(session.end_profiling())
 
 
@@ -85,8 +91,7 @@ def main() -> None:
     sentences = make_sentences(args.seed, args.batch, args.batch, 10, 30)
     tokenizer = ElmoTokenizer.from_pretrained(args.folder)
     inputs = dict(tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="np"))
-    for run in range(args.runs):
-        profile = _profiled_run(args.folder / args.graph, inputs, args.threads, args.work_dir / f"run{run}")
+    profile = _profiled_runs(args.folder / args.graph, inputs, args.threads, args.runs, args.work_dir / "profile")
     kinds, operators = _operator_times(profile)
     total = sum(kinds.values())
     print(f"{args.folder / args.graph}: batch {args.batch} ({sum(map(len, sentences))} words), run {args.runs}")
