@@ -99,11 +99,7 @@ def _on_an_accelerator(options: EmbedOptions, *, cpu_build: bool) -> bool:
     none, which its version tells without importing torch (seconds); another build is asked."""
     if options.device is not None:
         return options.device.split(":")[0] != "cpu"
-    if cpu_build:
-        return False
-    from .request import holds_onnx_graph
-
-    if options.model is not None and holds_onnx_graph(options.model):
+    if cpu_build or _runs_a_graph(options):
         return False
     import torch
 
@@ -127,10 +123,14 @@ def _long_input(options: EmbedOptions) -> bool:
         return False
     if words < min(WORKERS_FROM_WORDS.values()):
         return False
+    return words >= WORKERS_FROM_WORDS["graph" if _runs_a_graph(options) else "pytorch"]
+
+
+def _runs_a_graph(options: EmbedOptions) -> bool:
+    """Whether the run's model is a folder holding an exported graph (the default model is a PyTorch one)."""
     from .request import holds_onnx_graph
 
-    graph = options.model is not None and holds_onnx_graph(options.model)
-    return words >= WORKERS_FROM_WORDS["graph" if graph else "pytorch"]
+    return options.model is not None and holds_onnx_graph(options.model)
 
 
 def run_workers(count: int, argv: Sequence[str], kept: Callable[[], str]) -> int:
