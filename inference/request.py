@@ -3,20 +3,24 @@ it (`check_request`), before anything is loaded, read or written, against what t
 (`Backend`: `PYTORCH` for a model folder, `ONNX` for a folder of `elmo-convert onnx`).
 
 This is where `--device`, `--layers` and `--dtype` are refused: the options only declare their choices (argparse and
-`CommandOptions` refuse a value outside them), and the runners take what this check let through. One thing is seen
-only as a PyTorch model loads: whether its weights hold the mix that `--layers mix` reads (`torch_runner`).
+`CommandOptions` refuse a value outside them), and the runners take what this check let through. Whether a PyTorch
+model holds the mix that `--layers mix` reads is seen in its config.json and its weights' names (`mix_problem`),
+before the weights load; a Hub model that is not yet downloaded is looked at once its load fetched it.
 """
 
 from __future__ import annotations
 
+import json
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import modeling_elmo
 from elmo_transformers.common.errors import EmbedError, first_line
+from elmo_transformers.common.regular_files import read_regular
 from elmo_transformers.serving.graph_embedder import LAYER_CHOICES as GRAPH_LAYER_CHOICES
-from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH
+from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, HEAD_ARCHITECTURES, QUANTIZED_GRAPH
 
 from .hdf5_output import check_output_path
 from .lines import check_input
@@ -34,6 +38,7 @@ __all__ = [
     "EmbedRequest",
     "check_request",
     "holds_onnx_graph",
+    "mix_problem",
     "process_device",
     "resolve_model",
 ]
@@ -155,9 +160,89 @@ def _backend_problem(request: EmbedRequest) -> str | None:
         )
     if options.layers not in backend.layers:
         return f"--layers {options.layers}: {holds}, which serves {_one_of(backend.layers)}"
+    if options.layers == "mix":
+        return mix_problem(request.model)
     if options.compute_dtype not in backend.compute_dtypes:
         where = f" (on {_one_of(backend.device_types).upper()})" if backend.device_types else ""
         return f"--dtype {options.compute_dtype}: {holds}, which runs in {_one_of(backend.compute_dtypes)}{where}"
+    return None
+
+
+def mix_problem(model: str) -> str | None:
+    """Why `model` holds no mix that `--layers mix` can read, in one line: it reads the first mix of a task head
+    fine-tuned with this package (`HEAD_ARCHITECTURES`), whose weights start with `FIRST_MIX_WEIGHTS_PREFIX` unless
+    its mix mode has none. None when it holds one, or when its files cannot be looked at yet (a Hub model not yet
+    downloaded, or files the load will refuse in its own words)."""
+    folder = _local_files(model)
+    names = None if folder is None else _weight_names(folder)
+    if names is None:
+        return None
+    from modeling_elmo.mixing_elmo import MIX_MODES_WITH_WEIGHTS  # (the PyTorch backend: torch is imported anyway)
+    from modeling_elmo.modeling_elmo import FIRST_MIX_WEIGHTS_PREFIX
+
+    config = _settings(folder / "config.json")
+    architectures = config.get("architectures") or [None]
+    is_head = architectures[0] in HEAD_ARCHITECTURES
+    if any(name.startswith(FIRST_MIX_WEIGHTS_PREFIX) for name in names) or (
+        is_head and config.get("mix_mode", "scalar_mix") not in MIX_MODES_WITH_WEIGHTS
+    ):
+        return None
+    foreign = sorted(name for name in names if "mix" in name.lower())
+    if foreign:
+        return (
+            f"--layers mix is not available: {model} has mixing weights ({', '.join(foreign)})"
+            f" but not those of a head fine-tuned with this package ({FIRST_MIX_WEIGHTS_PREFIX}*);"
+            " use --layers all, top or average"
+        )
+    return (
+        f"--layers mix is not available: the model {model} has no mixing weights (a task head fine-tuned with"
+        " this package has them); use --layers all, top or average"
+    )
+
+
+def _local_files(model: str) -> Path | None:
+    """The folder holding `model`'s files here: the model folder, or a Hub model's snapshot in the local cache."""
+    if Path(model).is_dir():
+        return Path(model)
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        config = try_to_load_from_cache(model, "config.json")
+    except ValueError:  # (not a repository name)
+        return None
+    return Path(config).parent if isinstance(config, str) else None
+
+
+def _settings(path: Path) -> dict:
+    """The JSON object of a config file; {} for one that the load refuses in its own words."""
+    from elmo_transformers.common.model_folder import MAX_SETTINGS_BYTES
+
+    try:
+        settings = json.loads(read_regular(path, MAX_SETTINGS_BYTES))
+    except (OSError, ValueError):
+        return {}
+    return settings if isinstance(settings, dict) else {}
+
+
+def _weight_names(folder: Path) -> list[str] | None:
+    """The names of the weights stored in `folder` (its safetensors files, else its pytorch_model.bin, read without
+    their tensors); None when it holds neither or one does not open (the load says why)."""
+    from safetensors import SafetensorError, safe_open
+
+    files = sorted(folder.glob("*.safetensors"))
+    try:
+        if files:
+            names = []
+            for path in files:
+                with safe_open(path, framework="numpy") as weights:
+                    names += weights.keys()
+            return names
+        if (folder / "pytorch_model.bin").is_file():
+            import torch
+
+            return list(torch.load(folder / "pytorch_model.bin", map_location="meta", weights_only=True))
+    except (OSError, SafetensorError, RuntimeError, ValueError, pickle.UnpicklingError):
+        return None
     return None
 
 

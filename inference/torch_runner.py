@@ -19,16 +19,13 @@ from elmo_transformers.common.errors import EmbedError, first_line
 from elmo_transformers.common.model_folder import damaged_weights_problem, model_type_problem, require_model_folder
 from elmo_transformers.common.safe_load import holds_code
 from modeling_elmo import ElmoConfig, ElmoLayerMix, ElmoModel, ElmoTokenizer, TokenVectorCache
-from modeling_elmo.mixing_elmo import MIX_MODES_WITH_WEIGHTS
-from modeling_elmo.modeling_elmo import FIRST_MIX_WEIGHTS_PREFIX
 
 from .options import COMPUTE_DTYPES
-from .request import PYTORCH
+from .request import PYTORCH, mix_problem
 from .runner import BatchEmbedder, PendingVectors, PreparedBatch
 
 __all__ = ["TORCH_DTYPES", "Embedder", "default_device"]
 
-_HEADS = ("ElmoForTokenClassification", "ElmoForSequenceClassification")
 # The compute dtypes (--dtype) as torch's.
 TORCH_DTYPES = {name: getattr(torch, name) for name in COMPUTE_DTYPES}
 
@@ -44,8 +41,8 @@ class Embedder(BatchEmbedder):
     `layers` is "all" (every layer: L+1 vectors per word), "top" (the top biLSTM layer), "average" (the mean
     of the L+1 layers) or "mix" (the first learned mix of a task head fine-tuned with this package, `mixes.0`,
     without dropout). The model computes in `compute_dtype`; the vectors come out float32. Each word's vectors are
-    `width` = 2 * projection_dim wide (a `concat` mix is wider). `elmo-embed` checked the three before
-    (`elmo_transformers.inference.request.check_request`); whether the model has a mix is seen as it loads.
+    `width` = 2 * projection_dim wide (a `concat` mix is wider). `elmo-embed` checked the three before,
+    and that the model has a mix (`elmo_transformers.inference.request.check_request`).
     """
 
     backend = PYTORCH.name
@@ -53,8 +50,8 @@ class Embedder(BatchEmbedder):
     def __init__(self, model: str, *, layers: str, compute_dtype: str = "float32", device: str | None = None) -> None:
         self.layers = layers
         self.compute_dtype = compute_dtype
-        self.model, unused_weights = _load_model(model, TORCH_DTYPES[compute_dtype])
-        self.mix = _load_mix(model, unused_weights, TORCH_DTYPES[compute_dtype]) if layers == "mix" else None
+        self.model = _load_model(model, TORCH_DTYPES[compute_dtype])
+        self.mix = _load_mix(model, TORCH_DTYPES[compute_dtype]) if layers == "mix" else None
         self.tokenizer = ElmoTokenizer.from_pretrained(model)
         self.device = torch.device(device or default_device())
         self.model.to(self.device)
@@ -119,9 +116,8 @@ def _token_cache(device: torch.device) -> TokenVectorCache | None:
     return TokenVectorCache() if device.type == "cpu" else None
 
 
-def _load_model(model: str, dtype: torch.dtype) -> tuple[ElmoModel, list[str]]:
-    """The model of a folder (or Hub repository) written by elmo-convert, and the names of the weights in its
-    files that the model does not use; a one-line error for anything else."""
+def _load_model(model: str, dtype: torch.dtype) -> ElmoModel:
+    """The model of a folder (or Hub repository) written by elmo-convert; a one-line error for anything else."""
     require_model_folder(model, EmbedError, hub=True)
     try:
         config, _ = PreTrainedConfig.get_config_dict(model)
@@ -147,7 +143,7 @@ def _load_model(model: str, dtype: torch.dtype) -> tuple[ElmoModel, list[str]]:
             f"{model}: the weight {name} has the shape {list(stored)}, but its config.json makes it {list(expected)}:"
             " the weights and config.json do not belong together; copy or convert the model again"
         )
-    return loaded.eval(), sorted(info["unexpected_keys"])
+    return loaded.eval()
 
 
 @contextmanager
@@ -161,31 +157,12 @@ def _quiet_transformers() -> Iterator[None]:
         transformers_logging.set_verbosity(verbosity)
 
 
-def _load_mix(model: str, unused_weights: list[str], dtype: torch.dtype) -> ElmoLayerMix:
-    """The first mix (`mixes.0`) of a task head fine-tuned with this package; a one-line error without one."""
-    has_first_mix = any(name.startswith(FIRST_MIX_WEIGHTS_PREFIX) for name in unused_weights)
-    if not has_first_mix and not _is_parameter_free_mix(model):
-        foreign = [name for name in unused_weights if "mix" in name.lower()]
-        if foreign:
-            raise EmbedError(
-                f"--layers mix is not available: {model} has mixing weights ({', '.join(foreign)})"
-                f" but not those of a head fine-tuned with this package ({FIRST_MIX_WEIGHTS_PREFIX}*);"
-                " use --layers all, top or average"
-            )
-        raise EmbedError(
-            f"--layers mix is not available: the model {model} has no mixing weights (a task head fine-tuned with"
-            " this package has them); use --layers all, top or average"
-        )
+def _load_mix(model: str, dtype: torch.dtype) -> ElmoLayerMix:
+    """The first mix (`mixes.0`) of a task head fine-tuned with this package. `check_request` refused a model without
+    one, but for a Hub model that the load has just downloaded, which it looks at now."""
+    problem = None if Path(model).is_dir() else mix_problem(model)
+    if problem:
+        raise EmbedError(problem)
     config = ElmoConfig.from_pretrained(model)
     head_class = getattr(modeling_elmo, (config.architectures or ["ElmoForTokenClassification"])[0])
     return head_class.from_pretrained(model, dtype=dtype).mixes[0].eval()
-
-
-def _is_parameter_free_mix(model: str) -> bool:
-    """Heads whose mix mode has no weights (not in `MIX_MODES_WITH_WEIGHTS`) still define a mix."""
-    config = ElmoConfig.from_pretrained(model)
-    return (
-        bool(config.architectures)
-        and config.architectures[0] in _HEADS
-        and config.mix_mode not in MIX_MODES_WITH_WEIGHTS
-    )

@@ -25,6 +25,7 @@ __all__ = [
     "ARCHITECTURE_KEY",
     "CONFORMANCE_FILE",
     "FLOAT_GRAPH",
+    "HEAD_ARCHITECTURES",
     "LAYOUT_KEY",
     "LAYOUT_VERSION",
     "QUANTIZABLE_PREFIX",
@@ -55,8 +56,9 @@ ARCHITECTURE_KEY = "elmo_architecture"
 # LSTM's input, state and output projections, the highway layers and the token projection). The character embedding
 # and convolutions stay float32.
 QUANTIZABLE_PREFIX = "quantizable_product"
-# The task heads that have a graph of their own; any other architecture is exported as the biLM.
-_HEAD_ARCHITECTURES = ("ElmoForTokenClassification", "ElmoForSequenceClassification")
+# The task heads of this package (each with its mixes of the biLM's layers), which have a graph of their own; any
+# other architecture is exported as the biLM.
+HEAD_ARCHITECTURES = ("ElmoForTokenClassification", "ElmoForSequenceClassification")
 # transformers' CONFIG_NAME: importing transformers (a second) is what a folder's reader does without.
 _CONFIG_FILE = "config.json"
 # transformers' number of labels of a config without id2label (PreTrainedConfig's default, which config.json omits).
@@ -126,7 +128,7 @@ def exported_architecture(architectures: list[str] | None) -> str:
     """What `elmo-convert onnx` exports of a folder whose config.json names `architectures`: its task head where it
     has a graph of one, else the biLM (`ElmoModel`; a language model's softmax is left out)."""
     architecture = (architectures or [""])[0]
-    return architecture if architecture in _HEAD_ARCHITECTURES else "ElmoModel"
+    return architecture if architecture in HEAD_ARCHITECTURES else "ElmoModel"
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ checked against what the folder's backend serves before anything is loaded, read
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,48 @@ def test_a_checked_request_gives_this_process_its_device(fixture_model_folder: P
     assert check_request(graph, OneProcess()) is None
     with pytest.raises(EmbedError, match=r"^--resume and --overwrite contradict each other"):
         check_request(EmbedRequest.of(EmbedOptions(source, "o", resume=True, overwrite=True)), OneProcess())
+
+
+def test_a_model_without_a_mix_is_refused_before_it_loads(
+    fixture_model_folder: Path, loads: list[str], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    assert _refusal(capsys, tmp_path, fixture_model_folder, "--layers", "mix") == (
+        f"--layers mix is not available: the model {fixture_model_folder} has no mixing weights (a task head"
+        " fine-tuned with this package has them); use --layers all, top or average"
+    )
+    assert loads == []
+
+
+def test_a_hub_models_mix_is_looked_for_in_the_local_cache(
+    fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Hub model already downloaded is looked at before it loads; one not yet downloaded once its load fetched it
+    (`mix_problem` says nothing of it before)."""
+    from huggingface_hub import constants
+
+    cache = tmp_path / "hub"
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    assert request_module.mix_problem("someone/elmo") is None  # (not downloaded: nothing to look at yet)
+    repository = cache / "models--someone--elmo"
+    (repository / "refs").mkdir(parents=True)
+    (repository / "refs" / "main").write_text("0" * 40)
+    shutil.copytree(fixture_model_folder, repository / "snapshots" / ("0" * 40))
+    assert request_module.mix_problem("someone/elmo") == (
+        "--layers mix is not available: the model someone/elmo has no mixing weights (a task head fine-tuned with"
+        " this package has them); use --layers all, top or average"
+    )
+
+
+def test_the_mix_is_looked_for_in_a_pytorch_model_bin(fixture_model_folder: Path, tmp_path: Path) -> None:
+    """A folder whose weights are a pytorch_model.bin: their names are read without their tensors."""
+    import torch
+    from safetensors.torch import load_file
+
+    folder = tmp_path / "bin"
+    shutil.copytree(fixture_model_folder, folder)
+    weights = load_file(folder / "model.safetensors")
+    (folder / "model.safetensors").unlink()
+    torch.save({**weights, "scalar_mix.gamma": torch.ones(1)}, folder / "pytorch_model.bin")
+    assert "has mixing weights (scalar_mix.gamma) but not those of a head" in request_module.mix_problem(str(folder))
+    torch.save({**weights, "mixes.0.gamma": torch.ones(1)}, folder / "pytorch_model.bin")
+    assert request_module.mix_problem(str(folder)) is None
