@@ -5,7 +5,7 @@ rename that publishes it): the one-process `atomic_output_file` / `atomic_output
 the model pages, which hold the output's lock (`elmo_transformers.common.output_lock`) from before their first check
 until the rename; the checkpoints of `elmo_transformers.training.pretraining.checkpoint`, a fixed hidden staging folder
 that every process writes into before the main process publishes it; and `elmo-embed`'s resumable `OUT.partial`
-(`elmo_transformers.inference.hdf5_output`), a fixed name that a later run finds and continues.
+(`elmo_transformers.inference.segment_store`), a fixed name that a later run finds and continues.
 """
 
 from __future__ import annotations

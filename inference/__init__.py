@@ -14,7 +14,8 @@ PyTorch, `onnx_runner` a graph of `elmo-convert onnx` on onnxruntime (without to
 `GraphEmbedder`.
 
 The outputs: `settings` is what the vectors depend on (`settings.json`, the file's attributes), `storage` their dtype
-and filter, `hdf5_output` the resumable output file, `datasets_output` the `--format datasets` folder made of it,
-`output_attributes` the names of the output's root attributes.
+and filter, `segment_store` the resumable store of the stored lines (`OUT.partial/`), which both formats are made
+of: `hdf5_output` the hdf5 file, `datasets_output` the `--format datasets` folder; `output_attributes` the names of
+the output's attributes.
 Errors and atomic outputs come from `common`.
 """

@@ -27,8 +27,8 @@ from tqdm.auto import tqdm
 
 from elmo_transformers.common.atomic_output import publish_folder, sync_to_disk
 
-from .hdf5_output import WORDS, DamagedSegment, EmbeddingFile, WriteError, publish_output, stored_bytes
-from .output_attributes import MODEL_SHA256
+from .output_attributes import MODEL_SHA256, WORDS
+from .segment_store import DamagedSegment, SegmentStore, WriteError, publish_output, stored_bytes
 
 __all__ = ["RECORD_FILE", "SHARD_BYTES", "write_dataset"]
 
@@ -71,7 +71,7 @@ def _vectors_column(arrays: list[np.ndarray]) -> pa.Array:
     return pa.ListArray.from_arrays(pa.array(np.cumsum([0, *words]), pa.int32()), column)
 
 
-def _tables(file: EmbeddingFile, lines: range, columns: Features) -> Iterator[pa.Table]:
+def _tables(file: SegmentStore, lines: range, columns: Features) -> Iterator[pa.Table]:
     """The rows of `lines` (not empty), `_ROWS_PER_WRITE` at a time."""
     with closing(file.stored_datasets(lines)) as datasets:
         rows: list[tuple[int, np.ndarray, str | None]] = []
@@ -92,7 +92,7 @@ def _table(rows: list[tuple[int, np.ndarray, str | None]], columns: Features) ->
 
 
 def write_dataset(
-    file: EmbeddingFile,
+    file: SegmentStore,
     lines: int,
     *,
     dtype: np.dtype,
@@ -149,7 +149,7 @@ def write_dataset(
     publish_output(lambda: publish_folder(staging, file.output), file.partial)
 
 
-def _write_shard(file: EmbeddingFile, lines: range, path: Path, columns: Features, bar: tqdm) -> None:
+def _write_shard(file: SegmentStore, lines: range, path: Path, columns: Features, bar: tqdm) -> None:
     """Write the shard `path`; one whose write failed is removed, giving back its space (a full disk) at once."""
     writer = ArrowWriter(features=columns, path=str(path))
     try:

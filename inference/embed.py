@@ -103,7 +103,7 @@ def _run(run: ModuleType, options: EmbedOptions, argv: list[str]) -> int:
     """Embed the file as `options` say, with the `run` module; the exit status, each failure in one line."""
     from elmo_transformers.common.processes import is_main_process, leave_process_group, peer_stopped
 
-    from .hdf5_output import OutputComplete
+    from .segment_store import OutputComplete
     from .sharding import ProcessFailure
 
     complete = False  # the output is published

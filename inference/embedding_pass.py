@@ -16,10 +16,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .batching import Piece, batch_groups, bucketed_batches
-from .hdf5_output import EmbeddingFile
 from .lines import read_lines
 from .overflow import refuse_overflow
 from .runner import PendingVectors, PreparedBatch
+from .segment_store import SegmentStore
 from .sharding import BatchShare
 from .stages import run_stages
 from .summary import EmbedSummary
@@ -71,7 +71,7 @@ class EmbeddingPass:
     of them (`BatchShare`); the main process, 0, also writes the empty lines."""
 
     plan: RunPlan
-    file: EmbeddingFile
+    file: SegmentStore
     summary: EmbedSummary
     share: BatchShare = field(init=False)
     # The lines stored by an earlier run, read once at the start: only the writing stage touches the file after.

@@ -1,7 +1,7 @@
 """ELMo on onnxruntime for `elmo-embed`: a folder written by `elmo-convert onnx`, run by the serving package's
 `GraphEmbedder` (`elmo_transformers.serving.graph_embedder`).
 
-`OnnxEmbedder` is a `BatchEmbedder`, as PyTorch's `Embedder` is: what `elmo-embed` uses of a model. `elmo-embed
+`OnnxEmbedder` is a `BatchEmbedder`, as PyTorch's `TorchEmbedder` is: what `elmo-embed` uses of a model. `elmo-embed
 --model M-onnx` takes it where the folder holds a graph (`request.holds_onnx_graph`: its backend is `request.ONNX`,
 which declares what it serves). It checks
 the folder's files against its SHA256SUMS, and says each refusal of `GraphEmbedder` in elmo-embed's words.
@@ -30,7 +30,8 @@ _READ_FILES = ("config.json", "tokenizer_config.json")
 
 class OnnxEmbedder(BatchEmbedder):
     """The graph of an `elmo-convert onnx` folder on onnxruntime (CPU), giving the vectors of `layers` ("all",
-    "top" or "average", as `Embedder`) for batches of sentences: `FLOAT_GRAPH`, or `QUANTIZED_GRAPH` if `quantized`.
+    "top" or "average", as `TorchEmbedder`) for batches of sentences: `FLOAT_GRAPH`, or `QUANTIZED_GRAPH` if
+    `quantized`.
     The text front end (`modeling_elmo.text_elmo`, numpy alone) splits raw text and gives the graph its ids: neither
     torch nor transformers is imported. `elmo-embed` checked `layers` before (`request.check_request`)."""
 

@@ -1,9 +1,9 @@
 """The root attributes of `elmo-embed`'s output, which record how it was made, each a string (readers of AllenNLP's
-`elmo` layout ignore them): every name with its meaning, in one table (`ATTRIBUTES`), and the group that holds a
-segment's half-written lines (`INCOMPLETE_GROUP`).
+`elmo` layout ignore them): every name with its meaning, in one table (`ATTRIBUTES`); the attribute of a line's
+dataset that names its words (`WORDS`), and the group that holds a segment's half-written lines (`INCOMPLETE_GROUP`).
 
 The writer (`settings.EmbedSettings.attributes`), the readers (`datasets_output`, whose fingerprint is the model's
-sha256, and the `--format datasets` folder's `elmo_embed.json`, a copy of them) and `hdf5_output`'s docstring take
+sha256, and the `--format datasets` folder's `elmo_embed.json`, a copy of them) and `segment_store`'s docstring take
 them from here; docs/elmo-embed.md holds the table too (where `--help` points), and a test holds it equal to this one.
 """
 
@@ -24,6 +24,7 @@ __all__ = [
     "NORMALIZATION",
     "STORAGE_DTYPE",
     "VERSION",
+    "WORDS",
     "OutputAttribute",
 ]
 
@@ -72,6 +73,9 @@ ATTRIBUTES = (
     COMMAND,
 )
 
-# The group of a segment that holds the lines being written in pieces (`hdf5_output`), moved to their names once
+# The attribute of a line's dataset holding the strings its vectors stand for (a JSON list), where they are not simply
+# the line's whitespace-separated tokens (`--tokenize`).
+WORDS = "words"
+# The group of a segment that holds the lines being written in pieces (`segment_store`), moved to their names once
 # their last piece is written: never in a finished file.
 INCOMPLETE_GROUP = "elmo_embed_incomplete"

@@ -20,13 +20,13 @@ from elmo_transformers.common.errors import EmbedError, first_line
 from elmo_transformers.common.processes import OneProcess, is_main_process, on_main_process, wait_for_everyone
 from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH
 
-from .hdf5_output import DamagedSegment, EmbeddingFile, WriteError, stored_bytes
 from .input_size import InputSize
 from .lines import content_sha256
 from .onnx_runner import OnnxEmbedder
 from .options import EmbedOptions
 from .request import PYTORCH, EmbedRequest
 from .runner import BatchEmbedder, recorded_sha256
+from .segment_store import DamagedSegment, SegmentStore, WriteError, stored_bytes
 from .settings import EmbedSettings
 from .sharding import ProcessFailure
 from .summary import EmbedSummary
@@ -151,19 +151,19 @@ class RunPlan:
         what = f"the vectors of {self.size.words:,} words (stored in segments, then merged into one file)"
         on_main_process(lambda: check_free_space(options.output, needed, what=what, error=EmbedError), error=EmbedError)
 
-    def open_partial(self) -> EmbeddingFile:
+    def open_partial(self) -> SegmentStore:
         """`OUT.partial`, started (or checked and continued) by the main process, then joined by every other one. No
         process writes before all have read which lines are stored: they share the batches out by that."""
-        opened: list[EmbeddingFile] = []
+        opened: list[SegmentStore] = []
         on_main_process(lambda: opened.append(self._open_file(join=False)), error=EmbedError)
         file = opened[0] if self.processes.is_main_process else self._open_file(join=True)
         self.wait_for_everyone()
         return file
 
-    def _open_file(self, *, join: bool) -> EmbeddingFile:
+    def _open_file(self, *, join: bool) -> SegmentStore:
         attributes = self.settings.attributes(self.command)
         try:
-            return EmbeddingFile(
+            return SegmentStore(
                 self.options.output,
                 settings=self.settings,
                 attributes=attributes,
@@ -175,7 +175,7 @@ class RunPlan:
             raise EmbedError(self.failure_line(error)) from None
 
     @contextmanager
-    def write_failures(self, file: EmbeddingFile) -> Iterator[None]:
+    def write_failures(self, file: SegmentStore) -> Iterator[None]:
         """Turn a failed write into `file`, or a segment that the merge found damaged, into this process's one line
         (`failure_line`)."""
         try:
@@ -221,7 +221,7 @@ class RunPlan:
 
 
 def open_embedder(request: EmbedRequest, device: str | None = None) -> BatchEmbedder:
-    """`elmo-embed`'s embedder of a checked `request`'s model: `Embedder` (PyTorch) on `device`, imported only then
+    """`elmo-embed`'s embedder of a checked `request`'s model: `TorchEmbedder` (PyTorch) on `device`, imported only then
     (with torch and transformers), or `OnnxEmbedder` where the folder holds an exported graph (on CPU whatever
     `device`). The graph is the float32 one; a folder holding only the int8 graph is run with it, and a one-line
     notice says so (its vectors are near float32's, not equal)."""
@@ -229,10 +229,10 @@ def open_embedder(request: EmbedRequest, device: str | None = None) -> BatchEmbe
     if request.backend is PYTORCH:
         from transformers.utils.logging import disable_progress_bar
 
-        from .torch_runner import Embedder
+        from .torch_runner import TorchEmbedder
 
         disable_progress_bar()  # transformers' weight-loading bar; elmo-embed shows its own
-        return Embedder(model, layers=layers, compute_dtype=request.options.compute_dtype, device=device)
+        return TorchEmbedder(model, layers=layers, compute_dtype=request.options.compute_dtype, device=device)
     quantized = not (Path(model) / FLOAT_GRAPH).is_file()
     if quantized and is_main_process():
         print(

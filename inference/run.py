@@ -28,10 +28,11 @@ from elmo_transformers.common.output_lock import output_lock
 from elmo_transformers.common.processes import on_main_process
 
 from .embedding_pass import EmbeddingPass
-from .hdf5_output import EmbeddingFile, OutputComplete, check_output
+from .hdf5_output import check_output, write_hdf5
 from .options import EmbedOptions
 from .plan import RunPlan, plan_run
 from .request import ONNX, EmbedRequest, check_request
+from .segment_store import OutputComplete, SegmentStore
 from .sharding import run_processes
 from .summary import EmbedSummary
 
@@ -47,7 +48,7 @@ def embed_file(
     Dataset str(i) holds line i's vectors; empty lines get a dataset of 0 words, undecodable bytes are embedded as
     U+FFFD, lines of more than `max_words` words are embedded in pieces, concatenated, and a value that the stored
     dtype would hold as inf is refused. The file is built in the folder `OUT.partial` and merged into `OUT` when
-    complete (`elmo_transformers.inference.hdf5_output`); with `resume` an existing `OUT.partial` started with the
+    complete (`elmo_transformers.inference.segment_store`); with `resume` an existing `OUT.partial` started with the
     same `EmbedSettings` (the same input content, wherever it lies now) keeps its finished lines and only the others
     are embedded, in the batches of an uninterrupted run, so that the file is the same. With `overlap` (by default
     on a GPU) a thread reads and tokenizes the next batches and another writes the finished ones while the device
@@ -87,7 +88,7 @@ def _claim_output(held: ExitStack, options: EmbedOptions) -> None:
     check_output(options.output, resume=options.resume, overwrite=options.overwrite)
 
 
-def _embed_lines(plan: RunPlan, file: EmbeddingFile, summary: EmbedSummary) -> dict[str, str] | None:
+def _embed_lines(plan: RunPlan, file: SegmentStore, summary: EmbedSummary) -> dict[str, str] | None:
     """Embed this process's share of the lines not yet stored into `file` and store them; returns
     "sentence_to_index" (None unless `plan.keeps_sentences`). A failure of this process's own work is a
     `ProcessFailure`, which this process reports."""
@@ -98,9 +99,7 @@ def _embed_lines(plan: RunPlan, file: EmbeddingFile, summary: EmbedSummary) -> d
     return sentence_to_index
 
 
-def _finish(
-    plan: RunPlan, file: EmbeddingFile, summary: EmbedSummary, sentence_to_index: dict[str, str] | None
-) -> None:
+def _finish(plan: RunPlan, file: SegmentStore, summary: EmbedSummary, sentence_to_index: dict[str, str] | None) -> None:
     """Once every process's lines are stored, make the output of them (a process that failed ended the run: the
     launcher stops the others, and the main one never merges)."""
     plan.wait_for_everyone()
@@ -120,4 +119,4 @@ def _finish(
             wait_for_everyone=plan.wait_for_everyone,
         )
     elif plan.processes.is_main_process:
-        file.finish(summary.lines, sentence_to_index)
+        write_hdf5(file, summary.lines, sentence_to_index)

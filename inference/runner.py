@@ -1,4 +1,4 @@
-"""What `elmo-embed` uses of a model, whatever runs it (`BatchEmbedder`): PyTorch (`torch_runner.Embedder`) or
+"""What `elmo-embed` uses of a model, whatever runs it (`BatchEmbedder`): PyTorch (`torch_runner.TorchEmbedder`) or
 onnxruntime (`onnx_runner.OnnxEmbedder`). Neither torch nor transformers is imported here, so that a run on a graph
 goes without them.
 """

@@ -1,5 +1,5 @@
 """Load an ELMo model folder into PyTorch and turn batches of sentences into float32 NumPy vectors of the chosen
-layers (`Embedder`, the `BatchEmbedder` of a model folder)."""
+layers (`TorchEmbedder`, the `BatchEmbedder` of a model folder)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from .options import COMPUTE_DTYPES
 from .request import PYTORCH, mix_problem
 from .runner import BatchEmbedder, PendingVectors, PreparedBatch
 
-__all__ = ["TORCH_DTYPES", "Embedder", "default_device"]
+__all__ = ["TORCH_DTYPES", "TorchEmbedder", "default_device"]
 
 # The compute dtypes (--dtype) as torch's.
 TORCH_DTYPES = {name: getattr(torch, name) for name in COMPUTE_DTYPES}
@@ -35,7 +35,7 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-class Embedder(BatchEmbedder):
+class TorchEmbedder(BatchEmbedder):
     """An ELMo model and its tokenizer on one device, giving the vectors of `layers` for batches of sentences.
 
     `layers` is "all" (every layer: L+1 vectors per word), "top" (the top biLSTM layer), "average" (the mean

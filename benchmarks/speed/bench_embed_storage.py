@@ -24,11 +24,12 @@ from harness_corpora import REPOSITORY, batches_of
 from harness_embed import read_every_dataset
 from harness_timing import seconds_of
 
-from elmo_transformers.inference.hdf5_output import EmbeddingFile
+from elmo_transformers.inference.hdf5_output import write_hdf5
 from elmo_transformers.inference.options import COMPRESSIONS, STORAGE_DTYPES, EmbedOptions
+from elmo_transformers.inference.segment_store import SegmentStore
 from elmo_transformers.inference.settings import EmbedSettings
 from elmo_transformers.inference.storage import Storage
-from elmo_transformers.inference.torch_runner import Embedder
+from elmo_transformers.inference.torch_runner import TorchEmbedder
 from modeling_elmo import DEFAULT_MODEL
 
 BATCH_LINES = 64
@@ -37,13 +38,13 @@ BATCH_LINES = 64
 def write(path: Path, vectors: list[np.ndarray], storage: Storage, shape: Callable[[int], tuple[int, ...]]) -> None:
     options = EmbedOptions(path, path, storage_dtype=storage.dtype, compression=storage.compression)
     settings = EmbedSettings("", "", "pytorch", "", options)
-    with EmbeddingFile(path, settings=settings, attributes={}, shape=shape, resume=False) as file:
+    with SegmentStore(path, settings=settings, attributes={}, shape=shape, resume=False) as file:
         for line, array in enumerate(vectors):
             file.write(line, 0, array, array.shape[-2])
             if line % BATCH_LINES == BATCH_LINES - 1:
                 file.end_batch()
         file.end_batch()
-        file.finish(len(vectors), None)
+        write_hdf5(file, len(vectors), None)
 
 
 def main() -> None:
@@ -58,7 +59,7 @@ def main() -> None:
         "sentences.txt": sentences,
         f"{args.lines:,} lines": list(itertools.islice(itertools.cycle(sentences), args.lines)),
     }
-    embedder = Embedder(args.model, layers="all", device="cpu")
+    embedder = TorchEmbedder(args.model, layers="all", device="cpu")
     print("| input | layers | dtype | compression | bytes/word | write words/s | read words/s |")
     print("| --- | --- | --- | --- | ---: | ---: | ---: |")
     for name, lines in inputs.items():

@@ -1,4 +1,4 @@
-"""`elmo-embed`'s PyTorch runner (`Embedder`, on the CPU) with its token-vector cache (`TokenVectorCache`: each
+"""`elmo-embed`'s PyTorch runner (`TorchEmbedder`, on the CPU) with its token-vector cache (`TokenVectorCache`: each
 distinct word of a run through the character CNN once) against none: seconds over the same prepared batches of the
 bundled model, and the token layer's own seconds, each the best of alternating rounds. Two texts: Zipf lines of
 10-30 words (about 58% of a batch's words distinct) and `examples/sentences.txt` repeated (few distinct words)::
@@ -18,7 +18,7 @@ from harness_corpora import REPOSITORY, batches_of, make_sentences
 from harness_reports import markdown_table, ratio
 from harness_timing import race
 
-from elmo_transformers.inference.torch_runner import Embedder
+from elmo_transformers.inference.torch_runner import TorchEmbedder
 from modeling_elmo import DEFAULT_MODEL, TokenVectorCache
 from modeling_elmo.modeling_elmo import ElmoCharacterEncoder
 
@@ -44,7 +44,7 @@ def token_layer_seconds() -> Iterator[list[float]]:
         ElmoCharacterEncoder.forward = forward
 
 
-def run_seconds(embedder: Embedder, batches: list, label: str) -> tuple[float, float]:
+def run_seconds(embedder: TorchEmbedder, batches: list, label: str) -> tuple[float, float]:
     """The seconds of `embedder.run` over `batches` with a fresh cache ("cache") or none, and its token layer's."""
     embedder.token_cache = TokenVectorCache() if label == "cache" else None
     with token_layer_seconds() as token_layer:
@@ -65,7 +65,7 @@ def main() -> None:
         "Zipf, 10-30 words": make_sentences(0, args.batch_size, args.lines, 10, 30),
         "sentences.txt repeated": (repeated * (args.lines // len(repeated) + 1))[: args.lines],
     }
-    embedder = Embedder(DEFAULT_MODEL, layers="all", device="cpu")
+    embedder = TorchEmbedder(DEFAULT_MODEL, layers="all", device="cpu")
     rows = []
     for name, sentences in texts.items():
         batches = [embedder.prepare(batch) for batch in batches_of(sentences, args.batch_size)]

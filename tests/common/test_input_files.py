@@ -121,8 +121,10 @@ def test_the_converter_refuses_a_fifo_given_as_options_or_vocabulary(
     except subprocess.TimeoutExpired:
         pytest.fail(f"elmo-convert hung on a FIFO given as {flag}")
     assert completed.returncode != 0
-    assert completed.stderr.strip().splitlines()[-1].startswith(
-        f"elmo-convert: error: {fifo}: not a regular file but a FIFO (named pipe); "
+    assert (
+        completed.stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"elmo-convert: error: {fifo}: not a regular file but a FIFO (named pipe); ")
     )
 
 

@@ -3,8 +3,8 @@ need, read from the environment:
 - ELMO_TEST_SEGMENT_BYTES: the segment size (1: a segment per batch, stored as soon as the batch is written);
 - ELMO_TEST_RECORD: a folder where each process appends the lines it writes to `PROCESS.txt`;
 - ELMO_TEST_FAIL_PROCESS and ELMO_TEST_FAIL_HOW: that process (or "every" process) fails in its first batch, "raise"
-  (a RuntimeError where the model runs: `Embedder.run`), "refuse" (an EmbedError there, as a refused line raises),
-  "kill" (SIGKILL once the batch is stored: after `EmbeddingFile.end_batch`, as a machine that dies would leave it)
+  (a RuntimeError where the model runs: `TorchEmbedder.run`), "refuse" (an EmbedError there, as a refused line raises),
+  "kill" (SIGKILL once the batch is stored: after `SegmentStore.end_batch`, as a machine that dies would leave it)
   or "stall" (a minute's sleep there before that SIGKILL, for a signal to find the run under way).
 """
 
@@ -16,26 +16,26 @@ import sys
 import time
 from pathlib import Path
 
-import elmo_transformers.inference.hdf5_output as hdf5_output
+import elmo_transformers.inference.segment_store as segment_store
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.inference.embed import main
-from elmo_transformers.inference.torch_runner import Embedder
+from elmo_transformers.inference.torch_runner import TorchEmbedder
 
 PROCESS = int(os.environ.get("RANK", "0"))
 
 if "ELMO_TEST_SEGMENT_BYTES" in os.environ:
-    hdf5_output.SEGMENT_BYTES = int(os.environ["ELMO_TEST_SEGMENT_BYTES"])
+    segment_store.SEGMENT_BYTES = int(os.environ["ELMO_TEST_SEGMENT_BYTES"])
 
 if "ELMO_TEST_RECORD" in os.environ:
     record = Path(os.environ["ELMO_TEST_RECORD"]) / f"{PROCESS}.txt"
-    write = hdf5_output.EmbeddingFile.write
+    write = segment_store.SegmentStore.write
 
     def recorded_write(self, line, *args, **kwargs):
         write(self, line, *args, **kwargs)
         with record.open("a") as file:
             file.write(f"{line}\n")
 
-    hdf5_output.EmbeddingFile.write = recorded_write
+    segment_store.SegmentStore.write = recorded_write
 
 if os.environ.get("ELMO_TEST_FAIL_PROCESS") in (str(PROCESS), "every"):
     if os.environ["ELMO_TEST_FAIL_HOW"] in ("raise", "refuse"):
@@ -44,9 +44,9 @@ if os.environ.get("ELMO_TEST_FAIL_PROCESS") in (str(PROCESS), "every"):
         def failing_run(self, prepared):
             raise failure("injected failure in the model")
 
-        Embedder.run = failing_run
+        TorchEmbedder.run = failing_run
     else:
-        end_batch = hdf5_output.EmbeddingFile.end_batch
+        end_batch = segment_store.SegmentStore.end_batch
 
         def killed_end_batch(self):
             end_batch(self)
@@ -54,7 +54,7 @@ if os.environ.get("ELMO_TEST_FAIL_PROCESS") in (str(PROCESS), "every"):
                 time.sleep(60)
             os.kill(os.getpid(), signal.SIGKILL)
 
-        hdf5_output.EmbeddingFile.end_batch = killed_end_batch
+        segment_store.SegmentStore.end_batch = killed_end_batch
 
 sys.argv[0] = "elmo-embed"
 sys.exit(main(sys.argv[1:]))

@@ -26,15 +26,15 @@ from ctrl_c_on_import import run_with_ctrl_c_on_importing_torch
 from safetensors.torch import load_file, save_file
 
 import elmo_transformers.inference.embedding_pass as pass_module
-import elmo_transformers.inference.hdf5_output as hdf5_output
 import elmo_transformers.inference.plan as plan_module
 import elmo_transformers.inference.run as embed_module
+import elmo_transformers.inference.segment_store as segment_store
 import modeling_elmo
 from elmo_transformers.inference.embed import main
-from elmo_transformers.inference.hdf5_output import EmbeddingFile
 from elmo_transformers.inference.options import EmbedOptions
 from elmo_transformers.inference.run import embed_file
-from elmo_transformers.inference.torch_runner import Embedder
+from elmo_transformers.inference.segment_store import SegmentStore
+from elmo_transformers.inference.torch_runner import TorchEmbedder
 from modeling_elmo import ElmoConfig, ElmoForTokenClassification, ElmoModel, ElmoTokenizer, split_words
 
 SENTENCES = [
@@ -839,16 +839,16 @@ def test_a_value_that_cannot_be_stored_in_any_layer_or_word_is_refused(
     """One value that the file cannot hold (a NaN or an infinity: the model's check; beyond float16's range: the
     storage's) in one layer alone (the token layer, 0, included), at either end of a line, in either half of the
     vector, in either line of a batch, never reaches the file: the check skips no layer, word, column or line."""
-    run = Embedder.run
+    run = TorchEmbedder.run
     row, word, column = PLACES[place]
 
-    def with_the_value(self: Embedder, prepared):
+    def with_the_value(self: TorchEmbedder, prepared):
         pending = run(self, prepared)
         with torch.inference_mode():
             pending.vectors[row, layer, word % int(pending.lengths[row]), column] = value  # (batch, L+1, words, 2P)
         return pending
 
-    monkeypatch.setattr(Embedder, "run", with_the_value)
+    monkeypatch.setattr(TorchEmbedder, "run", with_the_value)
     source = _write_lines(tmp_path / "in.txt", SENTENCES[:2])
     code, _, err = _embed(capsys, source, tmp_path / "out.hdf5", "--model", fixture_model_folder, *options)
     assert code == 2 and err.count("\n") == 1, err
@@ -998,15 +998,15 @@ def _assert_same_file(path: Path, expected: Path) -> None:
 
 @pytest.fixture
 def recorded_writes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, str]]:
-    """Patches EmbeddingFile.write to record (line, start, thread name) of every piece written."""
+    """Patches SegmentStore.write to record (line, start, thread name) of every piece written."""
     writes: list[tuple[int, int, str]] = []
-    original_write = EmbeddingFile.write
+    original_write = SegmentStore.write
 
     def recording_write(self, line, start, vectors, words, **kwargs):
         writes.append((line, start, threading.current_thread().name))
         return original_write(self, line, start, vectors, words, **kwargs)
 
-    monkeypatch.setattr(EmbeddingFile, "write", recording_write)
+    monkeypatch.setattr(SegmentStore, "write", recording_write)
     return writes
 
 
@@ -1068,7 +1068,7 @@ def test_overlapped_stages_fail_as_the_sequential_run_and_resume(
     source = _write_lines(tmp_path / "in.txt", OVERLAP_LINES)
     args = ("--model", fixture_model_folder, "--batch-size", 2, "--max-words", 4)
     assert _embed(capsys, source, tmp_path / "clean.hdf5", *args)[0] == 0
-    original_prepare, original_create = Embedder.prepare, h5py.Group.create_dataset
+    original_prepare, original_create = TorchEmbedder.prepare, h5py.Group.create_dataset
 
     def failing_prepare(self, sentences):
         if stage == "read" and ["Colorless", "green", "ideas", "sleep"] in sentences:  # in the second window
@@ -1080,10 +1080,10 @@ def test_overlapped_stages_fail_as_the_sequential_run_and_resume(
             raise OSError(28, "Can't synchronously write data (error message = 'No space left on device')")
         return original_create(self, name, *args, **kwargs)
 
-    monkeypatch.setattr(Embedder, "prepare", failing_prepare)
+    monkeypatch.setattr(TorchEmbedder, "prepare", failing_prepare)
     monkeypatch.setattr(h5py.Group, "create_dataset", failing_create)
     monkeypatch.setattr(pass_module, "WINDOW_LINES", 8)  # two windows: the reading stage fails in the second
-    monkeypatch.setattr(hdf5_output, "SEGMENT_BYTES", 1)  # a segment per batch: a failed write loses one batch
+    monkeypatch.setattr(segment_store, "SEGMENT_BYTES", 1)  # a segment per batch: a failed write loses one batch
     finished, errors = [], []
     for overlap in (False, True):
         _overlap_in_main(monkeypatch, overlap)
@@ -1108,7 +1108,7 @@ def test_overlapped_stages_fail_as_the_sequential_run_and_resume(
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_overlapped_stages_on_cuda_give_the_cpu_vectors(fixture_model_folder: Path, tmp_path: Path) -> None:
     """On a GPU the stages overlap by default, with pinned host memory and a CUDA event before the vectors are read."""
-    embedder = Embedder(str(fixture_model_folder), layers="all", device="cuda")
+    embedder = TorchEmbedder(str(fixture_model_folder), layers="all", device="cuda")
     prepared = embedder.prepare([["The", "cat"], ["a"]])
     assert all(tensor.is_pinned() for tensor in prepared.tensors.values())
     pending = embedder.run(prepared)

@@ -32,9 +32,9 @@ LINES = [*AWKWARD_LINES, *reversed(AWKWARD_LINES), "z " * 19, "q"]
 _RUNS = """
 import json, sys
 from elmo_transformers.inference.embed import main
-from elmo_transformers.inference.torch_runner import Embedder
+from elmo_transformers.inference.torch_runner import TorchEmbedder
 
-run = Embedder.run
+run = TorchEmbedder.run
 for argv in json.loads(sys.argv[1]):
     if argv[0] == "interrupt at":
         calls = []
@@ -45,10 +45,10 @@ for argv in json.loads(sys.argv[1]):
                 raise KeyboardInterrupt
             return run(self, prepared)
 
-        Embedder.run = interrupted
+        TorchEmbedder.run = interrupted
         continue
     print("exit status", main(argv), flush=True)
-    Embedder.run = run
+    TorchEmbedder.run = run
 """
 
 

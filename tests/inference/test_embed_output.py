@@ -23,7 +23,7 @@ import h5py
 import numpy as np
 import pytest
 
-import elmo_transformers.inference.hdf5_output as hdf5_output
+import elmo_transformers.inference.segment_store as segment_store
 from elmo_transformers.inference.embed import main
 
 LINES = [
@@ -46,15 +46,15 @@ _PAUSING_RUN = textwrap.dedent(
     import os, sys, time
     from pathlib import Path
     from elmo_transformers.inference.embed import main
-    from elmo_transformers.inference.hdf5_output import EmbeddingFile
-    end_batch = EmbeddingFile.end_batch
+    from elmo_transformers.inference.segment_store import SegmentStore
+    end_batch = SegmentStore.end_batch
     def pausing_end_batch(self):
         end_batch(self)
         if not Path(os.environ["ELMO_TEST_PAUSED"]).exists():
             Path(os.environ["ELMO_TEST_PAUSED"]).touch()
             while not Path(os.environ["ELMO_TEST_GO"]).exists():
                 time.sleep(0.05)
-    EmbeddingFile.end_batch = pausing_end_batch
+    SegmentStore.end_batch = pausing_end_batch
     sys.argv[0] = "elmo-embed"
     sys.exit(main(sys.argv[1:]))
     """
@@ -201,7 +201,7 @@ _SMALL_SEGMENTS_RUN = textwrap.dedent(
     """
     import errno, os, sys
     import h5py
-    import elmo_transformers.inference.hdf5_output as output
+    import elmo_transformers.inference.segment_store as output
     output.SEGMENT_BYTES = int(os.environ["ELMO_TEST_SEGMENT_BYTES"])
     if "ELMO_TEST_ENOSPC_AFTER" in os.environ:
         budget = [int(os.environ["ELMO_TEST_ENOSPC_AFTER"])]
@@ -433,7 +433,7 @@ def test_a_segment_is_closed_and_synced_before_its_final_name(
     """Only a renamed segment counts as stored: renamed while still open or unsynced, a crash could leave a segment
     whose name says done and whose content is not on disk."""
     events: list[tuple[str, str]] = []
-    sync, rename = hdf5_output.sync_to_disk, Path.rename
+    sync, rename = segment_store.sync_to_disk, Path.rename
 
     def recording_sync(path: Path) -> None:
         events.append(("sync", Path(path).name))
@@ -447,8 +447,8 @@ def test_a_segment_is_closed_and_synced_before_its_final_name(
             events.append(("rename, open" if self.name in open_files else "rename", self.name))
         return rename(self, target)
 
-    monkeypatch.setattr(hdf5_output, "SEGMENT_BYTES", 1)  # a segment per batch
-    monkeypatch.setattr(hdf5_output, "sync_to_disk", recording_sync)
+    monkeypatch.setattr(segment_store, "SEGMENT_BYTES", 1)  # a segment per batch
+    monkeypatch.setattr(segment_store, "sync_to_disk", recording_sync)
     monkeypatch.setattr(Path, "rename", recording_rename)
     source = _write_lines(tmp_path / "in.txt", LINES * 3)
     assert (
@@ -463,8 +463,8 @@ def test_a_segment_is_closed_and_synced_before_its_final_name(
 def _interrupt_after_writes(monkeypatch: pytest.MonkeyPatch, writes: int) -> None:
     """Ctrl-C (a KeyboardInterrupt) before the run's write number `writes` + 1 (of a line, or of a piece of one),
     one segment per batch."""
-    monkeypatch.setattr(hdf5_output, "SEGMENT_BYTES", 1)
-    write = hdf5_output.EmbeddingFile.write
+    monkeypatch.setattr(segment_store, "SEGMENT_BYTES", 1)
+    write = segment_store.SegmentStore.write
     done: list[int] = []
 
     def interrupting_write(self, *args, **kwargs) -> None:
@@ -473,7 +473,7 @@ def _interrupt_after_writes(monkeypatch: pytest.MonkeyPatch, writes: int) -> Non
         done.append(1)
         write(self, *args, **kwargs)
 
-    monkeypatch.setattr(hdf5_output.EmbeddingFile, "write", interrupting_write)
+    monkeypatch.setattr(segment_store.SegmentStore, "write", interrupting_write)
 
 
 def _flip_vector_bytes(segment: Path) -> None:
@@ -537,8 +537,8 @@ def test_a_segment_damaged_before_the_merge_stops_the_run_in_one_line(
     partial = Path(f"{output}.partial")
     args = [str(source), str(output), "--model", str(fixture_model_folder), "--batch-size", "1"]
     args += ["--format", output_format]
-    monkeypatch.setattr(hdf5_output, "SEGMENT_BYTES", 1)
-    store_all = hdf5_output.EmbeddingFile.store_all
+    monkeypatch.setattr(segment_store, "SEGMENT_BYTES", 1)
+    store_all = segment_store.SegmentStore.store_all
     damaged: list[Path] = []
 
     def store_all_then_damage(self, lines: int) -> None:
@@ -547,7 +547,7 @@ def test_a_segment_damaged_before_the_merge_stops_the_run_in_one_line(
             damaged.append(max(partial.glob("lines-*.hdf5"), key=lambda path: path.stat().st_size))
             _flip_vector_bytes(damaged[0])
 
-    monkeypatch.setattr(hdf5_output.EmbeddingFile, "store_all", store_all_then_damage)
+    monkeypatch.setattr(segment_store.SegmentStore, "store_all", store_all_then_damage)
     assert main(args) == 2
     error = capsys.readouterr().err
     actual = hashlib.sha256(damaged[0].read_bytes()).hexdigest()

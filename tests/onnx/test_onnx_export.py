@@ -663,11 +663,12 @@ def test_a_missing_extra_is_one_line(fixture_model_folder: Path, tmp_path: Path,
 
 
 def test_the_embedder_on_the_graph_equals_pytorch(bilm_folder: Path, fixture_model_folder: Path) -> None:
-    from elmo_transformers.inference.torch_runner import Embedder
+    from elmo_transformers.inference.torch_runner import TorchEmbedder
 
     for layers in ("all", "top", "average"):
-        graph, model = OnnxEmbedder(str(bilm_folder), layers=layers), Embedder(str(fixture_model_folder), layers=layers)
-        sentences = AWKWARD[:1] + AWKWARD[2:]  # Embedder takes non-empty sentences
+        graph = OnnxEmbedder(str(bilm_folder), layers=layers)
+        model = TorchEmbedder(str(fixture_model_folder), layers=layers)
+        sentences = AWKWARD[:1] + AWKWARD[2:]  # TorchEmbedder takes non-empty sentences
         for actual, expected in zip(graph.embed(sentences), model.embed(sentences), strict=True):
             assert actual.shape == expected.shape
             assert np.abs(actual - expected).max() <= TOLERANCE
