@@ -5,7 +5,8 @@ Every process runs the command, but the processes of one run must not refuse eac
 takes an output's lock (`elmo_transformers.common.output_lock`) and checks what is there, and every process raises
 its refusal, so that all of them stop with the same one line instead of waiting for the main one at the next
 collective call. Without a launcher there is one process, the main one, and nothing is sent: accelerate (and torch,
-which it imports) is then not imported at all (`launched`), so that `elmo-embed` on a graph runs without them.
+which it imports) is then not imported at all (`launched`), so that `elmo-embed` on a graph runs without them. Nor
+are they by `elmo-embed`'s own workers on a graph, which meet in a group of their own (`common.socket_group`).
 """
 
 from __future__ import annotations
@@ -20,17 +21,20 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from .errors import ElmoError
+from .socket_group import socket_group, socket_group_requested
 
 __all__ = [
     "WORKER_VARIABLE",
     "OneProcess",
     "Terminated",
     "deferred_interrupts",
+    "interrupts_held",
     "is_main_process",
     "launched",
     "leave_process_group",
     "on_main_process",
     "peer_stopped",
+    "take_held_interrupts",
     "terminations_interrupt",
     "wait_for_everyone",
     "worker_number",
@@ -76,6 +80,8 @@ def is_main_process() -> bool:
     """Whether this is the main process of the run (the only one without a launcher): the one that reports."""
     if not launched():
         return True
+    if socket_group_requested():
+        return worker_number() == 0
     from accelerate import PartialState
 
     return PartialState().is_main_process
@@ -96,13 +102,16 @@ def _together(call: Callable[[], Result], *, error: type[ElmoError], advice: str
     report of its death, is printed above), `error` says so in one line, followed by `advice`."""
     try:
         return call()
-    except RuntimeError:  # gloo: "Connection closed by peer ..."; NCCL: a timeout or an abort
+    except RuntimeError:  # gloo: "Connection closed by peer ..."; NCCL: a timeout or an abort; `GroupBroken`
         raise error(f"another process of this run stopped (its error is above){advice}") from _PeerStopped()
 
 
 def wait_for_everyone(*, error: type[ElmoError], advice: str = "") -> None:
     """Wait until every process of the run gets here (see `_together` for a process that never does)."""
     if not launched():
+        return
+    if socket_group_requested():
+        _together(lambda: socket_group().exchange(None), error=error, advice=advice)
         return
     from accelerate import PartialState
 
@@ -128,6 +137,8 @@ def _broadcast(objects: list[Result], *, error: type[ElmoError]) -> list[Result]
     """The main process's `objects`, on every process (as they are without a launcher)."""
     if not launched():
         return objects
+    if socket_group_requested():
+        return _together(lambda: socket_group().exchange(objects), error=error, advice="")
     from accelerate.utils import broadcast_object_list
 
     return _together(lambda: broadcast_object_list(objects), error=error, advice="")
@@ -155,6 +166,29 @@ def deferred_interrupts() -> Iterator[Callable[[], None]]:
     finally:
         signal.signal(signal.SIGINT, previous)
     check()
+
+
+@contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Ctrl-C (SIGINT) held back inside the block (blocked in this thread, delivered at its end), and from the start
+    in the processes started inside it, which inherit the blocked signal: they let it in once they can say it in
+    their one line (`take_held_interrupts`), instead of a traceback from their first imports. Where signals cannot
+    be blocked (Windows) the block runs as is."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def take_held_interrupts() -> None:
+    """Let in the Ctrl-C that the command which started this process held back (`interrupts_held`): one that came
+    meanwhile is raised here, as KeyboardInterrupt."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 class Terminated(KeyboardInterrupt):
@@ -191,8 +225,12 @@ def leave_process_group() -> None:
     gloo's threads, which the group's destructor joins, hold none to free. A caller that holds a DDP model frees it
     before (`LmTrainer.leave_process_group`): destroying the group while DDP's Reducer still held it deadlocked.
     A Ctrl-C meanwhile is raised once the group is left (`deferred_interrupts`): inside the collection it could only
-    be printed, and a teardown cut halfway could abort the process. Without a launcher there is no group."""
+    be printed, and a teardown cut halfway could abort the process. Without a launcher there is no group; a
+    `socket_group` closes its connections."""
     if not launched():
+        return
+    if socket_group_requested():
+        socket_group().leave()
         return
     from accelerate import PartialState
 

@@ -8,6 +8,7 @@ errors come without loading torch and transformers, and a run on a graph folder 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,10 +17,10 @@ from types import ModuleType
 from elmo_transformers.common.atomic_output import partial_path
 from elmo_transformers.common.errors import ElmoError, EmbedError, report_error, report_interruption
 from elmo_transformers.common.extras import missing_dependencies_refused, require_extra
-from elmo_transformers.common.processes import worker_number
+from elmo_transformers.common.processes import take_held_interrupts, worker_number
 
 from .options import EmbedOptions
-from .workers import run_workers, worker_count
+from .workers import run_workers, runs_a_graph, worker_count
 
 __all__ = ["build_parser", "main"]
 
@@ -67,14 +68,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
+        take_held_interrupts()  # (a worker started otherwise than by the console script: `python -m`)
         options = EmbedOptions.from_arguments(build_parser().parse_args(argv))  # (each option's own checks)
         workers = worker_count(options)
     except ElmoError as error:
         return report_error("elmo-embed", error)
     except KeyboardInterrupt:  # (while counting the input's words, or looking for a GPU)
-        return report_interruption("elmo-embed", "no line was stored yet")
+        return report_interruption("elmo-embed", "no line was stored yet") if worker_number() in (None, 0) else 130
     if workers > 1:
-        return run_workers(workers, argv, lambda: _interrupted_state(options.output, complete=False))
+        kept = functools.partial(_interrupted_state, options.output, complete=False)
+        return run_workers(workers, argv, kept, graph=runs_a_graph(options))
     try:
         run = _import_the_run(options)
     except ElmoError as error:  # (in every worker alike: the first says it)

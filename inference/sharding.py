@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.common.processes import OneProcess, launched
+from elmo_transformers.common.socket_group import SocketGroup, socket_group, socket_group_requested
 
 if TYPE_CHECKING:
     from accelerate import PartialState
@@ -29,12 +30,15 @@ class ProcessFailure(EmbedError):
     the main process alone."""
 
 
-def run_processes(device: str | None, *, graph: bool) -> PartialState | OneProcess:
+def run_processes(device: str | None, *, graph: bool) -> PartialState | OneProcess | SocketGroup:
     """The processes of this run: one, or those of `accelerate launch` (or `elmo-embed`'s workers), which join one
     CPU group (gloo) on a graph (run on the CPU), without a GPU or with --device cpu. A run of one process on a graph
-    goes without accelerate and torch (`OneProcess`)."""
+    goes without accelerate and torch (`OneProcess`), and so do `elmo-embed`'s own workers on a graph, which meet in
+    a `SocketGroup`."""
     if graph and not launched():
         return OneProcess()
+    if graph and socket_group_requested():
+        return socket_group()
     import torch
     from accelerate import PartialState
 

@@ -1,13 +1,14 @@
 """`elmo-embed`'s worker processes on a CPU: one a core, of one thread each, started by the command itself as
-`accelerate launch` starts its processes, so that the run is that of `accelerate launch` on CPU processes (gloo):
-every worker forms the batches of one process, embeds its share of them (`sharding`), and the main one merges the
-file of one process.
+`accelerate launch` starts its processes, so that the run is that of `accelerate launch` on CPU processes: every
+worker forms the batches of one process, embeds its share of them (`sharding`), and the main one merges the file of
+one process. Workers on PyTorch meet in torch's process group (gloo); workers on a graph in one without torch
+(`common.socket_group`), so that they import neither torch nor accelerate, and run where torch is not installed.
 
 Workers of one thread embed faster than one process on every core (1.1-1.6x on 2 cores): the biLSTM's steps are
 short products, which threads share out poorly. A single-threaded PyTorch product gives the same bits in every
 worker, so that the file is that of one process on one thread (`OMP_NUM_THREADS=1`), bit for bit; onnxruntime's
 products do not depend on its threads. A short input runs in one process: a worker's start-up (its interpreter,
-torch and accelerate, the model, the process group) costs more than the workers save there (measured:
+its imports, the model, the process group) costs more than the workers save there (measured:
 `options.WORKERS_FROM_WORDS`).
 
 The command (`worker_count`, then `run_workers`) starts the workers, waits for them, and forwards a Ctrl-C
@@ -23,6 +24,7 @@ from __future__ import annotations
 import importlib.metadata
 import math
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -32,11 +34,12 @@ import time
 from collections.abc import Callable, Sequence
 
 from elmo_transformers.common.errors import EmbedError, report_error, report_interruption
-from elmo_transformers.common.processes import WORKER_VARIABLE, launched
+from elmo_transformers.common.processes import WORKER_VARIABLE, interrupts_held, launched
+from elmo_transformers.common.socket_group import GROUP_KEY_VARIABLE
 
 from .options import WORKERS_FROM_WORDS, EmbedOptions
 
-__all__ = ["cores", "graph_threads", "run_workers", "worker_count"]
+__all__ = ["cores", "graph_threads", "run_workers", "runs_a_graph", "worker_count"]
 
 # How long the others may take to end on their own once a worker failed (the main one printing the refusal that
 # every worker raised alike) before they are stopped.
@@ -80,9 +83,12 @@ def _one_process_only(options: EmbedOptions) -> str | None:
     """Why the run is one process whatever --workers says (with the way on), or None."""
     if launched():
         return "under accelerate launch (or another launcher) its processes are the workers: drop --workers"
+    on_the_cpu = options.device is None or options.device.split(":")[0] == "cpu"
+    if on_the_cpu and runs_a_graph(options):  # (its workers meet without torch: `socket_group`)
+        return None
     try:
         torch_version = importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:  # (a graph's run needs no torch)
+    except importlib.metadata.PackageNotFoundError:
         return "the workers meet in torch's process group, and torch is not installed: pip install torch"
     if _on_an_accelerator(options, cpu_build=torch_version.endswith("+cpu")):
         device = options.device or "cuda (the GPU found, the default device)"
@@ -94,12 +100,12 @@ def _one_process_only(options: EmbedOptions) -> str | None:
 
 
 def _on_an_accelerator(options: EmbedOptions, *, cpu_build: bool) -> bool:
-    """Whether the run goes to a GPU (or another accelerator): --device says so, or by default torch finds one,
-    unless the model is a graph (run on the CPU). A CPU build of torch (`cpu_build`: its version ends in "+cpu") has
-    none, which its version tells without importing torch (seconds); another build is asked."""
+    """Whether the run of a PyTorch model goes to a GPU (or another accelerator): --device says so, or by default
+    torch finds one. A CPU build of torch (`cpu_build`: its version ends in "+cpu") has none, which its version tells
+    without importing torch (seconds); another build is asked."""
     if options.device is not None:
         return options.device.split(":")[0] != "cpu"
-    if cpu_build or _runs_a_graph(options):
+    if cpu_build:
         return False
     import torch
 
@@ -123,20 +129,21 @@ def _long_input(options: EmbedOptions) -> bool:
         return False
     if words < min(WORKERS_FROM_WORDS.values()):
         return False
-    return words >= WORKERS_FROM_WORDS["graph" if _runs_a_graph(options) else "pytorch"]
+    return words >= WORKERS_FROM_WORDS["graph" if runs_a_graph(options) else "pytorch"]
 
 
-def _runs_a_graph(options: EmbedOptions) -> bool:
+def runs_a_graph(options: EmbedOptions) -> bool:
     """Whether the run's model is a folder holding an exported graph (the default model is a PyTorch one)."""
     from .request import holds_onnx_graph
 
     return options.model is not None and holds_onnx_graph(options.model)
 
 
-def run_workers(count: int, argv: Sequence[str], kept: Callable[[], str]) -> int:
+def run_workers(count: int, argv: Sequence[str], kept: Callable[[], str], *, graph: bool) -> int:
     """Run `count` workers of `elmo-embed ARGV` and wait for them; the run's exit status. `kept` says what a
-    stopped run keeps (for the line that names a killed worker)."""
-    workers = _Workers(count, argv, kept)
+    stopped run keeps (for the line that names a killed worker). Workers on a `graph` meet in a group without torch
+    (`common.socket_group`), the others in torch's (gloo, through accelerate)."""
+    workers = _Workers(count, argv, kept, graph=graph)
     forwarding = threading.current_thread() is threading.main_thread()  # (signals are caught there only)
     previous = {number: signal.signal(number, workers.forward) for number in _FORWARDED_SIGNALS if forwarding}
     try:
@@ -150,8 +157,10 @@ class _Workers:
     """The worker processes of one run, started (`run`) with the environment `accelerate launch` gives its
     processes, and watched until every one has ended."""
 
-    def __init__(self, count: int, argv: Sequence[str], kept: Callable[[], str]) -> None:
+    def __init__(self, count: int, argv: Sequence[str], kept: Callable[[], str], *, graph: bool) -> None:
         self.count, self.command, self.kept = count, _worker_command(argv), kept
+        # The group's key, where the workers meet without torch (a graph's run): drawn afresh for each run.
+        self.group_key = secrets.token_hex(32) if graph else None
         self.processes: list[subprocess.Popen] = []
         self.forwarded: list[int] = []  # the signals passed on to every worker
         self.failed: subprocess.Popen | None = None  # the first worker seen failing
@@ -169,8 +178,9 @@ class _Workers:
             for rank in range(self.count):
                 if self.forwarded:  # (interrupted while starting them: those started have the signal)
                     break
-                environment = _worker_environment(rank, self.count, port)
-                self.processes.append(subprocess.Popen(self.command, env=environment, process_group=0))
+                environment = _worker_environment(rank, self.count, port, self.group_key)
+                with interrupts_held():  # (the worker lets a Ctrl-C in once it can say it in its one line)
+                    self.processes.append(subprocess.Popen(self.command, env=environment, process_group=0))
         except OSError as error:
             self._signal_running(signal.SIGTERM)
             return report_error("elmo-embed", EmbedError(f"cannot start {self.count} worker processes: {error}"))
@@ -245,11 +255,14 @@ def _worker_command(argv: Sequence[str]) -> list[str]:
     return [sys.executable, "-m", "elmo_transformers.inference.embed", *argv]
 
 
-def _worker_environment(rank: int, count: int, port: int) -> dict[str, str]:
+def _worker_environment(rank: int, count: int, port: int, group_key: str | None) -> dict[str, str]:
     """The environment of worker `rank` of `count`: what `accelerate launch` (torchrun) gives each process on one
-    machine, whose group meets at `port`, and one thread for torch (OpenMP, MKL) and the graph (`graph_threads`)."""
+    machine, whose group meets at `port` (a `socket_group` admitted by `group_key` where one is given), and one
+    thread for torch (OpenMP, MKL) and the graph (`graph_threads`)."""
     group = {"RANK": rank, "LOCAL_RANK": rank, "WORLD_SIZE": count, "LOCAL_WORLD_SIZE": count, "MASTER_PORT": port}
     group |= {WORKER_VARIABLE: rank, "MASTER_ADDR": "127.0.0.1", "OMP_NUM_THREADS": 1, "MKL_NUM_THREADS": 1}
+    if group_key is not None:
+        group[GROUP_KEY_VARIABLE] = group_key
     return {**os.environ, **{name: str(value) for name, value in group.items()}}
 
 

@@ -78,11 +78,15 @@ def test_workers_write_the_file_of_one_process(
     assert not _error_lines(ran.stderr), ran.stderr
 
 
+@pytest.mark.parametrize("backend", ["pytorch", "graph"])
 @pytest.mark.slow
 def test_a_killed_worker_stops_the_run_in_one_line_and_resumes(
-    source: Path, fixture_model_folder: Path, tmp_path: Path
+    backend: str, source: Path, fixture_model_folder: Path, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    options = [*OPTIONS, "--model", fixture_model_folder]
+    """On a graph the workers meet in a group without torch (`common.socket_group`): the one the killed worker
+    left finds it gone there, and leaves it to the command to say."""
+    model = fixture_model_folder if backend == "pytorch" else request.getfixturevalue("graph_folder")
+    options = [*OPTIONS, "--model", model]
     embed_in_one_process(source, tmp_path / "one.hdf5", *options, "--workers", "1")
     output = tmp_path / "two.hdf5"
     environment = {"ELMO_TEST_SEGMENT_BYTES": "1", "ELMO_TEST_FAIL_PROCESS": "1", "ELMO_TEST_FAIL_HOW": "kill"}
@@ -165,12 +169,17 @@ def test_a_ctrl_c_while_the_workers_start_is_one_line(
     assert _error_lines(stderr)[0].startswith("elmo-embed: interrupted: ") and "Traceback" not in stderr, stderr
 
 
+@pytest.mark.parametrize("backend", ["pytorch", "graph"])
 @pytest.mark.slow
-def test_a_refusal_is_printed_once(source: Path, fixture_model_folder: Path, tmp_path: Path) -> None:
+def test_a_refusal_is_printed_once(
+    backend: str, source: Path, fixture_model_folder: Path, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """The main worker's refusal reaches the others through the group (torch's, or the graph workers' own)."""
+    model = fixture_model_folder if backend == "pytorch" else request.getfixturevalue("graph_folder")
     output = tmp_path / "two.hdf5"
     holder = start_lock_holder(output)
     try:
-        refused = run_workers(source, output, "--model", fixture_model_folder, "--workers", "2")
+        refused = run_workers(source, output, "--model", model, "--workers", "2")
     finally:
         holder.communicate("\n")
     assert refused.returncode == 2 and not output.exists()
@@ -253,8 +262,9 @@ def test_a_graph_runs_on_the_threads_a_launcher_gives(monkeypatch: pytest.Monkey
     assert workers.graph_threads() is None
 
 
-def test_without_torch_a_graph_runs_in_one_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """The workers share torch's process group: an install without torch (a graph's run needs none) runs one."""
+def test_without_torch_only_a_graph_runs_in_workers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """PyTorch's workers share torch's process group: an install without torch runs a PyTorch model in one process.
+    A graph's workers meet without torch (`common.socket_group`), so they run on such an install."""
 
     def not_installed(name: str) -> str:
         raise workers.importlib.metadata.PackageNotFoundError(name)
@@ -265,3 +275,8 @@ def test_without_torch_a_graph_runs_in_one_process(monkeypatch: pytest.MonkeyPat
     assert workers.worker_count(EmbedOptions(long, "out.hdf5")) == 1
     with pytest.raises(EmbedError, match=r"^--workers 2: the workers meet in torch's process group, and torch is not"):
         workers.worker_count(EmbedOptions(long, "out.hdf5", workers=2))
+    graph = tmp_path / "graph"
+    graph.mkdir()
+    (graph / FLOAT_GRAPH).write_bytes(b"")  # (a graph's folder, by its file's name)
+    assert workers.worker_count(EmbedOptions(long, "out.hdf5", model=str(graph))) == 2
+    assert workers.worker_count(EmbedOptions(long, "out.hdf5", model=str(graph), workers=2)) == 2

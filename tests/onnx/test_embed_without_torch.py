@@ -74,6 +74,27 @@ def test_embed_on_a_graph_imports_neither_torch_nor_transformers_nor_accelerate(
                 assert ours[key].attrs["words"] == theirs[key].attrs["words"], key
 
 
+@pytest.mark.slow
+def test_workers_on_a_graph_import_neither_torch_nor_accelerate(default_folder: Path, tmp_path: Path) -> None:
+    """elmo-embed's workers on a graph meet in a group of their own (`common.socket_group`), not torch's: the
+    command and each worker (which run the same launcher, each printing its modules) import none of them, and the
+    file is that of one process."""
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(LINES * 8) + "\n", encoding="utf-8")
+    arguments = [str(source), str(tmp_path / "two.hdf5"), "--model", str(default_folder), "--batch-size", "4"]
+    completed = subprocess.run(
+        [sys.executable, "-c", _LAUNCHER, *arguments, "--workers", "2"], capture_output=True, text=True, timeout=300
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    printed = [set(json.loads(line)) for line in completed.stdout.splitlines() if line.startswith("[")]
+    assert len(printed) == 3, completed.stdout  # (the command and its 2 workers)
+    for imported in printed:
+        assert not imported & _LEFT_OUT, sorted(imported & _LEFT_OUT)
+    assert embed([*arguments[:1], str(tmp_path / "one.hdf5"), *arguments[2:], "--workers", "1"]) == 0
+    one, two = _vectors(tmp_path / "one.hdf5"), _vectors(tmp_path / "two.hdf5")
+    assert one.keys() == two.keys() and all(np.array_equal(one[key], two[key]) for key in one)
+
+
 def test_help_imports_neither_torch_nor_transformers_nor_accelerate() -> None:
     """--help is read at once: it imports none of what a run may need."""
     imported = _imported(["--help"])
