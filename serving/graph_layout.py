@@ -29,6 +29,8 @@ __all__ = [
     "LAYOUT_VERSION",
     "QUANTIZABLE_PREFIX",
     "QUANTIZED_GRAPH",
+    "TOKEN_CHAR_IDS",
+    "TOKEN_VECTORS",
     "GraphConfig",
     "GraphSignature",
     "GraphTensor",
@@ -38,6 +40,7 @@ __all__ = [
     "graph_signature",
     "graph_weights",
     "open_graph",
+    "open_graph_part",
     "read_graph_config",
     "save_graph",
 ]
@@ -55,6 +58,12 @@ ARCHITECTURE_KEY = "elmo_architecture"
 # LSTM's input, state and output projections, the highway layers and the token projection). The character embedding
 # and convolutions stay float32.
 QUANTIZABLE_PREFIX = "quantizable_product"
+# The names of the cut between the token layer and the rest of the biLM, which the builder gives the two tensors and
+# `GraphEmbedder` splits the graph at, to compute each distinct word's token vector once per run: the marked sentences'
+# words as rows of character ids (batch x (words + 2), chars) int64, and the character encoder's vectors of those rows
+# (batch x (words + 2), projection_dim) float32. `--quantize int8` keeps both (it renames no tensor between products).
+TOKEN_CHAR_IDS = "token_char_ids"
+TOKEN_VECTORS = "token_vectors"
 # The task heads that have a graph of their own; any other architecture is exported as the biLM.
 _HEAD_ARCHITECTURES = ("ElmoForTokenClassification", "ElmoForSequenceClassification")
 # transformers' CONFIG_NAME: importing transformers (a second) is what a folder's reader does without.
@@ -274,11 +283,8 @@ def open_graph(
     if not path.is_file():
         raise error(f"{path.parent}: no ONNX graph {path.name} (write one with elmo-convert onnx)")
     config = read_graph_config(path.parent, error)
-    options = onnxruntime.SessionOptions()
-    if threads:
-        options.intra_op_num_threads = threads
     try:
-        session = onnxruntime.InferenceSession(str(path), options, providers=list(providers))
+        session = onnxruntime.InferenceSession(str(path), _session_options(threads), providers=list(providers))
     except Exception as failure:  # onnxruntime raises its own exception types, one per failure kind
         missing = _missing_external_data(path)
         if missing is not None:  # (onnxruntime's words: a paragraph that names neither file)
@@ -302,6 +308,27 @@ def open_graph(
             " elmo-convert onnx"
         )
     return session
+
+
+def open_graph_part(
+    part: bytes, *, threads: int | None, providers: Sequence[str | tuple[str, dict]]
+) -> onnxruntime.InferenceSession:
+    """An onnxruntime session of `part`, a serialised graph made in memory of a graph `open_graph` opened (its token
+    or contextual part: `token_graph.split_token_layer`), with the options `open_graph` gave that one."""
+    import onnxruntime
+
+    return onnxruntime.InferenceSession(part, _session_options(threads), providers=list(providers))
+
+
+def _session_options(threads: int | None) -> onnxruntime.SessionOptions:
+    """onnxruntime's options of a graph's session: `threads` threads within an operator (onnxruntime's choice if
+    None)."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    if threads:
+        options.intra_op_num_threads = threads
+    return options
 
 
 def _mismatch(
