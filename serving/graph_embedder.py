@@ -26,7 +26,7 @@ import numpy as np
 from modeling_elmo.text_elmo import ElmoTextEncoder
 from modeling_elmo.word_slots_elmo import DEFAULT_CACHED_WORDS
 
-from .graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, TOKEN_VECTORS, open_graph, open_graph_part
+from .graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, TOKEN_VECTORS, load_graph, open_graph, open_graph_part
 from .token_graph import GraphTokenCache, marker_char_ids, split_token_layer
 
 __all__ = ["LAYER_CHOICES", "EncodedBatch", "GraphEmbedder", "GraphError"]
@@ -61,8 +61,9 @@ class GraphEmbedder:
     kept for the next batches, for up to `cached_words` words (`token_cache`: least recently used out first;
     `cached_words x projection_dim x 4` bytes at most, 32 MiB for the bundled model at the default 2**16, 128 MiB at
     the original shape): the graph is split in memory at its token layer (`token_graph`), and `session` runs the
-    rest. The vectors are the whole graph's, to the bit. `cached_words=0` runs the whole graph on every batch, as
-    does a folder exported before the graph named its token layer (`token_cache` is None then)."""
+    rest. The vectors are the whole graph's, to the bit (checked on the CPU provider). `cached_words=0` runs the
+    whole graph on every batch, as does a folder exported before the graph named its token layer (`token_cache` is
+    None then)."""
 
     def __init__(
         self,
@@ -102,9 +103,10 @@ class GraphEmbedder:
     ) -> GraphTokenCache | None:
         """The cache of the graph's token layer, `session` becoming the rest of the graph; None (the whole graph
         stays) where the graph names no token layer (exported before it did)."""
-        import onnx
-
-        split = split_token_layer(onnx.load(str(self.graph)))  # (the weights too, from beside it)
+        try:
+            split = split_token_layer(load_graph(self.graph))
+        except ValueError as error:
+            raise GraphError(str(error)) from None
         if split is None:
             return None
         config = json.loads((self.graph.parent / "config.json").read_text(encoding="utf-8"))  # (open_graph read it)

@@ -118,9 +118,9 @@ class GraphTokenCache:
     markers' vectors (`markers`: `marker_char_ids`) are computed once.
 
     The vectors are the whole graph's bits: each row of the token graph is computed by itself (its products and the
-    int8 graph's row quantisation read one row; tests/onnx/test_graph_token_cache.py checks batches of 1 to 70 rows
-    and whole runs against the whole graph). `hits` and `misses` count the distinct words of each batch found held
-    and computed."""
+    int8 graph's row quantisation read one row; tests/onnx/test_graph_token_cache.py checks 1 to 73 rows and whole
+    runs against the whole graph, on onnxruntime's CPU provider). `hits` and `misses` count the distinct words of
+    each batch found held and computed."""
 
     def __init__(self, token: onnxruntime.InferenceSession, markers: np.ndarray, max_words: int) -> None:
         self.token = token
