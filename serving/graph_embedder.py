@@ -26,8 +26,8 @@ import numpy as np
 from modeling_elmo.text_elmo import ElmoTextEncoder
 from modeling_elmo.word_slots_elmo import DEFAULT_CACHED_WORDS
 
-from .graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, TOKEN_VECTORS, load_graph, open_graph, open_graph_part
-from .token_graph import GraphTokenCache, marker_char_ids, split_token_layer
+from .graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, TOKEN_VECTORS, open_graph
+from .token_graph import GraphTokenCache, marker_char_ids, open_token_layer
 
 __all__ = ["LAYER_CHOICES", "EncodedBatch", "GraphEmbedder", "GraphError"]
 
@@ -104,16 +104,15 @@ class GraphEmbedder:
         """The cache of the graph's token layer, `session` becoming the rest of the graph; None (the whole graph
         stays) where the graph names no token layer (exported before it did)."""
         try:
-            split = split_token_layer(load_graph(self.graph))
-        except ValueError as error:
+            sessions = open_token_layer(self.graph, threads=threads, providers=providers)
+        except ValueError as error:  # (it names the graph and its weights file)
             raise GraphError(str(error)) from None
-        if split is None:
+        if sessions is None:
             return None
+        self.session = sessions.contextual
         config = json.loads((self.graph.parent / "config.json").read_text(encoding="utf-8"))  # (open_graph read it)
         markers = marker_char_ids(config, self.encoder.max_characters_per_token)
-        token = open_graph_part(split.token, threads=threads, providers=providers)
-        self.session = open_graph_part(split.contextual, threads=threads, providers=providers)
-        return GraphTokenCache(token, markers, cached_words)
+        return GraphTokenCache(sessions, markers, cached_words)
 
     def split(self, text: str) -> list[str]:
         """The words of a line of raw text, as the folder's tokenizer splits it."""

@@ -39,7 +39,6 @@ __all__ = [
     "graph_files",
     "graph_signature",
     "graph_weights",
-    "load_graph",
     "open_graph",
     "open_graph_part",
     "read_graph_config",
@@ -130,32 +129,6 @@ def _hoist_initializers(model: onnx.ModelProto) -> None:
         main.initializer.extend(graph.initializer)
         del graph.initializer[:]
         subgraphs.extend(attribute.g for node in graph.node for attribute in node.attribute if attribute.HasField("g"))
-
-
-def load_graph(graph: Path) -> onnx.ModelProto:
-    """The graph at `graph` with its weights in memory, read from its weights file (`graph_weights`) where it has one,
-    also where that file is a link: onnx's own loader refuses a symbolic link, which is how the Hub's cache holds a
-    folder's files. Every weight of such a graph is its main graph's (`save_graph`)."""
-    import mmap
-
-    import onnx
-    from onnx.external_data_helper import ExternalDataInfo, uses_external_data
-
-    model = onnx.load(str(graph), load_external_data=False)
-    external = [tensor for tensor in model.graph.initializer if uses_external_data(tensor)]
-    if not external:
-        return model
-    weights = graph_weights(graph)
-    with weights.open("rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        for tensor in external:
-            info = ExternalDataInfo(tensor)
-            if info.location != weights.name:  # (the export writes one file: a graph naming another is not its)
-                raise ValueError(f"{graph}: the weight {tensor.name} is in {info.location}, not in {weights.name}")
-            start = info.offset or 0  # (onnx leaves out an offset of 0 and the length of a tensor up to the end)
-            tensor.raw_data = data[start : start + info.length if info.length else len(data)]
-            del tensor.external_data[:]
-            tensor.data_location = onnx.TensorProto.DEFAULT
-    return model
 
 
 def exported_architecture(architectures: list[str] | None) -> str:
@@ -338,13 +311,22 @@ def open_graph(
 
 
 def open_graph_part(
-    part: bytes, *, threads: int | None, providers: Sequence[str | tuple[str, dict]]
+    part: bytes,
+    weights: Mapping[str, onnxruntime.OrtValue],
+    *,
+    threads: int | None,
+    providers: Sequence[str | tuple[str, dict]],
 ) -> onnxruntime.InferenceSession:
     """An onnxruntime session of `part`, a serialised graph made in memory of a graph `open_graph` opened (its token
-    or contextual part: `token_graph.split_token_layer`), with the options `open_graph` gave that one."""
+    or contextual part: `token_graph.split_token_layer`), with the options `open_graph` gave that one. `weights` are the
+    values, by name, of the part's initializers kept in its graph's weights file (`token_graph.mapped_weights`), which
+    the session reads in place: they must outlive it."""
     import onnxruntime
 
-    return onnxruntime.InferenceSession(part, _session_options(threads), providers=list(providers))
+    options = _session_options(threads)
+    if weights:
+        options.add_external_initializers(list(weights), list(weights.values()))
+    return onnxruntime.InferenceSession(part, options, providers=list(providers))
 
 
 def _session_options(threads: int | None) -> onnxruntime.SessionOptions:

@@ -6,15 +6,17 @@
 - the contextual graph: the whole graph with `TOKEN_VECTORS` as an input in place of the character encoder (still
   fed `input_ids` and `attention_mask`, from which it takes the words, the markers' places and the rows' order).
 
-Both are the folder's graph's own nodes and weights (each weight goes to the graph that reads it), cut where the
-builder names the two tensors (`graph_layout.TOKEN_CHAR_IDS`, `TOKEN_VECTORS`); a folder exported before those
-names has no cut (`split_token_layer` gives None). Nothing is written to the folder.
+Both are the folder's graph's own nodes and weights (each weight goes to the graph that reads it, whose session
+reads it in place from the folder's weights file, mapped into memory: `open_token_layer`), cut where the builder names
+the two tensors (`graph_layout.TOKEN_CHAR_IDS`, `TOKEN_VECTORS`); a folder exported before those names has no cut
+(`split_token_layer` gives None). Nothing is written to the folder.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,13 +24,22 @@ import numpy as np
 from modeling_elmo.text_elmo import BILM_TF_CHAR_IDS, framed_char_ids
 from modeling_elmo.word_slots_elmo import WordSlots
 
-from .graph_layout import TOKEN_CHAR_IDS, TOKEN_VECTORS
+from .graph_layout import TOKEN_CHAR_IDS, TOKEN_VECTORS, graph_weights, open_graph_part
 
 if TYPE_CHECKING:
     import onnx
     import onnxruntime
 
-__all__ = ["GraphTokenCache", "TokenLayerSplit", "marker_char_ids", "split_token_layer"]
+__all__ = [
+    "GraphPart",
+    "GraphTokenCache",
+    "TokenLayerSessions",
+    "TokenLayerSplit",
+    "mapped_weights",
+    "marker_char_ids",
+    "open_token_layer",
+    "split_token_layer",
+]
 
 # config.json's fields of the ids that frame words and make the sentence markers (`ElmoConfig.special_char_ids`).
 _CHAR_ID_FIELDS = {"bow": "bow_char_id", "eow": "eow_char_id", "bos": "bos_char_id", "eos": "eos_char_id"}
@@ -36,16 +47,87 @@ _CHAR_ID_FIELDS["pad"] = "char_pad_id"
 
 
 @dataclass(frozen=True)
-class TokenLayerSplit:
-    """The two graphs of `split_token_layer`, serialised (as `onnxruntime.InferenceSession` takes them)."""
+class GraphPart:
+    """A part of a graph, serialised (as `onnxruntime.InferenceSession` takes it), and the names of its initializers
+    whose values are in the graph's weights file (`external`: the part refers to them there, as the graph does)."""
 
-    token: bytes
-    contextual: bytes
+    graph: bytes
+    external: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TokenLayerSplit:
+    """The two graphs of `split_token_layer` (the module docstring)."""
+
+    token: GraphPart
+    contextual: GraphPart
+
+
+@dataclass(frozen=True)
+class TokenLayerSessions:
+    """onnxruntime sessions of the two graphs of `split_token_layer`, and the weights they read in place from the
+    graph's weights file (`mapped_weights`), kept as long as the sessions run."""
+
+    token: onnxruntime.InferenceSession
+    contextual: onnxruntime.InferenceSession
+    weights: Mapping[str, onnxruntime.OrtValue]
+
+
+def open_token_layer(
+    graph: Path, *, threads: int | None, providers: Sequence[str | tuple[str, dict]]
+) -> TokenLayerSessions | None:
+    """Sessions of the token and contextual graphs of the biLM graph at `graph`, which `open_graph` opened (with its
+    `threads` and `providers`), or None where the graph names no cut (exported before it did). The graph's structure
+    is read (kilobytes); its weights are mapped from its weights file, not read twice nor copied (`mapped_weights`).
+    A ValueError names a weights file the graph does not refer to as the export writes it."""
+    import onnx
+
+    model = onnx.load(str(graph), load_external_data=False)
+    split = split_token_layer(model)
+    if split is None:
+        return None
+    weights = mapped_weights(graph, model)
+    token, contextual = (
+        open_graph_part(
+            part.graph, {name: weights[name] for name in part.external}, threads=threads, providers=providers
+        )
+        for part in (split.token, split.contextual)
+    )
+    return TokenLayerSessions(token, contextual, weights)
+
+
+def mapped_weights(graph: Path, model: onnx.ModelProto) -> dict[str, onnxruntime.OrtValue]:
+    """The initializers of `model` (the graph at `graph`, loaded without its weights) that its weights file holds
+    (`graph_weights`; none for a graph exported before the weights went beside it), by name: onnxruntime values over
+    the file mapped into memory, read-only. Mapped through a link too, which onnx's own loader refuses: the Hub's cache
+    holds a folder's files as symbolic links. The export keeps every weight in the main graph (`save_graph`)."""
+    import mmap
+
+    import onnxruntime
+    from onnx import helper
+    from onnx.external_data_helper import ExternalDataInfo, uses_external_data
+
+    external = [tensor for tensor in model.graph.initializer if uses_external_data(tensor)]
+    if not external:
+        return {}
+    weights = graph_weights(graph)
+    with weights.open("rb") as file:
+        data = np.frombuffer(mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ), dtype=np.uint8)
+    values = {}
+    for tensor in external:
+        info = ExternalDataInfo(tensor)
+        if info.location != weights.name:  # (the export writes one file: a graph naming another is not its)
+            raise ValueError(f"{graph}: its weight {tensor.name} is in {info.location}, not in {weights.name}")
+        start = info.offset or 0  # (onnx leaves out an offset of 0, and the length of a tensor up to the end)
+        array = data[start : start + info.length if info.length else len(data)]
+        array = array.view(helper.tensor_dtype_to_np_dtype(tensor.data_type)).reshape(tuple(tensor.dims))
+        values[tensor.name] = onnxruntime.OrtValue.ortvalue_from_numpy(array)
+    return values
 
 
 def split_token_layer(model: onnx.ModelProto) -> TokenLayerSplit | None:
-    """The token and contextual graphs (the module docstring) of the biLM graph `model` (its weights loaded), or None
-    where `model` does not name the cut (a graph exported before it)."""
+    """The token and contextual graphs (the module docstring) of the biLM graph `model`, with or without its weights
+    loaded, or None where `model` does not name the cut (a graph exported before it)."""
     from onnx import TensorProto, helper
 
     graph = model.graph
@@ -56,17 +138,18 @@ def split_token_layer(model: onnx.ModelProto) -> TokenLayerSplit | None:
     width = graph.output[0].type.tensor_type.shape.dim[-1].dim_value  # last_hidden_state (batch, words, 2P)
     char_ids = helper.make_tensor_value_info(TOKEN_CHAR_IDS, TensorProto.INT64, ["tokens", chars])
     vectors = helper.make_tensor_value_info(TOKEN_VECTORS, TensorProto.FLOAT, ["tokens", width // 2])
-    token = _subgraph(model, [char_ids], [vectors])
-    contextual = _subgraph(model, [*graph.input, vectors], list(graph.output))
-    return TokenLayerSplit(token.SerializeToString(), contextual.SerializeToString())
+    return TokenLayerSplit(
+        _subgraph(model, [char_ids], [vectors]), _subgraph(model, [*graph.input, vectors], list(graph.output))
+    )
 
 
 def _subgraph(
     model: onnx.ModelProto, inputs: list[onnx.ValueInfoProto], outputs: list[onnx.ValueInfoProto]
-) -> onnx.ModelProto:
+) -> GraphPart:
     """The part of `model` that computes `outputs` from `inputs` (names of its tensors): the nodes they need, in the
     graph's order, and the weights those read; its opset, IR version and metadata."""
     from onnx import helper
+    from onnx.external_data_helper import uses_external_data
 
     graph = model.graph
     nodes = _needed_nodes(graph.node, {output.name for output in outputs}, {tensor.name for tensor in inputs})
@@ -76,7 +159,8 @@ def _subgraph(
     result = helper.make_model(part, opset_imports=list(model.opset_import), producer_name=model.producer_name)
     result.ir_version = model.ir_version
     result.metadata_props.extend(model.metadata_props)
-    return result
+    external = tuple(tensor.name for tensor in weights if uses_external_data(tensor))
+    return GraphPart(result.SerializeToString(), external)
 
 
 def _needed_nodes(nodes: Iterable[onnx.NodeProto], wanted: set[str], given: set[str]) -> list[onnx.NodeProto]:
@@ -113,7 +197,7 @@ def marker_char_ids(config: Mapping[str, Any], chars: int) -> np.ndarray:
 
 class GraphTokenCache:
     """The token layer of the contextual graph's batches (`contextual_input`), each distinct word's vector computed
-    once by the `token` session (the token graph of `split_token_layer`) and then kept, at most `max_words` of them
+    once by the token graph's session (`sessions.token`: `open_token_layer`) and then kept, at most `max_words` of them
     (`WordSlots`: least recently used out first): `max_words x P x 4` bytes, allocated as the words come. The
     markers' vectors (`markers`: `marker_char_ids`) are computed once.
 
@@ -122,10 +206,11 @@ class GraphTokenCache:
     runs against the whole graph, on onnxruntime's CPU provider). `hits` and `misses` count the distinct words of
     each batch found held and computed."""
 
-    def __init__(self, token: onnxruntime.InferenceSession, markers: np.ndarray, max_words: int) -> None:
-        self.token = token
+    def __init__(self, sessions: TokenLayerSessions, markers: np.ndarray, max_words: int) -> None:
+        self.sessions = sessions  # (with the weights both sessions read in place)
+        self.token = sessions.token
         self.slots = WordSlots(max_words)
-        self.bos, self.eos = token.run(None, {TOKEN_CHAR_IDS: markers})[0]
+        self.bos, self.eos = self.token.run(None, {TOKEN_CHAR_IDS: markers})[0]
         self._vectors = np.empty((0, self.bos.shape[0]), dtype=np.float32)
         self.hits = self.misses = 0
 
