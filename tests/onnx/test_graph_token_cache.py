@@ -5,9 +5,11 @@ exported before the cut was named runs the whole graph."""
 
 from __future__ import annotations
 
+import functools
 import shutil
 from pathlib import Path
 
+import h5py
 import numpy as np
 import onnx
 import pytest
@@ -15,6 +17,8 @@ from onnx.external_data_helper import uses_external_data
 
 pytest.importorskip("onnxruntime")
 
+from elmo_transformers.inference import onnx_runner
+from elmo_transformers.inference.embed import main as embed
 from elmo_transformers.inference.onnx_runner import OnnxEmbedder
 from elmo_transformers.serving import GraphEmbedder, GraphError
 from elmo_transformers.serving.graph_layout import (
@@ -144,6 +148,32 @@ def test_a_folder_exported_before_the_cut_runs_the_whole_graph(default_folder: P
 def test_elmo_embeds_onnx_backend_caches_by_default(default_folder: Path) -> None:
     embedder = OnnxEmbedder(str(default_folder), layers="all", quantized=True)
     assert embedder.graph.token_cache.slots.max_words == DEFAULT_CACHED_WORDS
+
+
+def test_elmo_embed_writes_the_same_file_with_and_without_the_cache(
+    default_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """elmo-embed on an ONNX folder, over many batches of raw lines: the same datasets as the whole graph's."""
+    source = tmp_path / "in.txt"
+    lines = ["The cat's mat .", "", "Cafe\u0301 ☃ 😀 , ça va ?", "x" * 60 + " is long", "a"]
+    lines += [" ".join(words) for words in _corpus(60, seed=5)]
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    made: list[GraphEmbedder] = []
+
+    def embedder(*args, **kwargs) -> GraphEmbedder:
+        made.append(GraphEmbedder(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(onnx_runner, "GraphEmbedder", embedder)
+    options = ["--model", str(default_folder), "--batch-size", "8"]
+    assert embed([str(source), str(tmp_path / "cached.hdf5"), *options]) == 0
+    assert made[-1].token_cache.hits > 0
+    monkeypatch.setattr(onnx_runner, "GraphEmbedder", functools.partial(GraphEmbedder, cached_words=0))
+    assert embed([str(source), str(tmp_path / "whole.hdf5"), *options]) == 0
+    with h5py.File(tmp_path / "cached.hdf5", "r") as cached, h5py.File(tmp_path / "whole.hdf5", "r") as whole:
+        assert set(cached) == set(whole) == {*map(str, range(len(lines))), "sentence_to_index"}
+        for name in cached:
+            assert np.array_equal(cached[name][()], whole[name][()]), name
 
 
 @pytest.mark.parametrize("cached_words", [-1, 1.5, True, "8"])
