@@ -14,6 +14,7 @@ the two tensors (`graph_layout.TOKEN_CHAR_IDS`, `TOKEN_VECTORS`); a folder expor
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -212,6 +213,7 @@ class GraphTokenCache:
         self.slots = WordSlots(max_words)
         self.bos, self.eos = self.token.run(None, {TOKEN_CHAR_IDS: markers})[0]
         self._vectors = np.empty((0, self.bos.shape[0]), dtype=np.float32)
+        self._lock = threading.Lock()
         self.hits = self.misses = 0
 
     def contextual_input(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
@@ -238,14 +240,17 @@ class GraphTokenCache:
             return np.empty((0, self.bos.shape[0]), dtype=np.float32)
         distinct, inverse = np.unique(char_ids, axis=0, return_inverse=True)
         keys = [row.tobytes() for row in distinct]
-        held, slots, missing = self.slots.find(keys)
         vectors = np.empty((len(keys), self.bos.shape[0]), dtype=np.float32)
-        vectors[held] = self._vectors[slots]
-        if missing:
-            encoded = self.token.run(None, {TOKEN_CHAR_IDS: distinct[missing]})[0]
-            vectors[missing] = encoded
-            self._keep([keys[index] for index in missing], encoded)
-        self.hits, self.misses = self.hits + len(held), self.misses + len(missing)
+        # One batch at a time: a GraphEmbedder may serve several threads (an onnxruntime session does), and a
+        # word's row may move or the storage grow under another batch's lookup.
+        with self._lock:
+            held, slots, missing = self.slots.find(keys)
+            vectors[held] = self._vectors[slots]
+            if missing:
+                encoded = self.token.run(None, {TOKEN_CHAR_IDS: distinct[missing]})[0]
+                vectors[missing] = encoded
+                self._keep([keys[index] for index in missing], encoded)
+            self.hits, self.misses = self.hits + len(held), self.misses + len(missing)
         return vectors[inverse.reshape(-1)]
 
     def _keep(self, keys: list[bytes], encoded: np.ndarray) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import h5py
@@ -99,6 +100,18 @@ def test_a_words_token_vector_is_the_same_in_any_number_of_rows(
         assert np.array_equal(session.run(None, {TOKEN_CHAR_IDS: ids[-rows:]})[0], together[-rows:]), rows
     token_layer = whole[quantized].embed([words])[0][0]  # (words, 2P)
     assert np.array_equal(token_layer, np.concatenate([together, together], axis=1))
+
+
+def test_threads_sharing_an_embedder_get_the_whole_graphs_bits(
+    default_folder: Path, whole: dict[bool, GraphEmbedder]
+) -> None:
+    """Four threads embed through one embedder whose cache of 5 words moves words and grows under them all."""
+    cached = GraphEmbedder(default_folder, cached_words=5)
+    corpora = [_corpus(24, seed=seed) for seed in range(4)]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda corpus: cached.embed(corpus, batch_size=4), corpora))
+    for corpus, vectors in zip(corpora, results, strict=True):
+        assert _same(vectors, whole[False].embed(corpus, batch_size=4))
 
 
 def test_the_contextual_input_is_in_the_graphs_order(default_folder: Path, whole: dict[bool, GraphEmbedder]) -> None:
