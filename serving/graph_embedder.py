@@ -27,7 +27,7 @@ from modeling_elmo.text_elmo import ElmoTextEncoder
 from modeling_elmo.word_slots_elmo import DEFAULT_CACHED_WORDS
 
 from .graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, TOKEN_VECTORS, open_graph
-from .token_graph import GraphTokenCache, marker_char_ids, open_token_layer
+from .token_graph import GraphTokenCache, TokenLayerOpener, marker_char_ids
 
 __all__ = ["LAYER_CHOICES", "EncodedBatch", "GraphEmbedder", "GraphError"]
 
@@ -78,11 +78,13 @@ class GraphEmbedder:
             raise GraphError(f"cached_words must be 0 (no cache) or a positive integer, got {cached_words!r}")
         folder = Path(folder)
         self.graph = folder / (QUANTIZED_GRAPH if quantized else FLOAT_GRAPH)
-        self.session = open_graph(self.graph, GraphError, threads=threads, providers=providers)
+        opener = TokenLayerOpener() if cached_words else None  # (the graph's part after its token layer, if it has one)
+        self.session = open_graph(self.graph, GraphError, threads=threads, providers=providers, opener=opener)
         outputs = {output.name: output for output in self.session.get_outputs()}
         if "hidden_states" not in outputs:
             raise GraphError(f"{self.graph}: the graph of a task head (logits), not of the biLM: export the biLM")
-        self.input_names = [tensor.name for tensor in self.session.get_inputs()]
+        # The graph's inputs, which `encode` gives (a contextual part's token vectors come from `token_cache`).
+        self.input_names = [tensor.name for tensor in self.session.get_inputs() if tensor.name != TOKEN_VECTORS]
         try:
             self.encoder = ElmoTextEncoder.from_folder(folder)
         except ValueError as error:  # (it names the file and what is wrong with it)
@@ -96,23 +98,13 @@ class GraphEmbedder:
                 f" but the graph reads {expected} (max_characters_per_token): the model and its tokenizer must frame"
                 " words alike"
             )
-        self.token_cache = self._split(cached_words, threads, providers) if cached_words else None
+        sessions = None if opener is None else opener.sessions
+        self.token_cache = None if sessions is None else GraphTokenCache(sessions, self._markers(), cached_words)
 
-    def _split(
-        self, cached_words: int, threads: int | None, providers: Sequence[str | tuple[str, dict]]
-    ) -> GraphTokenCache | None:
-        """The cache of the graph's token layer, `session` becoming the rest of the graph; None (the whole graph
-        stays) where the graph names no token layer (exported before it did)."""
-        try:
-            sessions = open_token_layer(self.graph, threads=threads, providers=providers)
-        except ValueError as error:  # (it names the graph and its weights file)
-            raise GraphError(str(error)) from None
-        if sessions is None:
-            return None
-        self.session = sessions.contextual
-        config = json.loads((self.graph.parent / "config.json").read_text(encoding="utf-8"))  # (open_graph read it)
-        markers = marker_char_ids(config, self.encoder.max_characters_per_token)
-        return GraphTokenCache(sessions, markers, cached_words)
+    def _markers(self) -> np.ndarray:
+        """The character ids of <S> and </S> the graph marks sentences with, from config.json (`open_graph` read it)."""
+        config = json.loads((self.graph.parent / "config.json").read_text(encoding="utf-8"))
+        return marker_char_ids(config, self.encoder.max_characters_per_token)
 
     def split(self, text: str) -> list[str]:
         """The words of a line of raw text, as the folder's tokenizer splits it."""

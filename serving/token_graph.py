@@ -25,7 +25,7 @@ import numpy as np
 from modeling_elmo.text_elmo import BILM_TF_CHAR_IDS, framed_char_ids
 from modeling_elmo.word_slots_elmo import WordSlots
 
-from .graph_layout import TOKEN_CHAR_IDS, TOKEN_VECTORS, graph_weights, open_graph_part
+from .graph_layout import TOKEN_CHAR_IDS, TOKEN_VECTORS, graph_weights, open_graph_part, whole_graph_session
 
 if TYPE_CHECKING:
     import onnx
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "GraphPart",
     "GraphTokenCache",
+    "TokenLayerOpener",
     "TokenLayerSessions",
     "TokenLayerSplit",
     "mapped_weights",
@@ -77,8 +78,8 @@ class TokenLayerSessions:
 def open_token_layer(
     graph: Path, *, threads: int | None, providers: Sequence[str | tuple[str, dict]]
 ) -> TokenLayerSessions | None:
-    """Sessions of the token and contextual graphs of the biLM graph at `graph`, which `open_graph` opened (with its
-    `threads` and `providers`), or None where the graph names no cut (exported before it did). The graph's structure
+    """Sessions of the token and contextual graphs of the biLM graph at `graph` (with `whole_graph_session`'s options:
+    `threads`, `providers`), or None where the graph names no cut (exported before it did). The graph's structure
     is read (kilobytes); its weights are mapped from its weights file, not read twice nor copied (`mapped_weights`).
     A ValueError names a weights file the graph does not refer to as the export writes it."""
     import onnx
@@ -95,6 +96,23 @@ def open_token_layer(
         for part in (split.token, split.contextual)
     )
     return TokenLayerSessions(token, contextual, weights)
+
+
+class TokenLayerOpener:
+    """An `open_graph` opener (`graph_layout.SessionOpener`) that splits the graph at its token layer: the session it
+    makes, which `open_graph` checks, is of the contextual part, and `sessions` holds both parts; where the graph names
+    no cut, the session is the whole graph's and `sessions` None. The graph is opened once either way."""
+
+    def __init__(self) -> None:
+        self.sessions: TokenLayerSessions | None = None
+
+    def __call__(
+        self, graph: Path, threads: int | None, providers: Sequence[str | tuple[str, dict]]
+    ) -> onnxruntime.InferenceSession:
+        self.sessions = open_token_layer(graph, threads=threads, providers=providers)
+        if self.sessions is None:
+            return whole_graph_session(graph, threads, providers)
+        return self.sessions.contextual
 
 
 def mapped_weights(graph: Path, model: onnx.ModelProto) -> dict[str, onnxruntime.OrtValue]:
@@ -136,9 +154,8 @@ def split_token_layer(model: onnx.ModelProto) -> TokenLayerSplit | None:
     if not {TOKEN_CHAR_IDS, TOKEN_VECTORS} <= produced:
         return None
     chars = graph.input[0].type.tensor_type.shape.dim[-1].dim_value  # input_ids (batch, words, chars)
-    width = graph.output[0].type.tensor_type.shape.dim[-1].dim_value  # last_hidden_state (batch, words, 2P)
     char_ids = helper.make_tensor_value_info(TOKEN_CHAR_IDS, TensorProto.INT64, ["tokens", chars])
-    vectors = helper.make_tensor_value_info(TOKEN_VECTORS, TensorProto.FLOAT, ["tokens", width // 2])
+    vectors = helper.make_tensor_value_info(TOKEN_VECTORS, TensorProto.FLOAT, ["tokens", "projection_dim"])
     return TokenLayerSplit(
         _subgraph(model, [char_ids], [vectors]), _subgraph(model, [*graph.input, vectors], list(graph.output))
     )
