@@ -33,7 +33,9 @@ class OnnxEmbedder(BatchEmbedder):
     "top" or "average", as `TorchEmbedder`) for batches of sentences: `FLOAT_GRAPH`, or `QUANTIZED_GRAPH` if
     `quantized`.
     The text front end (`modeling_elmo.text_elmo`, numpy alone) splits raw text and gives the graph its ids: neither
-    torch nor transformers is imported. `elmo-embed` checked `layers` before (`request.check_request`)."""
+    torch nor transformers is imported. Each distinct word's token vector is computed once a run (`GraphEmbedder`'s
+    token cache, of its default size: as PyTorch's runner keeps a `TokenVectorCache` of as many words), the same bits
+    as the whole graph's. `elmo-embed` checked `layers` before (`request.check_request`)."""
 
     backend = ONNX.name
     [compute_dtype] = ONNX.compute_dtypes

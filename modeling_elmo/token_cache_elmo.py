@@ -5,16 +5,13 @@ character CNN runs once per distinct word of a whole run, as AllenNLP's `vocab_t
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable
 
 import torch
 
-__all__ = ["DEFAULT_CACHED_WORDS", "TokenVectorCache"]
+from .word_slots_elmo import DEFAULT_CACHED_WORDS, WordSlots
 
-# 2**16 words hold most of a corpus' tokens (Zipf): 32 MiB for the bundled model (projection_dim 128, float32),
-# 128 MiB at the original size (512).
-DEFAULT_CACHED_WORDS = 1 << 16
+__all__ = ["DEFAULT_CACHED_WORDS", "TokenVectorCache"]
 
 
 class TokenVectorCache:
@@ -33,10 +30,8 @@ class TokenVectorCache:
     """
 
     def __init__(self, max_words: int = DEFAULT_CACHED_WORDS) -> None:
-        if max_words < 1:
-            raise ValueError(f"a TokenVectorCache holds at least 1 word, got max_words={max_words}")
         self.max_words = max_words
-        self._slots: OrderedDict[bytes, int] = OrderedDict()  # word -> its row of `_vectors`, oldest use first
+        self._slots = WordSlots(max_words)  # which row of `_vectors` holds each word (raises for max_words < 1)
         self._vectors: torch.Tensor | None = None
 
     def __len__(self) -> int:
@@ -50,11 +45,7 @@ class TokenVectorCache:
         the cache keeps then, in place of the least recently used where it is full."""
         self._check_holds(dtype, words.device)
         keys = [row.tobytes() for row in words.cpu().numpy()]
-        held = [index for index, key in enumerate(keys) if key in self._slots]
-        missing = [index for index, key in enumerate(keys) if key not in self._slots]
-        slots = [self._slots[keys[index]] for index in held]
-        for index in held:
-            self._slots.move_to_end(keys[index])
+        held, slots, missing = self._slots.find(keys)
         if held and not missing:
             return self._vectors[slots]
         encoded = encode(torch.tensor(missing, dtype=torch.long, device=words.device))
@@ -74,27 +65,17 @@ class TokenVectorCache:
 
     def _keep(self, keys: list[bytes], encoded: torch.Tensor) -> None:
         """Keep the vectors `encoded` of the new words `keys` (at most the last `max_words` of them), in the rows
-        of the least recently used words where the cache is full: its rows in use are always 0..len - 1."""
-        dropped = max(len(keys) - self.max_words, 0)
-        keys, encoded = keys[dropped:], encoded[dropped:]
-        if not keys:
+        `WordSlots.take` gives them."""
+        dropped, slots = self._slots.take(keys)
+        if not slots:
             return
-        self._reserve(min(len(self._slots) + len(keys), self.max_words), encoded)
-        slots = []
-        for key in keys:
-            slot = len(self._slots) if len(self._slots) < self.max_words else self._slots.popitem(last=False)[1]
-            self._slots[key] = slot
-            slots.append(slot)
-        self._vectors[slots] = encoded
-
-    def _reserve(self, rows: int, like: torch.Tensor) -> None:
-        """Room for `rows` vectors like `like`'s: the storage doubles as the words come, up to `max_words`."""
         held = 0 if self._vectors is None else self._vectors.shape[0]
-        if rows <= held:
-            return
-        # A tensor outside inference mode: the next batch may update it in place under `torch.no_grad` alone.
-        with torch.inference_mode(False):
-            grown = like.new_empty(min(max(rows, 2 * held), self.max_words), like.shape[1])
-        if self._vectors is not None:
-            grown[:held] = self._vectors
-        self._vectors = grown
+        rows = self._slots.grown(held)
+        if rows > held:
+            # A tensor outside inference mode: the next batch may update it in place under `torch.no_grad` alone.
+            with torch.inference_mode(False):
+                grown = encoded.new_empty(rows, encoded.shape[1])
+            if self._vectors is not None:
+                grown[:held] = self._vectors
+            self._vectors = grown
+        self._vectors[slots] = encoded[dropped:]

@@ -28,7 +28,14 @@ from modeling_elmo import ElmoLayerMix, ElmoModel
 from modeling_elmo.modeling_elmo import ElmoForTokenClassification, ElmoLstmLayer, ElmoTaskModel
 from modeling_elmo.text_elmo import framed_char_ids
 
-from .graph_layout import QUANTIZABLE_PREFIX, GraphConfig, GraphTensor, graph_signature
+from .graph_layout import (
+    QUANTIZABLE_PREFIX,
+    TOKEN_CHAR_IDS,
+    TOKEN_VECTORS,
+    GraphConfig,
+    GraphTensor,
+    graph_signature,
+)
 
 __all__ = ["OPSET", "build_graph"]
 
@@ -51,9 +58,17 @@ class _Builder:
         return f"{hint}_{next(self.names)}"
 
     def op(
-        self, op_type: str, *inputs: str, outputs: int = 1, name: str | None = None, **attributes
+        self,
+        op_type: str,
+        *inputs: str,
+        outputs: int = 1,
+        name: str | None = None,
+        output: str | None = None,
+        **attributes,
     ) -> str | list[str]:
-        names = [self.fresh(op_type.lower()) for _ in range(outputs)]
+        """A node of `op_type` over `inputs`, its `outputs` outputs named afresh (or its one output `output`, a name
+        a reader finds the tensor by: `graph_layout.TOKEN_CHAR_IDS`)."""
+        names = [output] if output else [self.fresh(op_type.lower()) for _ in range(outputs)]
         node_name = self.fresh(name or op_type)
         self.nodes.append(helper.make_node(op_type, list(inputs), names, name=node_name, **attributes))
         return names[0] if outputs == 1 else names
@@ -200,7 +215,7 @@ def _token_layer(graph: _Builder, model: ElmoModel, input_ids: str, word_mask: s
     marked = graph.op("Where", is_eos, marker(config.eos_char_id), marked)
     marked_mask = graph.op("Less", positions, graph.op("Add", after_words, graph.ints(1)))  # (batch, T)
 
-    flat = graph.op("Reshape", marked, graph.ints(-1, chars))
+    flat = graph.op("Reshape", marked, graph.ints(-1, chars), output=TOKEN_CHAR_IDS)
     vectors = _char_encoder(graph, model, flat)
     token_shape = graph.op("Concat", batch, steps, graph.ints(config.projection_dim), axis=0)
     token = graph.op("Reshape", vectors, token_shape)
@@ -286,7 +301,7 @@ def _char_encoder(graph: _Builder, model: ElmoModel, char_ids: str) -> str:
         carried = graph.op("Mul", graph.op("Sub", graph.scalar(1.0), gate), x)
         x = graph.op("Add", graph.op("Mul", gate, transformed), carried)
     projected = graph.linear(x, encoder.projection.weight, encoder.projection.bias, name=QUANTIZABLE_PREFIX)
-    return graph.op("Gather", projected, inverse)
+    return graph.op("Gather", projected, inverse, output=TOKEN_VECTORS)
 
 
 def _lstm_layer(

@@ -16,6 +16,7 @@ batch and at any `batch_size` (docs/onnx.md). `elmo-embed` on an ONNX folder run
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +24,10 @@ from pathlib import Path
 import numpy as np
 
 from modeling_elmo.text_elmo import ElmoTextEncoder
+from modeling_elmo.word_slots_elmo import DEFAULT_CACHED_WORDS
 
-from .graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, open_graph
+from .graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, TOKEN_VECTORS, open_graph
+from .token_graph import GraphTokenCache, TokenLayerOpener, marker_char_ids
 
 __all__ = ["LAYER_CHOICES", "EncodedBatch", "GraphEmbedder", "GraphError"]
 
@@ -52,7 +55,15 @@ class EncodedBatch:
 class GraphEmbedder:
     """The biLM graph of the `elmo-convert onnx` folder `folder` (`model.onnx`, or `model_quantized.onnx` if
     `quantized`) on onnxruntime with `providers` (CPU by default) and `threads` threads within an operator
-    (onnxruntime's choice by default). `num_layers` (L+1) and `width` (2 x projection_dim) size its vectors."""
+    (onnxruntime's choice by default). `num_layers` (L+1) and `width` (2 x projection_dim) size its vectors.
+
+    The token vector of each distinct word (the character CNN, highway layers and projection) is computed once and
+    kept for the next batches, for up to `cached_words` words (`token_cache`: least recently used out first;
+    `cached_words x projection_dim x 4` bytes at most, 32 MiB for the bundled model at the default 2**16, 128 MiB at
+    the original shape): the graph is split in memory at its token layer (`token_graph`), and `session` runs the
+    rest. The vectors are the whole graph's, to the bit (checked on the CPU provider). `cached_words=0` runs the
+    whole graph on every batch, as does a folder exported before the graph named its token layer (`token_cache` is
+    None then)."""
 
     def __init__(
         self,
@@ -61,14 +72,19 @@ class GraphEmbedder:
         quantized: bool = False,
         threads: int | None = None,
         providers: Sequence[str | tuple[str, dict]] = _CPU,
+        cached_words: int = DEFAULT_CACHED_WORDS,
     ) -> None:
+        if type(cached_words) is not int or cached_words < 0:
+            raise GraphError(f"cached_words must be 0 (no cache) or a positive integer, got {cached_words!r}")
         folder = Path(folder)
         self.graph = folder / (QUANTIZED_GRAPH if quantized else FLOAT_GRAPH)
-        self.session = open_graph(self.graph, GraphError, threads=threads, providers=providers)
+        opener = TokenLayerOpener() if cached_words else None  # (the graph's part after its token layer, if it has one)
+        self.session = open_graph(self.graph, GraphError, threads=threads, providers=providers, opener=opener)
         outputs = {output.name: output for output in self.session.get_outputs()}
         if "hidden_states" not in outputs:
             raise GraphError(f"{self.graph}: the graph of a task head (logits), not of the biLM: export the biLM")
-        self.input_names = [tensor.name for tensor in self.session.get_inputs()]
+        # The graph's inputs, which `encode` gives (a contextual part's token vectors come from `token_cache`).
+        self.input_names = [tensor.name for tensor in self.session.get_inputs() if tensor.name != TOKEN_VECTORS]
         try:
             self.encoder = ElmoTextEncoder.from_folder(folder)
         except ValueError as error:  # (it names the file and what is wrong with it)
@@ -82,6 +98,13 @@ class GraphEmbedder:
                 f" but the graph reads {expected} (max_characters_per_token): the model and its tokenizer must frame"
                 " words alike"
             )
+        sessions = None if opener is None else opener.sessions
+        self.token_cache = None if sessions is None else GraphTokenCache(sessions, self._markers(), cached_words)
+
+    def _markers(self) -> np.ndarray:
+        """The character ids of <S> and </S> the graph marks sentences with, from config.json (`open_graph` read it)."""
+        config = json.loads((self.graph.parent / "config.json").read_text(encoding="utf-8"))
+        return marker_char_ids(config, self.encoder.max_characters_per_token)
 
     def split(self, text: str) -> list[str]:
         """The words of a line of raw text, as the folder's tokenizer splits it."""
@@ -121,7 +144,10 @@ class GraphEmbedder:
         """The graph over `batch`, its rows back in the sentences' order, padded to the longest: (batch, L+1, words,
         width) float32 for `layers="all"`, else (batch, words, width) (`embed` says what each choice gives)."""
         wanted = ["last_hidden_state"] if isinstance(layers, str) and layers == "top" else ["hidden_states"]
-        (vectors,) = self.session.run(wanted, dict(batch.inputs))
+        feeds = dict(batch.inputs)
+        if self.token_cache is not None:
+            feeds[TOKEN_VECTORS] = self.token_cache.contextual_input(feeds["input_ids"], feeds["attention_mask"])
+        (vectors,) = self.session.run(wanted, feeds)
         if isinstance(layers, str):
             if layers == "average":
                 vectors = vectors.mean(axis=1)  # hidden_states is (batch, L+1, words, width)

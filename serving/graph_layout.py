@@ -9,7 +9,7 @@ One home for both sides: the export (`onnx_export`) writes folders of this layou
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,17 +30,22 @@ __all__ = [
     "LAYOUT_VERSION",
     "QUANTIZABLE_PREFIX",
     "QUANTIZED_GRAPH",
+    "TOKEN_CHAR_IDS",
+    "TOKEN_VECTORS",
     "GraphConfig",
     "GraphSignature",
     "GraphTensor",
+    "SessionOpener",
     "exported_architecture",
     "graph_bytes",
     "graph_files",
     "graph_signature",
     "graph_weights",
     "open_graph",
+    "open_graph_part",
     "read_graph_config",
     "save_graph",
+    "whole_graph_session",
 ]
 
 FLOAT_GRAPH = "model.onnx"  # optimum's names for an exported model and its quantised copy
@@ -56,6 +61,15 @@ ARCHITECTURE_KEY = "elmo_architecture"
 # LSTM's input, state and output projections, the highway layers and the token projection). The character embedding
 # and convolutions stay float32.
 QUANTIZABLE_PREFIX = "quantizable_product"
+# The names of the cut between the token layer and the rest of the biLM, which the builder gives the two tensors and
+# `GraphEmbedder` splits the graph at, to compute each distinct word's token vector once per run: the marked sentences'
+# words as rows of character ids (batch x (words + 2), chars) int64, and the character encoder's vectors of those rows
+# (batch x (words + 2), projection_dim) float32. `--quantize int8` keeps both (it renames no tensor between products).
+TOKEN_CHAR_IDS = "token_char_ids"
+TOKEN_VECTORS = "token_vectors"
+# How `open_graph` makes the session of a graph file, given its threads and providers: `whole_graph_session`, or a
+# session of a part of it (`token_graph.TokenLayerOpener`).
+SessionOpener = Callable[[Path, "int | None", "list[str | tuple[str, dict]]"], "onnxruntime.InferenceSession"]
 # The task heads of this package (each with its mixes of the biLM's layers), which have a graph of their own; any
 # other architecture is exported as the biLM.
 HEAD_ARCHITECTURES = ("ElmoForTokenClassification", "ElmoForSequenceClassification")
@@ -262,25 +276,21 @@ def open_graph(
     *,
     threads: int | None = None,
     providers: Sequence[str | tuple[str, dict]] = ("CPUExecutionProvider",),
+    opener: SessionOpener | None = None,
 ) -> onnxruntime.InferenceSession:
     """An onnxruntime session of the graph at `path` on `providers` (onnxruntime's execution providers, in order of
     preference; `threads` threads within an operator, onnxruntime's choice if None), once checked against its
     folder: the folder's config.json gives the graph's sizes (`read_graph_config`), this version reads the graph's
     layout, and its architecture, inputs and outputs are those the config makes (`graph_signature`). A one-line
     `error` for a missing file or config.json, a graph that does not load, another layout, a graph of another model,
-    or a missing extra."""
+    or a missing extra. `opener` makes the session (`whole_graph_session` by default)."""
     require_extra("onnx", f"running {path}", error)
-    import onnxruntime
-
     path = Path(path)
     if not path.is_file():
         raise error(f"{path.parent}: no ONNX graph {path.name} (write one with elmo-convert onnx)")
     config = read_graph_config(path.parent, error)
-    options = onnxruntime.SessionOptions()
-    if threads:
-        options.intra_op_num_threads = threads
     try:
-        session = onnxruntime.InferenceSession(str(path), options, providers=list(providers))
+        session = (opener or whole_graph_session)(path, threads, list(providers))
     except Exception as failure:  # onnxruntime raises its own exception types, one per failure kind
         missing = _missing_external_data(path)
         if missing is not None:  # (onnxruntime's words: a paragraph that names neither file)
@@ -306,6 +316,45 @@ def open_graph(
     return session
 
 
+def whole_graph_session(
+    graph: Path, threads: int | None, providers: Sequence[str | tuple[str, dict]]
+) -> onnxruntime.InferenceSession:
+    """onnxruntime's session of the graph file `graph` (`open_graph`'s `SessionOpener` by default)."""
+    import onnxruntime
+
+    return onnxruntime.InferenceSession(str(graph), _session_options(threads), providers=list(providers))
+
+
+def open_graph_part(
+    part: bytes,
+    weights: Mapping[str, onnxruntime.OrtValue],
+    *,
+    threads: int | None,
+    providers: Sequence[str | tuple[str, dict]],
+) -> onnxruntime.InferenceSession:
+    """An onnxruntime session of `part`, a serialised graph made in memory of a folder's graph (its token or
+    contextual part: `token_graph.split_token_layer`), with the options `whole_graph_session` gives the graph.
+    `weights` are the values, by name, of the part's initializers kept in its graph's weights file
+    (`token_graph.mapped_weights`), which the session reads in place: they must outlive it."""
+    import onnxruntime
+
+    options = _session_options(threads)
+    if weights:
+        options.add_external_initializers(list(weights), list(weights.values()))
+    return onnxruntime.InferenceSession(part, options, providers=list(providers))
+
+
+def _session_options(threads: int | None) -> onnxruntime.SessionOptions:
+    """onnxruntime's options of a graph's session: `threads` threads within an operator (onnxruntime's choice if
+    None)."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    if threads:
+        options.intra_op_num_threads = threads
+    return options
+
+
 def _mismatch(
     session: onnxruntime.InferenceSession, architecture: str | None, config: GraphConfig, config_file: Path
 ) -> str | None:
@@ -318,8 +367,10 @@ def _mismatch(
             " (architectures)"
         )
     signature = graph_signature(config)
+    # (the graph's part after its token layer, `token_graph`, also takes the token layer's vectors: not the graph's)
+    inputs = [tensor for tensor in session.get_inputs() if tensor.name != TOKEN_VECTORS]
     for kind, declared, expected in (
-        ("input", session.get_inputs(), signature.inputs),
+        ("input", inputs, signature.inputs),
         ("output", session.get_outputs(), signature.outputs),
     ):
         names, expected_names = [tensor.name for tensor in declared], [tensor.name for tensor in expected]
