@@ -459,7 +459,7 @@ def test_bad_checkpoint_archives_name_the_member_with_its_folder(tmp_path: Path,
 
 def _free_space(monkeypatch: pytest.MonkeyPatch, free: int) -> None:
     usage = shutil.disk_usage("/")
-    monkeypatch.setattr(disk_space.shutil, "disk_usage", lambda path: usage._replace(free=free))
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage._replace(free=free))
 
 
 def test_extraction_counts_the_uncompressed_sizes(

@@ -376,7 +376,7 @@ def test_a_resume_needs_only_the_space_of_what_is_left(
     assert 0 < stored < needed[0]
     free = needed[0] - stored // 2  # enough for what is left, not for the whole run
     usage = shutil._ntuple_diskusage(10**9, 10**9 - free, free)
-    monkeypatch.setattr("elmo_transformers.common.disk_space.shutil.disk_usage", lambda path: usage)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage)
     recorded_pieces.update(interrupt_at=None)
     code, _, err = _embed(capsys, *args, "--resume")
     assert code == 0, err

@@ -294,9 +294,7 @@ def test_too_little_space_is_refused_before_writing(
     --tokenize (the issue's 1.7M punctuation marks wrote 15.7 GB); each takes 3 x 32 float32 twice (segments and
     the merged file), plus the datasets' and the words' bytes."""
     source = _write_lines(tmp_path / "in.txt", [",,,,,,,,,,"] * 100)
-    monkeypatch.setattr(
-        "elmo_transformers.common.disk_space.shutil.disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 0, 1000)
-    )
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 0, 1000))
     args = [str(source), str(tmp_path / "out.hdf5"), "--model", str(fixture_model_folder)]
     code = main([*args, *(["--tokenize"] if tokenize else [])])
     err = capsys.readouterr().err

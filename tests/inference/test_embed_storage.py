@@ -313,8 +313,6 @@ def test_the_space_estimate_counts_the_stored_dtype(
     """100 words of 3 x 32 values, 4 bytes each or 2 in float16, twice (segments and merged file), plus 100 datasets
     of 400 bytes twice and sentence_to_index's 100 x 22 bytes; compressed vectors are counted uncompressed."""
     source = _write_lines(tmp_path / "in.txt", [",,,,,,,,,,"] * 100)
-    monkeypatch.setattr(
-        "elmo_transformers.common.disk_space.shutil.disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 0, 1000)
-    )
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 0, 1000))
     assert main([str(source), str(tmp_path / "out.hdf5"), "--model", str(fixture_model_folder), *args]) == 2
     assert f"need about {needed}, but {tmp_path} has 1.0 KB free" in capsys.readouterr().err

@@ -973,9 +973,7 @@ def test_a_full_disk_while_quantising_is_one_line(
     if disk is None:
         disk = tmp_path / "disk"
         disk.mkdir()
-        monkeypatch.setattr(
-            "elmo_transformers.common.disk_space.shutil.disk_usage", lambda _: shutil._ntuple_diskusage(7e5, 0, 7e5)
-        )
+        monkeypatch.setattr(shutil, "disk_usage", lambda _: shutil._ntuple_diskusage(7e5, 0, 7e5))
     output = disk / "out"
     command = ["onnx", "--model", str(fixture_model_folder), "--output", str(output), "--quantize", "int8"]
     assert main(command) == 2
