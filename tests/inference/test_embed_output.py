@@ -4,6 +4,7 @@ does not load torch."""
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import importlib.metadata
 import json
@@ -608,7 +609,7 @@ def test_ctrl_c_while_leaving_the_process_group_says_the_output_is_complete(
     from accelerate import PartialState
 
     monkeypatch.setattr(processes, "launched", lambda: True)  # (a process of `accelerate launch`, which has a group)
-    monkeypatch.setattr(processes, "gc", type("gc", (), {"collect": staticmethod(interrupted_collect)}))
+    monkeypatch.setattr(gc, "collect", interrupted_collect)
     destroy = PartialState.destroy_process_group
     monkeypatch.setattr(PartialState, "destroy_process_group", lambda self: left.append("destroyed") or destroy(self))
     source = _write_lines(tmp_path / "in.txt", LINES)
