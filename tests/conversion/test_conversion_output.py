@@ -27,15 +27,15 @@ from modeling_elmo import ElmoModel
 _PAUSED_CONVERSION = textwrap.dedent(
     """
     import sys
-    from elmo_transformers.conversion import saving
     from elmo_transformers.conversion.cli import main
+    from modeling_elmo import ElmoTokenizer
 
     def paused(*args, **kwargs):
         print("writing", flush=True)
         sys.stdin.readline()
-        return write_model_card(*args, **kwargs)
+        return save_pretrained(*args, **kwargs)
 
-    write_model_card, saving.write_model_card = saving.write_model_card, paused
+    save_pretrained, ElmoTokenizer.save_pretrained = ElmoTokenizer.save_pretrained, paused
     sys.argv = ["elmo-convert", *sys.argv[1:]]
     sys.exit(main())
     """
