@@ -5,7 +5,7 @@ windows form, so a run resumes with the limits it started with (the command line
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 __all__ = ["EmbedLimits"]
 
@@ -34,3 +34,9 @@ class EmbedLimits:
     segment_bytes: int = 64 * 1000**2
     chunk_bytes: int = 256 * 1024
     shard_bytes: int = 500 * 1000**2
+
+    def __post_init__(self) -> None:
+        for size in fields(self):
+            value = getattr(self, size.name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"EmbedLimits.{size.name} must be a positive int, got {value!r}")

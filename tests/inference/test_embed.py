@@ -1037,6 +1037,13 @@ def test_overlapped_stages_write_the_same_file_in_the_same_order(
     ), "the same summary (but the time)"
 
 
+@pytest.mark.parametrize("size", ["window_lines", "window_words", "segment_bytes", "chunk_bytes", "shard_bytes"])
+def test_a_limit_that_is_not_a_positive_int_is_refused_in_one_line(size: str) -> None:
+    for value in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match=rf"^EmbedLimits\.{size} must be a positive int, got {value!r}$"):
+            EmbedLimits(**{size: value})
+
+
 @pytest.mark.parametrize(
     ("stage", "code", "message"),
     [
