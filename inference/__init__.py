@@ -7,7 +7,8 @@ what its backend serves of --device, --layers and --dtype), then `plan` (the mod
 settings, the input's size from `input_size` and the space check), `embedding_pass` (the lines read in windows by
 `lines`, which refuses binary input, grouped into batches of similar length by `batching`, embedded and written, with
 `stages` overlapping reading, the model and writing on GPUs, and `overflow` refusing vectors the model overflowed),
-`sharding` (the share of each process under `accelerate launch`) and `summary` (what the run did).
+`sharding` (the share of each process under `accelerate launch`) and `summary` (what the run did); `limits` the
+sizes it works in (`EmbedLimits`: its windows of the input, its segments, chunks and shards).
 
 The model runners: `runner` is what a run uses of a model (`BatchEmbedder`), `torch_runner` runs a model folder on
 PyTorch, `onnx_runner` a graph of `elmo-convert onnx` on onnxruntime (without torch), through the serving package's

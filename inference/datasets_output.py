@@ -27,13 +27,12 @@ from tqdm.auto import tqdm
 
 from elmo_transformers.common.atomic_output import publish_folder, sync_to_disk
 
+from .limits import EmbedLimits
 from .output_attributes import MODEL_SHA256, WORDS
 from .segment_store import DamagedSegment, SegmentStore, WriteError, publish_output, stored_bytes
 
-__all__ = ["RECORD_FILE", "SHARD_BYTES", "write_dataset"]
+__all__ = ["RECORD_FILE", "write_dataset"]
 
-# A shard holds about this many bytes of vectors, as `save_to_disk`'s default `max_shard_size`.
-SHARD_BYTES = 500 * 1000**2
 RECORD_FILE = "elmo_embed.json"
 # Where the shards are written inside OUT.partial/: a temporary name, removed by a resumed run.
 _STAGING = ".dataset.tmp"
@@ -52,9 +51,11 @@ def features(*, dtype: np.dtype, width: int, layers: bool, words: bool) -> Featu
     return Features(columns)
 
 
-def shard_lines(lines: int, stored_bytes: int, processes: int) -> list[range]:
-    """The lines of each shard: consecutive, of about `SHARD_BYTES` each, and at least one shard per process."""
-    count = max(processes, math.ceil(stored_bytes / SHARD_BYTES), 1)
+def shard_lines(
+    lines: int, stored_bytes: int, processes: int, shard_bytes: int = EmbedLimits.shard_bytes
+) -> list[range]:
+    """The lines of each shard: consecutive, of about `shard_bytes` each, and at least one shard per process."""
+    count = max(processes, math.ceil(stored_bytes / shard_bytes), 1)
     return [range(index * lines // count, (index + 1) * lines // count) for index in range(count)]
 
 
@@ -102,15 +103,17 @@ def write_dataset(
     process: int = 0,
     processes: int = 1,
     wait_for_everyone: Callable[[], None] = lambda: None,
+    shard_bytes: int = EmbedLimits.shard_bytes,
 ) -> None:
     """Write the `lines` stored lines of `file` as the dataset folder `file.output` (see the module docstring):
-    this process's shards, then, once `wait_for_everyone` returns (every process's shards are written), on the
-    main process (0) the folder's JSON files, and the rename. A failed write raises `WriteError`, leaving the
-    segments for a resumed run; a damaged segment (its checksum, compared as it is first read) `DamagedSegment`."""
+    this process's shards (of about `shard_bytes` of vectors each), then, once `wait_for_everyone` returns (every
+    process's shards are written), on the main process (0) the folder's JSON files, and the rename. A failed write
+    raises `WriteError`, leaving the segments for a resumed run; a damaged segment (its checksum, compared as it is
+    first read) `DamagedSegment`."""
     file.store_all(lines)
     staging = file.partial / _STAGING
     columns = features(dtype=dtype, width=width, layers=layers, words=words)
-    shards = shard_lines(lines, stored_bytes(file.output, resume=True), processes)
+    shards = shard_lines(lines, stored_bytes(file.output, resume=True), processes, shard_bytes)
     names = [f"data-{index:05d}-of-{len(shards):05d}.arrow" for index in range(len(shards))]
     try:
         staging.mkdir(exist_ok=True)

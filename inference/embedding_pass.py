@@ -27,11 +27,8 @@ from .summary import EmbedSummary
 if TYPE_CHECKING:
     from .plan import RunPlan
 
-__all__ = ["MAX_WARNINGS", "WINDOW_LINES", "WINDOW_WORDS", "EmbeddingPass"]
+__all__ = ["MAX_WARNINGS", "EmbeddingPass"]
 
-# A window ends at this many lines to embed, or at this many words, whichever comes first.
-WINDOW_LINES = 4096
-WINDOW_WORDS = 200_000
 # Lines with invalid UTF-8 get a warning each, up to this many; the summary counts them all.
 MAX_WARNINGS = 10
 
@@ -108,7 +105,7 @@ class EmbeddingPass:
         the order they are to be written, window by window. The windows and batches are those of an uninterrupted
         run, finished lines included, so that a resumed run computes each line as it would have been computed."""
         options, summary = self.plan.options, self.summary
-        split_words, max_words = self.plan.split_words, options.max_words
+        split_words, max_words, limits = self.plan.split_words, options.max_words, self.plan.limits
         window: list[tuple[int, list[str]]] = []
         window_words = 0
         for line in read_lines(options.input):
@@ -131,7 +128,7 @@ class EmbeddingPass:
             else:
                 window.append((line.index, words))
                 window_words += len(words)
-                if len(window) >= max(WINDOW_LINES, options.batch_size) or window_words >= WINDOW_WORDS:
+                if len(window) >= max(limits.window_lines, options.batch_size) or window_words >= limits.window_words:
                     yield from self._batches(window)
                     window, window_words = [], 0
         yield from self._batches(window)

@@ -21,6 +21,7 @@ from elmo_transformers.common.processes import OneProcess, is_main_process, on_m
 from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH
 
 from .input_size import InputSize
+from .limits import EmbedLimits
 from .lines import content_sha256
 from .onnx_runner import OnnxEmbedder
 from .options import EmbedOptions
@@ -44,9 +45,10 @@ def plan_run(
     processes: PartialState | OneProcess,
     command: list[str],
     overlap: bool | None,
+    limits: EmbedLimits,
 ) -> RunPlan:
     """Load the model of a checked `request` (`request.check_request`) on `device`, take the run's settings and the
-    input's size, and refuse a run that the disk clearly cannot hold."""
+    input's size, and refuse a run that the disk clearly cannot hold; the run works in `limits`."""
     options, model = request.options, request.model
     embedder = open_embedder(request, device)
     _warn_slow_compute_dtype(embedder, options.compute_dtype, processes)
@@ -64,7 +66,7 @@ def plan_run(
     progress = processes.is_main_process
     size = InputSize.of(options.input, split_words, words_json=options.tokenize, progress=progress)
     overlap = embedder.device_type == "cuda" if overlap is None else overlap
-    plan = RunPlan(settings, command, processes, embedder, size, overlap)
+    plan = RunPlan(settings, command, processes, embedder, size, overlap, limits)
     if options.space_check:
         plan.check_free_space()
     return plan
@@ -102,8 +104,8 @@ def word_splitter(embedder: BatchEmbedder, options: EmbedOptions) -> Callable[[s
 @dataclass
 class RunPlan:
     """A run once its checks have passed (the plan): its `settings` (its options among them), the command line, its
-    processes, the loaded model, the input's size (for the space check, and the advice a failure gives) and whether
-    reading, the model and writing `overlap`."""
+    processes, the loaded model, the input's size (for the space check, and the advice a failure gives), whether
+    reading, the model and writing `overlap`, and the sizes it works in (`limits`)."""
 
     settings: EmbedSettings
     command: list[str]
@@ -111,6 +113,7 @@ class RunPlan:
     embedder: BatchEmbedder
     size: InputSize
     overlap: bool
+    limits: EmbedLimits
 
     @property
     def options(self) -> EmbedOptions:
@@ -142,12 +145,16 @@ class RunPlan:
         """Wait for every process of the run; a process that stopped ends the wait in one line."""
         wait_for_everyone(error=EmbedError, advice=f": {self.partial} keeps the finished lines; rerun with --resume")
 
-    def check_free_space(self) -> None:
-        """Refuse (on the main process) a run that the disk clearly cannot hold, counting what a resumed run stored."""
+    def needed_bytes(self) -> int:
+        """The bytes the run still needs on the output's disk: its output, less what a resumed run stored."""
         options = self.options
         keep_sentences = not options.forget_sentences
         needed = self.size.output_bytes(self.embedder, self.settings.storage, keep_sentences=keep_sentences)
-        needed -= stored_bytes(options.output, resume=options.resume)
+        return needed - stored_bytes(options.output, resume=options.resume)
+
+    def check_free_space(self) -> None:
+        """Refuse (on the main process) a run that the disk clearly cannot hold (`needed_bytes`)."""
+        options, needed = self.options, self.needed_bytes()
         what = f"the vectors of {self.size.words:,} words (stored in segments, then merged into one file)"
         on_main_process(lambda: check_free_space(options.output, needed, what=what, error=EmbedError), error=EmbedError)
 
@@ -170,6 +177,7 @@ class RunPlan:
                 shape=self.embedder.shape,
                 resume=self.options.resume,
                 join=join,
+                limits=self.limits,
             )
         except WriteError as error:
             raise EmbedError(self.failure_line(error)) from None

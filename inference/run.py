@@ -29,6 +29,7 @@ from elmo_transformers.common.processes import on_main_process
 
 from .embedding_pass import EmbeddingPass
 from .hdf5_output import check_output, write_hdf5
+from .limits import EmbedLimits
 from .options import EmbedOptions
 from .plan import RunPlan, plan_run
 from .request import ONNX, EmbedRequest, check_request
@@ -40,7 +41,11 @@ __all__ = ["embed_file"]
 
 
 def embed_file(
-    options: EmbedOptions, *, overlap: bool | None = None, command: Sequence[str] | None = None
+    options: EmbedOptions,
+    *,
+    overlap: bool | None = None,
+    command: Sequence[str] | None = None,
+    limits: EmbedLimits | None = None,
 ) -> EmbedSummary:
     """Embed every line of `options.input` into `options.output` (see `EmbedOptions`, the module docstring and
     `--help`), as `elmo-embed` does.
@@ -54,7 +59,8 @@ def embed_file(
     on a GPU) a thread reads and tokenizes the next batches and another writes the finished ones while the device
     computes: the file is the same, written in the same order. `command` (the command line, by default this
     process's) is recorded in the file and shown in the advice to resume. Under `accelerate launch` the processes
-    share the batches out (`sharding`), and the file is that of one process.
+    share the batches out (`sharding`), and the file is that of one process. `limits` are the sizes the run works in
+    (by default `EmbedLimits()`, as the command line's): its windows of the input, its segments, chunks and shards.
     """
     command = [Path(sys.argv[0]).name, *sys.argv[1:]] if command is None else list(command)
     request = EmbedRequest.of(options)
@@ -66,7 +72,7 @@ def embed_file(
         # stops here, touching nothing, and the checks below see the state that no running process is changing.
         with ExitStack() as held:
             on_main_process(lambda: _claim_output(held, options), error=EmbedError)
-            plan = plan_run(request, device, processes, command, overlap)
+            plan = plan_run(request, device, processes, command, overlap, limits or EmbedLimits())
             started = time.perf_counter()
             file = plan.open_partial()
             summary = EmbedSummary(layout=plan.layout())
@@ -117,6 +123,7 @@ def _finish(plan: RunPlan, file: SegmentStore, summary: EmbedSummary, sentence_t
             process=plan.processes.process_index,
             processes=plan.processes.num_processes,
             wait_for_everyone=plan.wait_for_everyone,
+            shard_bytes=plan.limits.shard_bytes,
         )
     elif plan.processes.is_main_process:
         write_hdf5(file, summary.lines, sentence_to_index)

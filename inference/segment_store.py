@@ -11,10 +11,11 @@ segment's checksum (compared on resuming and merging: `segment_problem`). Every 
 the names never clash, whoever wrote them: under `accelerate launch` each process writes segments of its own lines,
 and the main process merges them all.
 A segment is written under a temporary name (`.segment-*.tmp`), flushed after each batch, and closed, synced and
-renamed once it holds about `SEGMENT_BYTES` of vectors and no line is half-written (a line longer than --max-words
-is embedded in pieces, in several batches: they fill a dataset in the segment's group `INCOMPLETE_GROUP`,
-moved to its name when the last piece is written). Only renamed segments count as done: a write that fails (a full
-disk) loses the open segment at most, and a killed run leaves a temporary file that the next run removes.
+renamed once it holds about `EmbedLimits.segment_bytes` of vectors (64 MB) and no line is half-written (a line
+longer than --max-words is embedded in pieces, in several batches: they fill a dataset in the segment's group
+`INCOMPLETE_GROUP`, moved to its name when the last piece is written). Only renamed segments count as done: a write
+that fails (a full disk) loses the open segment at most, and a killed run leaves a temporary file that the next run
+removes.
 """
 
 from __future__ import annotations
@@ -40,11 +41,11 @@ from elmo_transformers.common.checksums import file_sha256
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.common.processes import deferred_interrupts
 
+from .limits import EmbedLimits
 from .output_attributes import INCOMPLETE_GROUP, WORDS
 from .settings import EmbedSettings
 
 __all__ = [
-    "SEGMENT_BYTES",
     "DamagedSegment",
     "OutputComplete",
     "SegmentStore",
@@ -56,9 +57,6 @@ __all__ = [
     "stored_bytes",
 ]
 
-# A segment is closed at the first batch boundary after it holds this many bytes of vectors: a failed write loses
-# at most about this much work, and the merge reads from few files.
-SEGMENT_BYTES = 64 * 1000**2
 SETTINGS_FILE = "settings.json"
 _SEGMENT_GLOB = "lines-*.hdf5"
 # A segment's sha256, taken once it is closed and synced, is part of its final name: the one rename that marks it
@@ -205,7 +203,8 @@ class SegmentStore:
     they are written). With `resume`, an existing `OUT.partial/` is continued when it was started with the same
     `settings`; otherwise a new one is created (an old one removed: the caller checked that it may be).
     `attributes` (strings) become the finished file's root attributes; a resumed run keeps those of the run that
-    started the folder. Writes that fail raise `WriteError`.
+    started the folder. Writes that fail raise `WriteError`. `limits` (by default `EmbedLimits()`) sizes its
+    segments and its datasets' chunks.
 
     With `join`, another process of the same run (under `accelerate launch`) has just started or continued the
     folder: this one only reads which lines it holds, then writes segments of its own beside the others'.
@@ -220,8 +219,10 @@ class SegmentStore:
         shape: Callable[[int], tuple[int, ...]],
         resume: bool,
         join: bool = False,
+        limits: EmbedLimits | None = None,
     ) -> None:
         self.output = Path(output)
+        self.limits = limits or EmbedLimits()
         self.partial = partial_path(output)
         self.shape = shape
         self.storage = settings.storage
@@ -349,12 +350,12 @@ class SegmentStore:
             file = self._open.file
             self._open.bytes += vectors.nbytes
             if start == 0 and vectors.shape == self.shape(words):
-                options = self.storage.dataset_options(vectors.shape)
+                options = self.storage.dataset_options(vectors.shape, self.limits.chunk_bytes)
                 self._label(file.create_dataset(str(line), data=vectors, **options), tokens)
             else:
                 staging = f"{INCOMPLETE_GROUP}/{line}"
                 if staging not in file:
-                    options = self.storage.dataset_options(self.shape(words))
+                    options = self.storage.dataset_options(self.shape(words), self.limits.chunk_bytes)
                     self._label(file.create_dataset(staging, shape=self.shape(words), **options), tokens)
                 word_axis = vectors.ndim - 2
                 piece = (slice(None),) * word_axis + (slice(start, start + vectors.shape[word_axis]),)
@@ -380,7 +381,7 @@ class SegmentStore:
             return
         with self._writing():
             self._open.file.flush()
-        if self._open.bytes >= SEGMENT_BYTES and not self._words_written:
+        if self._open.bytes >= self.limits.segment_bytes and not self._words_written:
             self.store_open_segment()
 
     def store_open_segment(self) -> None:

@@ -14,14 +14,10 @@ import numpy as np
 
 from elmo_transformers.common.errors import EmbedError
 
+from .limits import EmbedLimits
 from .options import COMPRESSIONS, STORAGE_DTYPES
 
-__all__ = ["CHUNK_BYTES", "Storage"]
-
-# The bytes of one chunk of a compressed dataset, at most (a chunk holds at least one word). Well under HDF5's
-# default chunk cache (1 MiB per dataset), so that a line written in pieces updates its chunks in the cache instead
-# of reading and recompressing them for every piece; big enough for gzip's 32 KB window.
-CHUNK_BYTES = 256 * 1024
+__all__ = ["Storage"]
 
 
 @dataclass(frozen=True)
@@ -37,11 +33,11 @@ class Storage:
         """The bytes of one stored value."""
         return np.dtype(self.dtype).itemsize
 
-    def dataset_options(self, shape: tuple[int, ...]) -> dict[str, Any]:
+    def dataset_options(self, shape: tuple[int, ...], chunk_bytes: int = EmbedLimits.chunk_bytes) -> dict[str, Any]:
         """`h5py.Group.create_dataset`'s options for a line's dataset of `shape` ([L+1,] words, width).
 
         Uncompressed, the dtype alone: a contiguous dataset, as before these options existed. Compressed, chunks of
-        whole words (every layer and the whole width of up to `CHUNK_BYTES // word bytes` words, at least one), with
+        whole words (every layer and the whole width of up to `chunk_bytes // word bytes` words, at least one), with
         HDF5's byte shuffle before the filter (on the default model's vectors gzip kept 80% of the bytes with it,
         84% without; lzf 85% and 92%). An empty line stays contiguous: HDF5 refuses a chunk larger than a 0-word
         dataset, and there is nothing to compress.
@@ -52,7 +48,7 @@ class Storage:
             return options
         word_bytes = int(np.prod(shape)) // words * self.itemsize
         chunk = list(shape)
-        chunk[-2] = min(words, max(1, CHUNK_BYTES // word_bytes))
+        chunk[-2] = min(words, max(1, chunk_bytes // word_bytes))
         return {**options, "chunks": tuple(chunk), "compression": self.compression, "shuffle": True}
 
     def cast(self, vectors: np.ndarray, line: int) -> np.ndarray:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-__all__ = ["FINITE_CHECK_ELEMENTS", "first_non_finite", "first_non_finite_in_chunks", "flat_chunks"]
+__all__ = ["FINITE_CHECK_ELEMENTS", "chunk_slices", "first_non_finite", "first_non_finite_in_chunks", "flat_chunks"]
 
 # The elements checked at once for a NaN or an infinity (a mask of 16 MB).
 FINITE_CHECK_ELEMENTS = 1 << 24
@@ -27,7 +27,12 @@ def first_non_finite(array: np.ndarray) -> tuple[list[int], float] | None:
 def flat_chunks(array: np.ndarray) -> Iterator[np.ndarray]:
     """`array` flattened, in views of `FINITE_CHECK_ELEMENTS` elements (a copy only where it is not contiguous)."""
     flat = array.reshape(-1)
-    return (flat[start : start + FINITE_CHECK_ELEMENTS] for start in range(0, flat.size, FINITE_CHECK_ELEMENTS))
+    return (flat[part] for part in chunk_slices(flat.size))
+
+
+def chunk_slices(size: int) -> list[slice]:
+    """The chunks of `FINITE_CHECK_ELEMENTS` elements of `size` flattened elements (a torch tensor's too)."""
+    return [slice(start, start + FINITE_CHECK_ELEMENTS) for start in range(0, size, FINITE_CHECK_ELEMENTS)]
 
 
 def first_non_finite_in_chunks(chunks: Iterable[np.ndarray], shape: tuple[int, ...]) -> tuple[list[int], float] | None:

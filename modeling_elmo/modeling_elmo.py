@@ -27,7 +27,7 @@ from transformers.utils import ModelOutput, logging
 from transformers.utils.generic import can_return_tuple
 
 from .configuration_elmo import ElmoConfig
-from .finite_elmo import FINITE_CHECK_ELEMENTS, first_non_finite_in_chunks
+from .finite_elmo import chunk_slices, first_non_finite_in_chunks
 from .kernels_elmo import run_lstm_stacks
 from .lstm_elmo import LstmCell, LstmState, OneDnnLayerProducts
 from .mixing_elmo import ElmoLayerMix
@@ -65,10 +65,6 @@ __all__ = [
 
 logger = logging.get_logger(__name__)
 
-# The convolution outputs (words, filters, positions) the character CNN holds at once: 64 MB in float32, 655 words of
-# the bundled model or 163 at the original size. All of a batch's distinct words at once took 1 GB more for a line of
-# 10,000 words (the bundled model; 4 GB at the original size).
-_CNN_CHUNK_ELEMENTS = 1 << 24
 # The character CNN computes a multiple of this many rows on a CPU (see `ElmoCharacterEncoder._encode`).
 _ENCODED_ROWS_STEP = 16
 
@@ -85,10 +81,10 @@ def non_finite_entry(tensor: torch.Tensor) -> tuple[list[int], float] | None:
     if torch.isfinite(flat.sum(dtype=torch.float32 if flat.element_size() < 4 else None)):
         return None
     # The search is finite_elmo's (numpy), over the tensor's chunks copied to numpy one at a time (bfloat16, which
-    # numpy lacks, as float32: NaN and infinity stay what they are).
+    # numpy lacks, as float32: NaN and infinity stay what they are), in its chunks.
     chunks = (
         (chunk.float() if chunk.dtype == torch.bfloat16 else chunk).cpu().numpy()
-        for chunk in flat.detach().split(FINITE_CHECK_ELEMENTS)
+        for chunk in (flat.detach()[part] for part in chunk_slices(flat.numel()))
     )
     return first_non_finite_in_chunks(chunks, tuple(tensor.shape))
 
@@ -169,6 +165,11 @@ class ElmoCharacterEncoder(nn.Module):
     several times is encoded once: a batch of text repeats its frequent words many times.
     """
 
+    # The convolution outputs (words, filters, positions) the CNN holds at once: 64 MB in float32, 655 words of the
+    # bundled model or 163 at the original size. All of a batch's distinct words at once took 1 GB more for a line of
+    # 10,000 words (the bundled model; 4 GB at the original size). The words' vectors do not depend on it.
+    elements_per_chunk = 1 << 24
+
     def __init__(self, config: ElmoConfig) -> None:
         super().__init__()
         # Id 0 is "no character": its row stays zero (bilm-tf's 261 trained rows start at id 1).
@@ -208,10 +209,10 @@ class ElmoCharacterEncoder(nn.Module):
         return token_cache.vectors(keys[first], encode, dtype=self.projection.weight.dtype)[inverse]
 
     def _encode_in_chunks(self, char_ids: torch.Tensor, word_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """[`_encode`] of a bounded number of words at a time (`_CNN_CHUNK_ELEMENTS`): memory stays flat for any
+        """[`_encode`] of a bounded number of words at a time (`elements_per_chunk`): memory stays flat for any
         number of words; each word is encoded on its own, so its vector is the same in any chunk."""
         filters = sum(convolution.out_channels for convolution in self.convolutions)
-        rows = max(1, _CNN_CHUNK_ELEMENTS // (filters * char_ids.shape[-1]))
+        rows = max(1, self.elements_per_chunk // (filters * char_ids.shape[-1]))
         if char_ids.shape[0] <= rows:
             return self._encode(char_ids, word_ids)
         return torch.cat(

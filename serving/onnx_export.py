@@ -37,7 +37,10 @@ from elmo_transformers.conversion.convert_options import OnnxOptions
 from modeling_elmo import ElmoConfig, ElmoForSequenceClassification, ElmoForTokenClassification, ElmoModel
 from modeling_elmo.tokenization_elmo import ElmoTokenizer
 
-from .export_measurements import OnnxExport, batch_difference, graph_cosine, measurement_problem, pytorch_parity
+# The export's stages are called through their modules, so that a test replaces a stage where it is defined (a
+# Ctrl-C in it, a measurement that misses its bar) and not in this module's names.
+from . import export_measurements, onnx_model_page
+from .export_measurements import OnnxExport, measurement_problem
 from .graph_layout import (
     ARCHITECTURE_KEY,
     CONFORMANCE_FILE,
@@ -52,7 +55,6 @@ from .graph_layout import (
     open_graph,
     save_graph,
 )
-from .onnx_model_page import write_model_page
 from .triton_repository import (
     graph_model_names,
     refuse_unusable_repository,
@@ -124,7 +126,7 @@ def export_onnx(
         if problem:
             raise ConversionError(f"{output}: {problem}")
         graphs = [FLOAT_GRAPH, *([QUANTIZED_GRAPH] if quantize else [])]
-        write_model_page(folder, model_dir, model, result, output.name)
+        onnx_model_page.write_model_page(folder, model_dir, model, result, output.name)
         record_checksums(folder)
         signature = graph_signature(graph_config(model))
         _write_triton_models(triton_folders, triton_repository, output.name, folder, graphs, signature, space_check)
@@ -135,7 +137,7 @@ def _measure(model: torch.nn.Module, folder: Path) -> tuple[OnnxExport, Inferenc
     """The float32 graph in `folder`, measured against `model` (its parity), with its session and tokenizer."""
     session = open_graph(folder / FLOAT_GRAPH, ConversionError)
     tokenizer = ElmoTokenizer.from_pretrained(folder)
-    parity, magnitude = pytorch_parity(model, session, tokenizer)
+    parity, magnitude = export_measurements.pytorch_parity(model, session, tokenizer)
     result = OnnxExport(type(model).__name__, parity, graph_bytes(folder / FLOAT_GRAPH), magnitude)
     return result, session, tokenizer
 
@@ -147,13 +149,15 @@ def _write_and_measure_int8(model: torch.nn.Module, folder: Path, output: Path) 
     _quantize_in_one_line(folder, output)
     quantized = open_graph(folder / QUANTIZED_GRAPH, ConversionError)
     cosine = (
-        graph_cosine(session, quantized, tokenizer, PARITY_SENTENCES) if result.architecture == "ElmoModel" else None
+        export_measurements.graph_cosine(session, quantized, tokenizer, PARITY_SENTENCES)
+        if result.architecture == "ElmoModel"
+        else None
     )
     return replace(
         result,
         quantized_bytes=graph_bytes(folder / QUANTIZED_GRAPH),
         cosine=cosine,
-        batch_difference=batch_difference(quantized, tokenizer, PARITY_SENTENCES),
+        batch_difference=export_measurements.batch_difference(quantized, tokenizer, PARITY_SENTENCES),
     )
 
 
@@ -248,11 +252,11 @@ def _quantize_in_one_line(folder: Path, output: Path) -> None:
     `atomic_output_folder` tells it, anything else naming `output`. (The quantiser writes its copy of the graph
     unchecked: on a full disk the copy is cut short, and reading it back fails with protobuf's DecodeError, not an
     OSError.)"""
-    from .int8_graph import quantize_graph  # (onnx: the [onnx] extra, checked when the export starts)
+    from . import int8_graph  # (onnx: the [onnx] extra, checked when the export starts)
 
     source = folder / FLOAT_GRAPH
     try:
-        quantize_graph(source, folder / QUANTIZED_GRAPH)
+        int8_graph.quantize_graph(source, folder / QUANTIZED_GRAPH)
     except Exception as failure:  # onnx's, protobuf's and onnxruntime's own types
         if is_disk_full(failure) or shutil.disk_usage(folder).free < graph_bytes(source):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)) from failure

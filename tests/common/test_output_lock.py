@@ -60,7 +60,7 @@ def test_a_lock_file_replaced_or_vanished_while_waiting_is_not_held(replaced, tm
         calls.append(descriptor)
         return real_flock(descriptor, operation)
 
-    monkeypatch.setattr("elmo_transformers.common.output_lock.fcntl.flock", flock_after_the_file_changed)
+    monkeypatch.setattr(fcntl, "flock", flock_after_the_file_changed)
     with output_lock(target, error=EmbedError):
         assert len(calls) == 2
         assert os.path.samestat(os.stat(lock_path(target)), os.fstat(calls[1]))
@@ -80,7 +80,7 @@ def test_the_lock_file_is_unlinked_before_the_lock_is_released(tmp_path, monkeyp
 
     with output_lock(target, error=EmbedError):
         held = os.stat(lock_path(target))
-        monkeypatch.setattr("elmo_transformers.common.output_lock.os.close", close)
+        monkeypatch.setattr(os, "close", close)
     assert named_at_release == [False]
 
 

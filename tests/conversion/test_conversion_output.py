@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from command_output import exit_status_after_ctrl_c, file_tree, last_error_line
+from huggingface_hub import HfApi
 from original_files import small_options, write_original_model
 
 from elmo_transformers.conversion.cli import main
@@ -26,15 +27,15 @@ from modeling_elmo import ElmoModel
 _PAUSED_CONVERSION = textwrap.dedent(
     """
     import sys
-    from elmo_transformers.conversion import saving
     from elmo_transformers.conversion.cli import main
+    from modeling_elmo import ElmoTokenizer
 
     def paused(*args, **kwargs):
         print("writing", flush=True)
         sys.stdin.readline()
-        return write_model_card(*args, **kwargs)
+        return save_pretrained(*args, **kwargs)
 
-    write_model_card, saving.write_model_card = saving.write_model_card, paused
+    save_pretrained, ElmoTokenizer.save_pretrained = ElmoTokenizer.save_pretrained, paused
     sys.argv = ["elmo-convert", *sys.argv[1:]]
     sys.exit(main())
     """
@@ -136,9 +137,7 @@ def test_a_full_disk_is_told_in_one_line_and_leaves_the_old_model(
     disk = small_disk("2m")
     if disk is None:
         disk = tmp_path / "disk"
-        monkeypatch.setattr(
-            "elmo_transformers.common.disk_space.shutil.disk_usage", lambda _: shutil._ntuple_diskusage(2e6, 0, 2e6)
-        )
+        monkeypatch.setattr(shutil, "disk_usage", lambda _: shutil._ntuple_diskusage(2e6, 0, 2e6))
     output = disk / "model"
     assert main(_allennlp(*tiny, output)) == 0
     old = file_tree(disk)
@@ -182,9 +181,7 @@ def test_too_little_room_for_token_embeddings_is_refused(
     disk = small_disk("2m")
     if disk is None:
         disk = tmp_path / "disk"
-        monkeypatch.setattr(
-            "elmo_transformers.common.disk_space.shutil.disk_usage", lambda _: shutil._ntuple_diskusage(2e6, 0, 2e6)
-        )
+        monkeypatch.setattr(shutil, "disk_usage", lambda _: shutil._ntuple_diskusage(2e6, 0, 2e6))
     output = disk / "embeddings.hdf5"
     command = ["token-embeddings", "--model", str(model), "--vocab", str(vocabulary), "--output", str(output)]
     assert main(command) == 2
@@ -205,7 +202,7 @@ def test_ctrl_c_is_one_line_naming_what_is_kept(
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("elmo_transformers.conversion.saving.write_model_card", interrupted)
+    monkeypatch.setattr(ElmoModel, "save_pretrained", interrupted)  # (the converted model, into the staging folder)
     assert exit_status_after_ctrl_c(lambda: main(_allennlp(*original, output))) == 130
     assert last_error_line(capsys) == (
         f"elmo-convert: interrupted: nothing was written: {output} is as it was; run the command again"
@@ -213,7 +210,7 @@ def test_ctrl_c_is_one_line_naming_what_is_kept(
     assert sorted(path.name for path in tmp_path.iterdir()) == ["original"]
     monkeypatch.undo()
 
-    monkeypatch.setattr("elmo_transformers.conversion.hub.push_folder", interrupted)
+    monkeypatch.setattr(HfApi, "create_repo", interrupted)  # (the upload's first request)
     assert exit_status_after_ctrl_c(lambda: main(_allennlp(*original, output, "--push-to-hub", "someone/elmo"))) == 130
     assert last_error_line(capsys) == (
         f"elmo-convert: interrupted: {output} is written, its upload was not finished: hf upload someone/elmo {output}"

@@ -26,6 +26,7 @@ from elmo_transformers.common import disk_space
 from elmo_transformers.common.checksums import file_sha256
 from elmo_transformers.common.disk_space import format_bytes
 from elmo_transformers.conversion.cli import main
+from elmo_transformers.conversion.nlpl_archive import SMALL_MEMBER_BYTES
 
 CHECKPOINT = Path(__file__).parent / "data" / "bilm_tf_checkpoint"
 CHECKPOINT_FILES = ("model.ckpt-1.index", "model.ckpt-1.data-00000-of-00001", "checkpoint", "options.json", "vocab.txt")
@@ -349,17 +350,18 @@ def test_two_entries_of_one_name_are_refused(elmo_fixture: Path, tmp_path: Path,
 
 @pytest.mark.parametrize("name", ["META.JSON", "Options.Json"])
 def test_the_cap_on_json_members_ignores_case(
-    name: str, elmo_fixture: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+    name: str, elmo_fixture: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    """The names are matched without regard to case, and so is the cap on a JSON member's size."""
+    """The names are matched without regard to case, and so is the cap on a JSON member's size (a record padded
+    with spaces past it: valid JSON, a few KB compressed)."""
     members = _nlpl_members(elmo_fixture, folder="209/")
-    members[f"209/{name}"] = members.pop(f"209/{name.lower()}")
+    record = members.pop(f"209/{name.lower()}")
+    members[f"209/{name}"] = (record.read_bytes() if isinstance(record, Path) else record) + b" " * SMALL_MEMBER_BYTES
     archive = _archive(tmp_path / "209.zip", members)
     size = zipfile.ZipFile(archive).getinfo(f"209/{name}").file_size
-    monkeypatch.setattr(elmo_transformers.conversion.nlpl_archive, "SMALL_MEMBER_BYTES", size - 1)
     assert _error(capsys, "--archive", str(archive), "--output", str(tmp_path / "out")) == (
         f"elmo-convert: error: {archive}:209/{name} is {format_bytes(size)} uncompressed; {name} is a JSON record of"
-        f" a few KB (at most {format_bytes(size - 1)} is read): not an ELMo model's file"
+        f" a few KB (at most {format_bytes(SMALL_MEMBER_BYTES)} is read): not an ELMo model's file"
     )
 
 
@@ -459,7 +461,7 @@ def test_bad_checkpoint_archives_name_the_member_with_its_folder(tmp_path: Path,
 
 def _free_space(monkeypatch: pytest.MonkeyPatch, free: int) -> None:
     usage = shutil.disk_usage("/")
-    monkeypatch.setattr(disk_space.shutil, "disk_usage", lambda path: usage._replace(free=free))
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage._replace(free=free))
 
 
 def test_extraction_counts_the_uncompressed_sizes(

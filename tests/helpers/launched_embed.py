@@ -10,21 +10,25 @@ need, read from the environment:
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
 import time
 from pathlib import Path
 
+import elmo_transformers.inference.run as run
 import elmo_transformers.inference.segment_store as segment_store
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.inference.embed import main
+from elmo_transformers.inference.limits import EmbedLimits
 from elmo_transformers.inference.torch_runner import TorchEmbedder
 
 PROCESS = int(os.environ.get("RANK", "0"))
 
 if "ELMO_TEST_SEGMENT_BYTES" in os.environ:
-    segment_store.SEGMENT_BYTES = int(os.environ["ELMO_TEST_SEGMENT_BYTES"])
+    limits = EmbedLimits(segment_bytes=int(os.environ["ELMO_TEST_SEGMENT_BYTES"]))
+    run.embed_file = functools.partial(run.embed_file, limits=limits)  # (main() calls it through its module)
 
 if "ELMO_TEST_RECORD" in os.environ:
     record = Path(os.environ["ELMO_TEST_RECORD"]) / f"{PROCESS}.txt"

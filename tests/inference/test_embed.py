@@ -4,7 +4,6 @@ errors."""
 
 from __future__ import annotations
 
-import functools
 import gzip
 import hashlib
 import json
@@ -23,15 +22,14 @@ import pytest
 import torch
 from bad_inputs import flip_bytes_in_the_middle
 from ctrl_c_on_import import run_with_ctrl_c_on_importing_torch
+from embed_limits import main_runs_with
 from safetensors.torch import load_file, save_file
 
-import elmo_transformers.inference.embedding_pass as pass_module
-import elmo_transformers.inference.plan as plan_module
-import elmo_transformers.inference.run as embed_module
-import elmo_transformers.inference.segment_store as segment_store
 import modeling_elmo
 from elmo_transformers.inference.embed import main
+from elmo_transformers.inference.limits import EmbedLimits
 from elmo_transformers.inference.options import EmbedOptions
+from elmo_transformers.inference.plan import RunPlan
 from elmo_transformers.inference.run import embed_file
 from elmo_transformers.inference.segment_store import SegmentStore
 from elmo_transformers.inference.torch_runner import TorchEmbedder
@@ -368,15 +366,15 @@ def test_a_resume_needs_only_the_space_of_what_is_left(
     output = tmp_path / "out.hdf5"
     args = (source, output, "--model", fixture_model_folder, "--batch-size", 1, "--max-words", 4)
     needed: list[int] = []
-    check = plan_module.check_free_space
-    monkeypatch.setattr(plan_module, "check_free_space", lambda *a, **k: needed.append(a[1]) or check(*a, **k))
+    needed_bytes = RunPlan.needed_bytes
+    monkeypatch.setattr(RunPlan, "needed_bytes", lambda plan: needed.append(needed_bytes(plan)) or needed[-1])
     recorded_pieces.update(interrupt_at=6, interrupt=KeyboardInterrupt())
     assert _embed(capsys, *args)[0] == 130
     stored = sum(path.stat().st_size for path in Path(f"{output}.partial").glob("lines-*.hdf5"))
     assert 0 < stored < needed[0]
     free = needed[0] - stored // 2  # enough for what is left, not for the whole run
     usage = shutil._ntuple_diskusage(10**9, 10**9 - free, free)
-    monkeypatch.setattr("elmo_transformers.common.disk_space.shutil.disk_usage", lambda path: usage)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage)
     recorded_pieces.update(interrupt_at=None)
     code, _, err = _embed(capsys, *args, "--resume")
     assert code == 0, err
@@ -1020,14 +1018,13 @@ def test_overlapped_stages_write_the_same_file_in_the_same_order(
 ) -> None:
     """Reading, the model and writing in three threads give the file of the sequential run, written in its order
     by one thread; several windows (of 3 lines or 12 words) and batches of 2."""
-    monkeypatch.setattr(pass_module, "WINDOW_LINES", 3)
-    monkeypatch.setattr(pass_module, "WINDOW_WORDS", 12)
     source = _write_lines(tmp_path / "in.txt", OVERLAP_LINES)
     options = {"model": str(fixture_model_folder), "batch_size": 2, "max_words": 4, "tokenize": tokenize}
     summaries, orders = [], []
     for overlap in (False, True):
         recorded_writes.clear()
-        summaries.append(embed_file(EmbedOptions(source, tmp_path / f"{overlap}.hdf5", **options), overlap=overlap))
+        run_options = EmbedOptions(source, tmp_path / f"{overlap}.hdf5", **options)
+        summaries.append(embed_file(run_options, overlap=overlap, limits=EmbedLimits(window_lines=3, window_words=12)))
         orders.append([(line, start) for line, start, _ in recorded_writes])
         assert len({thread for _, _, thread in recorded_writes}) == 1, "one thread writes the file"
     _assert_same_file(tmp_path / "True.hdf5", tmp_path / "False.hdf5")
@@ -1040,9 +1037,11 @@ def test_overlapped_stages_write_the_same_file_in_the_same_order(
     ), "the same summary (but the time)"
 
 
-def _overlap_in_main(monkeypatch: pytest.MonkeyPatch, overlap: bool) -> None:
-    """Make main() run embed_file with `overlap` (on by default only on a GPU)."""
-    monkeypatch.setattr(embed_module, "embed_file", functools.partial(embed_file, overlap=overlap))
+@pytest.mark.parametrize("size", ["window_lines", "window_words", "segment_bytes", "chunk_bytes", "shard_bytes"])
+def test_a_limit_that_is_not_a_positive_int_is_refused_in_one_line(size: str) -> None:
+    for value in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match=rf"^EmbedLimits\.{size} must be a positive int, got {value!r}$"):
+            EmbedLimits(**{size: value})
 
 
 @pytest.mark.parametrize(
@@ -1082,11 +1081,11 @@ def test_overlapped_stages_fail_as_the_sequential_run_and_resume(
 
     monkeypatch.setattr(TorchEmbedder, "prepare", failing_prepare)
     monkeypatch.setattr(h5py.Group, "create_dataset", failing_create)
-    monkeypatch.setattr(pass_module, "WINDOW_LINES", 8)  # two windows: the reading stage fails in the second
-    monkeypatch.setattr(segment_store, "SEGMENT_BYTES", 1)  # a segment per batch: a failed write loses one batch
+    # Two windows (the reading stage fails in the second) and a segment per batch (a failed write loses one batch).
+    limits = EmbedLimits(window_lines=8, segment_bytes=1)
     finished, errors = [], []
     for overlap in (False, True):
-        _overlap_in_main(monkeypatch, overlap)
+        main_runs_with(monkeypatch, overlap=overlap, limits=limits)
         recorded_pieces.update(interrupt_at=4 if stage == "model" else None, interrupt=KeyboardInterrupt(), pieces=[])
         output = tmp_path / f"{overlap}.hdf5"
         first_code, _, err = _embed(capsys, source, output, *args)

@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 from datasets.arrow_writer import ArrowWriter
 from embed_launch import AWKWARD_LINES, embed_in_one_process, launch_embed, write_input
+from embed_limits import main_runs_with
 
-from elmo_transformers.inference import datasets_output
 from elmo_transformers.inference.datasets_output import RECORD_FILE, shard_lines
 from elmo_transformers.inference.embed import main
+from elmo_transformers.inference.limits import EmbedLimits
 
 LINES = AWKWARD_LINES * 2
 OPTIONS = ["--batch-size", "3", "--max-words", "8"]
@@ -139,11 +140,11 @@ def test_a_full_disk_while_writing_a_shard_is_one_line_and_resumes(
 def test_the_shards_are_sized_by_the_stored_vectors(
     source: Path, fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Shards of about SHARD_BYTES (here 2 KB: the fixture's vectors are tens of KB), consecutive lines in order, not
-    one per process whatever the size."""
+    """Shards of about `EmbedLimits.shard_bytes` (here 2 KB: the fixture's vectors are tens of KB), consecutive lines
+    in order, not one per process whatever the size."""
     options = [*OPTIONS, "--model", str(fixture_model_folder)]
     assert main([str(source), str(tmp_path / "out.hdf5"), *options]) == 0
-    monkeypatch.setattr(datasets_output, "SHARD_BYTES", 2000)
+    main_runs_with(monkeypatch, limits=EmbedLimits(shard_bytes=2000))
     assert main([str(source), str(tmp_path / "rows"), *options, "--format", "datasets"]) == 0
     with h5py.File(tmp_path / "out.hdf5", "r") as file:
         vector_bytes = sum(file[name].nbytes for name in file if name.isdigit())

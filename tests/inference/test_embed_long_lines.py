@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 import torch
 
-import modeling_elmo.modeling_elmo
 from elmo_transformers.inference.embed import main
 
 # Words that a character path can get wrong: non-ASCII, over 48 bytes, emoji beyond the cut.
@@ -83,7 +82,7 @@ def test_the_character_cnn_gives_each_word_the_same_vector_in_chunks_or_not(monk
     char_ids = tokenizer([words], is_split_into_words=True, return_tensors="pt")["input_ids"][0]
     with torch.no_grad():
         chunked = model.char_encoder(char_ids)
-        monkeypatch.setattr(modeling_elmo.modeling_elmo, "_CNN_CHUNK_ELEMENTS", 1 << 40)
+        monkeypatch.setattr(model.char_encoder, "elements_per_chunk", 1 << 40)  # (all 2,000 words at once)
         whole = model.char_encoder(char_ids)
     assert torch.equal(chunked, whole)
 

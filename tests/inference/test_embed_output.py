@@ -4,6 +4,7 @@ does not load torch."""
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import importlib.metadata
 import json
@@ -22,9 +23,11 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+from embed_limits import main_runs_with
 
 import elmo_transformers.inference.segment_store as segment_store
 from elmo_transformers.inference.embed import main
+from elmo_transformers.inference.limits import EmbedLimits
 
 LINES = [
     "The cat sat on the mat .",
@@ -201,8 +204,11 @@ _SMALL_SEGMENTS_RUN = textwrap.dedent(
     """
     import errno, os, sys
     import h5py
-    import elmo_transformers.inference.segment_store as output
-    output.SEGMENT_BYTES = int(os.environ["ELMO_TEST_SEGMENT_BYTES"])
+    import functools
+    import elmo_transformers.inference.run as run
+    from elmo_transformers.inference.limits import EmbedLimits
+    limits = EmbedLimits(segment_bytes=int(os.environ["ELMO_TEST_SEGMENT_BYTES"]))
+    run.embed_file = functools.partial(run.embed_file, limits=limits)
     if "ELMO_TEST_ENOSPC_AFTER" in os.environ:
         budget = [int(os.environ["ELMO_TEST_ENOSPC_AFTER"])]
         create_dataset = h5py.Group.create_dataset
@@ -294,9 +300,7 @@ def test_too_little_space_is_refused_before_writing(
     --tokenize (the issue's 1.7M punctuation marks wrote 15.7 GB); each takes 3 x 32 float32 twice (segments and
     the merged file), plus the datasets' and the words' bytes."""
     source = _write_lines(tmp_path / "in.txt", [",,,,,,,,,,"] * 100)
-    monkeypatch.setattr(
-        "elmo_transformers.common.disk_space.shutil.disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 0, 1000)
-    )
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 0, 1000))
     args = [str(source), str(tmp_path / "out.hdf5"), "--model", str(fixture_model_folder)]
     code = main([*args, *(["--tokenize"] if tokenize else [])])
     err = capsys.readouterr().err
@@ -432,23 +436,23 @@ def test_a_segment_is_closed_and_synced_before_its_final_name(
 ) -> None:
     """Only a renamed segment counts as stored: renamed while still open or unsynced, a crash could leave a segment
     whose name says done and whose content is not on disk."""
-    events: list[tuple[str, str]] = []
-    sync, rename = segment_store.sync_to_disk, Path.rename
+    events: list[tuple[str, tuple[int, int]]] = []  # (what, the file's device and inode)
+    fsync, rename = os.fsync, Path.rename
 
-    def recording_sync(path: Path) -> None:
-        events.append(("sync", Path(path).name))
-        sync(path)
+    def recording_fsync(descriptor: int) -> None:
+        events.append(("sync", _file_identity(os.fstat(descriptor))))
+        fsync(descriptor)
 
     def recording_rename(self: Path, target: Path) -> Path:
         if self.name.startswith(".segment-"):
             open_files = {
                 Path(os.fsdecode(file.name)).name for file in h5py.h5f.get_obj_ids(h5py.h5f.OBJ_ALL, h5py.h5f.OBJ_FILE)
             }
-            events.append(("rename, open" if self.name in open_files else "rename", self.name))
+            events.append(("rename, open" if self.name in open_files else "rename", _file_identity(self.stat())))
         return rename(self, target)
 
-    monkeypatch.setattr(segment_store, "SEGMENT_BYTES", 1)  # a segment per batch
-    monkeypatch.setattr(segment_store, "sync_to_disk", recording_sync)
+    main_runs_with(monkeypatch, limits=EmbedLimits(segment_bytes=1))  # a segment per batch
+    monkeypatch.setattr(os, "fsync", recording_fsync)
     monkeypatch.setattr(Path, "rename", recording_rename)
     source = _write_lines(tmp_path / "in.txt", LINES * 3)
     assert (
@@ -456,14 +460,18 @@ def test_a_segment_is_closed_and_synced_before_its_final_name(
     )
     renamed = [name for event, name in events if event.startswith("rename")]
     assert len(renamed) > 2 and all(event != "rename, open" for event, _ in events), events
-    for name in renamed:
-        assert events.index(("sync", name)) < events.index(("rename", name)), f"{name} renamed before it was synced"
+    for segment in renamed:
+        assert events.index(("sync", segment)) < events.index(("rename", segment)), "a segment renamed unsynced"
+
+
+def _file_identity(status: os.stat_result) -> tuple[int, int]:
+    return status.st_dev, status.st_ino
 
 
 def _interrupt_after_writes(monkeypatch: pytest.MonkeyPatch, writes: int) -> None:
     """Ctrl-C (a KeyboardInterrupt) before the run's write number `writes` + 1 (of a line, or of a piece of one),
     one segment per batch."""
-    monkeypatch.setattr(segment_store, "SEGMENT_BYTES", 1)
+    main_runs_with(monkeypatch, limits=EmbedLimits(segment_bytes=1))
     write = segment_store.SegmentStore.write
     done: list[int] = []
 
@@ -537,7 +545,7 @@ def test_a_segment_damaged_before_the_merge_stops_the_run_in_one_line(
     partial = Path(f"{output}.partial")
     args = [str(source), str(output), "--model", str(fixture_model_folder), "--batch-size", "1"]
     args += ["--format", output_format]
-    monkeypatch.setattr(segment_store, "SEGMENT_BYTES", 1)
+    main_runs_with(monkeypatch, limits=EmbedLimits(segment_bytes=1))
     store_all = segment_store.SegmentStore.store_all
     damaged: list[Path] = []
 
@@ -610,7 +618,7 @@ def test_ctrl_c_while_leaving_the_process_group_says_the_output_is_complete(
     from accelerate import PartialState
 
     monkeypatch.setattr(processes, "launched", lambda: True)  # (a process of `accelerate launch`, which has a group)
-    monkeypatch.setattr(processes, "gc", type("gc", (), {"collect": staticmethod(interrupted_collect)}))
+    monkeypatch.setattr(gc, "collect", interrupted_collect)
     destroy = PartialState.destroy_process_group
     monkeypatch.setattr(PartialState, "destroy_process_group", lambda self: left.append("destroyed") or destroy(self))
     source = _write_lines(tmp_path / "in.txt", LINES)

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-import elmo_transformers.inference.onnx_runner as onnx_runner
 import elmo_transformers.inference.request as request_module
-import elmo_transformers.inference.torch_runner as torch_runner
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.common.processes import OneProcess
 from elmo_transformers.inference.embed import main
+from elmo_transformers.inference.onnx_runner import OnnxEmbedder
 from elmo_transformers.inference.options import EmbedOptions
 from elmo_transformers.inference.request import ONNX, EmbedRequest, check_request
+from elmo_transformers.inference.torch_runner import TorchEmbedder
 
 
 def _graph_folder(tmp_path: Path) -> Path:
@@ -31,12 +31,12 @@ def loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The models the run starts to load (PyTorch's or a graph), recorded and refused."""
     loaded: list[str] = []
 
-    def load(model: str, *args: object, **kwargs: object) -> None:
+    def load(self: object, model: str, *args: object, **kwargs: object) -> None:
         loaded.append(str(model))
         raise AssertionError("the model was loaded")
 
-    monkeypatch.setattr(torch_runner, "_load_model", load)
-    monkeypatch.setattr(onnx_runner, "GraphEmbedder", load)
+    monkeypatch.setattr(TorchEmbedder, "__init__", load)
+    monkeypatch.setattr(OnnxEmbedder, "__init__", load)
     return loaded
 
 

@@ -4,7 +4,6 @@ the merge and a resume; a resume with other storage options refused; a float16 o
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import re
@@ -15,12 +14,11 @@ import h5py
 import numpy as np
 import pytest
 import torch
+from embed_limits import main_runs_with
 from safetensors.torch import load_file, save_file
 
-import elmo_transformers.inference.run as embed_module
-import elmo_transformers.inference.storage as storage_module
 from elmo_transformers.inference.embed import main
-from elmo_transformers.inference.run import embed_file
+from elmo_transformers.inference.limits import EmbedLimits
 from elmo_transformers.inference.storage import Storage
 from modeling_elmo import ElmoModel
 
@@ -122,7 +120,7 @@ def test_every_storage_option_stores_the_float32_values(
 ) -> None:
     """Empty lines, a line in pieces (each piece written into the chunked dataset), unicode and --tokenize's words;
     what the finished file holds has been through the merge."""
-    monkeypatch.setattr(storage_module, "CHUNK_BYTES", SMALL_CHUNK_BYTES)
+    main_runs_with(monkeypatch, limits=EmbedLimits(chunk_bytes=SMALL_CHUNK_BYTES))
     source = _write_lines(tmp_path / "in.txt", LINES)
     output = tmp_path / "out.hdf5"
     args = ["--layers", layers, "--storage-dtype", storage_dtype, "--compression", compression]
@@ -182,7 +180,7 @@ def test_resume_with_every_storage_option(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Interrupted with lines half-written, then resumed: the uninterrupted run's file."""
-    monkeypatch.setattr(storage_module, "CHUNK_BYTES", SMALL_CHUNK_BYTES)
+    main_runs_with(monkeypatch, limits=EmbedLimits(chunk_bytes=SMALL_CHUNK_BYTES))
     source = _write_lines(tmp_path / "in.txt", LINES)
     output = tmp_path / "out.hdf5"
     args = ["--storage-dtype", storage_dtype, "--compression", compression]
@@ -257,7 +255,7 @@ def test_a_float16_overflow_is_refused_in_one_line(
     capsys: pytest.CaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(embed_module, "embed_file", functools.partial(embed_file, overlap=overlap))
+    main_runs_with(monkeypatch, overlap=overlap)
     source = _write_lines(tmp_path / "in.txt", OVERFLOW_LINES)
     float32 = tmp_path / "float32.hdf5"
     assert _embed(source, float32, overflowing_model) == 0
@@ -285,7 +283,7 @@ def test_a_float16_compute_overflow_is_refused_in_one_line(
 ) -> None:
     """--dtype float16 (the model's dtype) overflowing wrote inf (token layer) and NaN (biLSTM layers) with exit
     status 0; it is refused as the storage overflow is, and nothing non-finite is written."""
-    monkeypatch.setattr(embed_module, "embed_file", functools.partial(embed_file, overlap=overlap))
+    main_runs_with(monkeypatch, overlap=overlap)
     source = _write_lines(tmp_path / "in.txt", OVERFLOW_LINES)
     output = tmp_path / "float16.hdf5"
     assert _embed(source, output, overflowing_model, "--dtype", "float16") == 2
@@ -313,8 +311,6 @@ def test_the_space_estimate_counts_the_stored_dtype(
     """100 words of 3 x 32 values, 4 bytes each or 2 in float16, twice (segments and merged file), plus 100 datasets
     of 400 bytes twice and sentence_to_index's 100 x 22 bytes; compressed vectors are counted uncompressed."""
     source = _write_lines(tmp_path / "in.txt", [",,,,,,,,,,"] * 100)
-    monkeypatch.setattr(
-        "elmo_transformers.common.disk_space.shutil.disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 0, 1000)
-    )
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 0, 1000))
     assert main([str(source), str(tmp_path / "out.hdf5"), "--model", str(fixture_model_folder), *args]) == 2
     assert f"need about {needed}, but {tmp_path} has 1.0 KB free" in capsys.readouterr().err

@@ -9,8 +9,8 @@ import h5py
 import pytest
 from awkward_words import AWKWARD_WORDS
 
-import elmo_transformers.inference.torch_runner as torch_runner
 from elmo_transformers.inference.embed import main
+from elmo_transformers.inference.torch_runner import TorchEmbedder
 from modeling_elmo import TokenVectorCache
 
 # Lines that repeat words across batches of 2: mixed lengths, empty lines, non-ASCII and words over 48 bytes.
@@ -56,11 +56,20 @@ def test_the_file_is_the_same_with_and_without_the_cache(
     options = ["--batch-size", "2", "--tokenize", "--dtype", dtype]
     options += [] if model == "bundled" else ["--model", fixture_model_folder]
     caches: list[TokenVectorCache | None] = []
-    make_cache = torch_runner._token_cache
-    monkeypatch.setattr(torch_runner, "_token_cache", lambda device: caches.append(make_cache(device)) or caches[-1])
+    start = TorchEmbedder.__init__
+
+    def started(embedder: TorchEmbedder, *args: object, **kwargs: object) -> None:
+        start(embedder, *args, **kwargs)
+        caches.append(embedder.token_cache)
+
+    def started_without_a_cache(embedder: TorchEmbedder, *args: object, **kwargs: object) -> None:
+        start(embedder, *args, **kwargs)
+        embedder.token_cache = None
+
+    monkeypatch.setattr(TorchEmbedder, "__init__", started)
     assert main([str(source), str(tmp_path / "cached.hdf5"), *map(str, options)]) == 0
     assert caches and len(caches[-1]) > 0, "elmo-embed on the CPU did not use a cache"
-    monkeypatch.setattr(torch_runner, "_token_cache", lambda device: None)
+    monkeypatch.setattr(TorchEmbedder, "__init__", started_without_a_cache)
     assert main([str(source), str(tmp_path / "uncached.hdf5"), *map(str, options)]) == 0
     cached, uncached = _datasets(tmp_path / "cached.hdf5"), _datasets(tmp_path / "uncached.hdf5")
     assert set(cached) == {*map(str, range(len(LINES))), "sentence_to_index"}

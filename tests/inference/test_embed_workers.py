@@ -6,6 +6,8 @@ they do not depend on the machine's cores."""
 
 from __future__ import annotations
 
+import importlib.metadata
+import os
 import signal
 import subprocess
 import sys
@@ -192,8 +194,13 @@ def _words_file(path: Path, words: int) -> Path:
     return path
 
 
+def _with_cores(monkeypatch: pytest.MonkeyPatch, count: int) -> None:
+    """This process may run on `count` cores (its CPU affinity, as `workers.cores` reads it)."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(count)), raising=False)
+
+
 def test_a_worker_a_core_from_the_measured_input_size(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(workers, "cores", lambda: 3)
+    _with_cores(monkeypatch, 3)
     short = _words_file(tmp_path / "short.txt", WORKERS_FROM_WORDS["pytorch"] - 10)
     long = _words_file(tmp_path / "long.txt", WORKERS_FROM_WORDS["pytorch"])
     for device in (None, "cpu"):
@@ -209,18 +216,18 @@ def test_a_worker_a_core_from_the_measured_input_size(monkeypatch: pytest.Monkey
     middle = _words_file(tmp_path / "middle.txt", WORKERS_FROM_WORDS["graph"])
     assert workers.worker_count(EmbedOptions(middle, "out.hdf5", model=str(graph))) == 3
     assert workers.worker_count(EmbedOptions(middle, "out.hdf5")) == 1
-    monkeypatch.setattr(workers, "cores", lambda: 1)
+    _with_cores(monkeypatch, 1)
     assert workers.worker_count(EmbedOptions(long, "out.hdf5")) == 1
 
 
 def test_a_short_input_runs_in_one_process(
     monkeypatch: pytest.MonkeyPatch, fixture_model_folder: Path, tmp_path: Path
 ) -> None:
-    def no_workers(*args: object) -> int:
+    def no_workers(*args: object, **kwargs: object) -> subprocess.Popen:
         raise AssertionError("workers started")
 
-    monkeypatch.setattr(workers, "cores", lambda: 2)
-    monkeypatch.setattr("elmo_transformers.inference.embed.run_workers", no_workers)
+    _with_cores(monkeypatch, 2)
+    monkeypatch.setattr(subprocess, "Popen", no_workers)
     source = _words_file(tmp_path / "in.txt", 100)
     assert embed([str(source), str(tmp_path / "out.hdf5"), "--model", str(fixture_model_folder)]) == 0
 
@@ -231,7 +238,7 @@ def test_workers_on_a_gpu_or_under_a_launcher(
 ) -> None:
     """With --device cuda, or under `accelerate launch`, the run is one process: --workers is refused, in one line."""
     long = _words_file(tmp_path / "long.txt", WORKERS_FROM_WORDS["pytorch"])
-    monkeypatch.setattr(workers, "cores", lambda: 2)
+    _with_cores(monkeypatch, 2)
     on_gpu = EmbedOptions(long, "out.hdf5", device="cuda", workers=workers_given)
     monkeypatch.setenv("LOCAL_RANK", "0")
     launched = EmbedOptions(long, "out.hdf5", workers=workers_given)
@@ -267,11 +274,11 @@ def test_without_torch_only_a_graph_runs_in_workers(monkeypatch: pytest.MonkeyPa
     A graph's workers meet without torch (`common.socket_group`), so they run on such an install."""
 
     def not_installed(name: str) -> str:
-        raise workers.importlib.metadata.PackageNotFoundError(name)
+        raise importlib.metadata.PackageNotFoundError(name)
 
     long = _words_file(tmp_path / "long.txt", WORKERS_FROM_WORDS["pytorch"])
-    monkeypatch.setattr(workers, "cores", lambda: 2)
-    monkeypatch.setattr(workers.importlib.metadata, "version", not_installed)
+    _with_cores(monkeypatch, 2)
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
     assert workers.worker_count(EmbedOptions(long, "out.hdf5")) == 1
     with pytest.raises(EmbedError, match=r"^--workers 2: the workers meet in torch's process group, and torch is not"):
         workers.worker_count(EmbedOptions(long, "out.hdf5", workers=2))

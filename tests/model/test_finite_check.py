@@ -11,16 +11,15 @@ import torch
 from elmo_transformers.common.errors import ConversionError, EmbedError
 from elmo_transformers.conversion.weight_mapping import check_finite
 from elmo_transformers.inference.overflow import refuse_overflow
-from modeling_elmo import finite_elmo, modeling_elmo
+from modeling_elmo import finite_elmo
 from modeling_elmo.modeling_elmo import non_finite_entry
 
 SHAPE = (5, 7, 3)
 
 
 def _chunks_of(monkeypatch: pytest.MonkeyPatch, elements: int) -> None:
-    """Search `elements` at a time, in numpy and in the torch tensors' chunks."""
+    """Search `elements` at a time, in numpy and in the torch tensors' chunks (the public chunk size)."""
     monkeypatch.setattr(finite_elmo, "FINITE_CHECK_ELEMENTS", elements)
-    monkeypatch.setattr(modeling_elmo, "FINITE_CHECK_ELEMENTS", elements)
 
 
 def _damaged(dtype: type, cells: dict[tuple[int, ...], float]) -> np.ndarray:

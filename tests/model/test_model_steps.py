@@ -63,18 +63,20 @@ def test_word_mask_follows_the_attention_mask(inputs: dict[str, torch.Tensor]) -
 def test_task_heads_take_the_mask_from_the_model(inputs: dict[str, torch.Tensor], monkeypatch) -> None:
     torch.manual_seed(0)
     head = ElmoForSequenceClassification(_config(num_labels=3)).eval()
-    masks = []
-    word_mask = ElmoModel._word_mask
+    forward = ElmoModel.forward
 
-    def recording_word_mask(self, *args):
-        masks.append(word_mask(self, *args))
-        return masks[-1]
+    def forward_without_the_first_sentences_words(self, *args, **kwargs):
+        output = forward(self, *args, **kwargs)
+        output.word_mask = output.word_mask.clone()
+        output.word_mask[0] = False
+        return output
 
-    monkeypatch.setattr(ElmoModel, "_word_mask", recording_word_mask)
+    monkeypatch.setattr(ElmoModel, "forward", forward_without_the_first_sentences_words)
     with torch.no_grad():
         logits = head(**inputs).logits
-    assert len(masks) == 1, "the mask is computed once, by the biLM"
-    assert torch.equal(logits[1], head.classifier(torch.zeros(head.features_size))), "the empty sentence pools zero"
+    pooled_nothing = head.classifier(torch.zeros(head.features_size))
+    assert torch.equal(logits[0], pooled_nothing), "the head pools the words of the biLM's mask, not a mask of its own"
+    assert torch.equal(logits[1], pooled_nothing), "the empty sentence pools zero"
 
 
 def test_the_language_model_runs_the_biLMs_steps(monkeypatch) -> None:

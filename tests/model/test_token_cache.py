@@ -65,17 +65,19 @@ def test_every_layer_has_the_bits_it_has_without_the_cache(model: ElmoModel, max
 
 
 @pytest.fixture
-def encoded(model: ElmoModel, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many words the character CNN encodes in each call of the encoder that encodes any."""
+def encoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many words the character CNN encodes each time a cache asks it for the words it does not hold."""
     counts: list[int] = []
-    encoder = type(model.char_encoder)
-    encode = encoder._encode_in_chunks
+    vectors = TokenVectorCache.vectors
 
-    def counted(self, char_ids: torch.Tensor, *rest) -> torch.Tensor:
-        counts.append(char_ids.shape[0])
-        return encode(self, char_ids, *rest)
+    def counted(self, words: torch.Tensor, encode, dtype: torch.dtype) -> torch.Tensor:
+        def counted_encode(missing: torch.Tensor) -> torch.Tensor:
+            counts.append(missing.shape[0])
+            return encode(missing)
 
-    monkeypatch.setattr(encoder, "_encode_in_chunks", counted)
+        return vectors(self, words, counted_encode, dtype)
+
+    monkeypatch.setattr(TokenVectorCache, "vectors", counted)
     return counts
 
 

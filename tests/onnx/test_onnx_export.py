@@ -31,6 +31,7 @@ from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.common.parity_sentences import PARITY_SENTENCES
 from elmo_transformers.conversion.cli import main
 from elmo_transformers.inference.onnx_runner import OnnxEmbedder
+from elmo_transformers.serving import export_measurements, int8_graph, onnx_model_page
 from elmo_transformers.serving.export_measurements import INT8_BATCH_BAR, batch_difference, per_word_cosine
 from elmo_transformers.serving.graph_layout import LAYOUT_KEY, graph_bytes, graph_weights, open_graph
 from elmo_transformers.serving.int8_graph import product_node_names
@@ -800,14 +801,15 @@ def test_a_model_with_a_word_embedding_is_refused_in_one_line(tmp_path: Path, ca
 @pytest.mark.parametrize(
     "stage",
     [
-        "onnx_export.pytorch_parity",
-        "int8_graph.quantize_graph",
-        "onnx_export.graph_cosine",
-        "onnx_export.write_model_page",
+        (export_measurements, "pytorch_parity"),
+        (int8_graph, "quantize_graph"),
+        (export_measurements, "graph_cosine"),
+        (onnx_model_page, "write_model_page"),
     ],
+    ids=lambda stage: stage[1],
 )
 def test_ctrl_c_during_the_export_is_one_line_and_leaves_the_old_output(
-    fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, stage: str
+    fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, stage: tuple
 ) -> None:
     """Ctrl-C printed a traceback of 34-79 lines; now one line, as elmo-embed's, and the staging folder is gone."""
     output = _export(fixture_model_folder, tmp_path / "out")
@@ -817,7 +819,7 @@ def test_ctrl_c_during_the_export_is_one_line_and_leaves_the_old_output(
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(f"elmo_transformers.serving.{stage}", interrupted)
+    monkeypatch.setattr(*stage, interrupted)
     command = ["onnx", "--model", str(fixture_model_folder), "--output", str(output), "--quantize", "int8"]
     assert exit_status_after_ctrl_c(lambda: main([*command, "--overwrite"])) == 130
     assert last_error_line(capsys) == (
@@ -836,7 +838,7 @@ def test_a_failure_of_the_quantiser_is_one_line_and_leaves_the_old_output(
     def failing(*args, **kwargs):
         raise RuntimeError("[ONNXRuntimeError] : 1 : FAIL : a failure of its own\nand its details")
 
-    monkeypatch.setattr("elmo_transformers.serving.int8_graph.quantize_rows", failing)
+    monkeypatch.setattr(int8_graph, "quantize_rows", failing)
     command = ["onnx", "--model", str(fixture_model_folder), "--output", str(output), "--quantize", "int8"]
     assert main([*command, "--overwrite"]) == 2
     assert last_error_line(capsys) == (
@@ -912,7 +914,7 @@ def test_a_graph_that_misses_its_bar_is_refused_in_one_line_keeping_nothing(
     capsys.readouterr()
     before = file_tree(tmp_path)
     stage, measured, refusal = MISSED_BARS[name]
-    monkeypatch.setattr(f"elmo_transformers.serving.onnx_export.{stage}", lambda *args, **kwargs: measured)
+    monkeypatch.setattr(export_measurements, stage, lambda *args, **kwargs: measured)
     command = ["onnx", "--model", str(fixture_model_folder), "--output", str(output), "--quantize", "int8"]
     assert main([*command, "--overwrite", "--triton-repository", str(tmp_path / "triton")]) == 2
     assert last_error_line(capsys) == f"elmo-convert: error: {output}: {refusal}"
@@ -974,9 +976,7 @@ def test_a_full_disk_while_quantising_is_one_line(
     if disk is None:
         disk = tmp_path / "disk"
         disk.mkdir()
-        monkeypatch.setattr(
-            "elmo_transformers.common.disk_space.shutil.disk_usage", lambda _: shutil._ntuple_diskusage(7e5, 0, 7e5)
-        )
+        monkeypatch.setattr(shutil, "disk_usage", lambda _: shutil._ntuple_diskusage(7e5, 0, 7e5))
     output = disk / "out"
     command = ["onnx", "--model", str(fixture_model_folder), "--output", str(output), "--quantize", "int8"]
     assert main(command) == 2

@@ -35,6 +35,7 @@ from triton_server import (
 )
 
 from elmo_transformers.conversion.cli import main
+from elmo_transformers.serving import export_measurements
 from elmo_transformers.serving.graph_layout import GraphSignature, GraphTensor, graph_weights
 from elmo_transformers.serving.triton_repository import ensemble_config, model_config, text_encoder_config
 from modeling_elmo import ElmoForSequenceClassification, ElmoForTokenClassification, ElmoTokenizer
@@ -355,19 +356,28 @@ def test_a_refused_repository_leaves_no_folder_it_created(fixture_model_folder: 
     assert _every_path(tmp_path) == []
 
 
-@pytest.mark.parametrize("stage", ["pytorch_parity", "_write_triton_models"])
+@pytest.mark.parametrize("stage", ["measuring the graph", "writing the Triton models"])
 def test_an_interrupted_export_leaves_no_folder_it_created_and_every_folder_that_was_there(
     fixture_model_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, stage: str
 ) -> None:
     """Ctrl-C left the repository (made for its lock) and the output's new parents behind, empty."""
+    repository, copy = tmp_path / "mine" / "b" / "models", shutil.copyfile
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(f"elmo_transformers.serving.onnx_export.{stage}", interrupted)
+    def interrupted_under_the_repository(source, target, *args, **kwargs):
+        if repository in Path(target).parents:
+            raise KeyboardInterrupt
+        return copy(source, target, *args, **kwargs)
+
+    if stage == "measuring the graph":
+        monkeypatch.setattr(export_measurements, "pytorch_parity", interrupted)
+    else:
+        monkeypatch.setattr(shutil, "copyfile", interrupted_under_the_repository)
     (tmp_path / "mine").mkdir()  # the user's empty folder: it stays
     command = ["onnx", "--model", str(fixture_model_folder), "--output", str(tmp_path / "mine" / "a" / "elmo")]
-    command += ["--triton-repository", str(tmp_path / "mine" / "b" / "models")]
+    command += ["--triton-repository", str(repository)]
     assert exit_status_after_ctrl_c(lambda: main(command)) == 130
     assert _every_path(tmp_path) == ["mine"]
 
@@ -572,13 +582,13 @@ def test_a_model_name_of_any_characters_gives_configs_that_triton_parses(
 _STALLED_EXPORT = """
 import sys, time
 from pathlib import Path
-from elmo_transformers.serving import onnx_export
+from elmo_transformers.serving import export_measurements
 
 def stalled(*args, **kwargs):
     Path(sys.argv[1]).write_text("measuring", encoding="utf-8")
     time.sleep(600)
 
-onnx_export.pytorch_parity = stalled
+export_measurements.pytorch_parity = stalled
 from elmo_transformers.conversion.cli import main
 sys.exit(main(sys.argv[2:]))
 """
