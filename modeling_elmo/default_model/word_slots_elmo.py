@@ -1,0 +1,1 @@
+../word_slots_elmo.py
