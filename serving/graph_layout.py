@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from elmo_transformers.common.errors import first_line
 from elmo_transformers.common.extras import require_extra
+from elmo_transformers.common.regular_files import regular_file_problem
 
 if TYPE_CHECKING:
     import onnx
@@ -293,6 +294,8 @@ def open_graph(
         session = (opener or whole_graph_session)(path, threads, list(providers))
     except Exception as failure:  # onnxruntime raises its own exception types, one per failure kind
         missing = _missing_external_data(path)
+        if missing is not None and missing.exists():  # (a FIFO, a device, a folder in its place)
+            raise error(f"{regular_file_problem(missing, 'weights file')} of {path}") from None
         if missing is not None:  # (onnxruntime's words: a paragraph that names neither file)
             raise error(
                 f"{path}: its weights file {missing.name} is missing (the graph keeps its weights beside it, in"

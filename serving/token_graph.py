@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from elmo_transformers.common.regular_files import open_regular
 from modeling_elmo.text_elmo import BILM_TF_CHAR_IDS, framed_char_ids
 from modeling_elmo.word_slots_elmo import WordSlots
 
@@ -130,7 +131,7 @@ def mapped_weights(graph: Path, model: onnx.ModelProto) -> dict[str, onnxruntime
     if not external:
         return {}
     weights = graph_weights(graph)
-    with weights.open("rb") as file:
+    with open_regular(weights) as file:  # (a FIFO in its place would block an open for reading)
         data = np.frombuffer(mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ), dtype=np.uint8)
     values = {}
     for tensor in external:

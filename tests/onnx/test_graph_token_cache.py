@@ -207,3 +207,22 @@ def test_word_slots_keep_the_most_recently_used_words() -> None:
     assert slots.take([b"e", b"f", b"g", b"h"]) == (1, [0, 2, 1])  # e dropped; f, g, h in the rows of a, c, d
     with pytest.raises(ValueError, match="at least 1 word, got max_words=0"):
         WordSlots(0)
+
+
+@pytest.mark.parametrize("cached_words", [DEFAULT_CACHED_WORDS, 0])
+def test_a_fifo_in_place_of_the_weights_is_refused_without_waiting(
+    default_folder: Path, tmp_path: Path, cached_words: int
+) -> None:
+    """The split maps the weights file itself (onnxruntime opens it for the whole graph): a FIFO there (no writer)
+    is refused in one line that names it, not waited on."""
+    import os
+
+    folder = tmp_path / "fifo"
+    shutil.copytree(default_folder, folder)
+    weights = graph_weights(folder / FLOAT_GRAPH)
+    weights.unlink()
+    os.mkfifo(weights)
+    with pytest.raises(GraphError) as error:
+        GraphEmbedder(folder, cached_words=cached_words)
+    assert str(error.value).startswith(f"{weights}: not a regular file but a FIFO"), error.value
+    assert "\n" not in str(error.value)
