@@ -83,14 +83,13 @@ def _one_process_only(options: EmbedOptions) -> str | None:
     """Why the run is one process whatever --workers says (with the way on), or None."""
     if launched():
         return "under accelerate launch (or another launcher) its processes are the workers: drop --workers"
-    on_the_cpu = options.device is None or options.device.split(":")[0] == "cpu"
-    if on_the_cpu and runs_a_graph(options):  # (its workers meet without torch: `socket_group`)
-        return None
     try:
-        torch_version = importlib.metadata.version("torch")
+        cpu_build = importlib.metadata.version("torch").endswith("+cpu")
     except importlib.metadata.PackageNotFoundError:
-        return "the workers meet in torch's process group, and torch is not installed: pip install torch"
-    if _on_an_accelerator(options, cpu_build=torch_version.endswith("+cpu")):
+        if not runs_a_graph(options):  # (a graph's workers meet without torch: `common.socket_group`)
+            return "the workers meet in torch's process group, and torch is not installed: pip install torch"
+        cpu_build = True  # (without torch, the CPU alone)
+    if _on_an_accelerator(options, cpu_build=cpu_build):
         device = options.device or "cuda (the GPU found, the default device)"
         return (
             f"workers are CPU processes, and this run is on {device}: pass --device cpu with --workers, or drop"
@@ -100,12 +99,12 @@ def _one_process_only(options: EmbedOptions) -> str | None:
 
 
 def _on_an_accelerator(options: EmbedOptions, *, cpu_build: bool) -> bool:
-    """Whether the run of a PyTorch model goes to a GPU (or another accelerator): --device says so, or by default
-    torch finds one. A CPU build of torch (`cpu_build`: its version ends in "+cpu") has none, which its version tells
-    without importing torch (seconds); another build is asked."""
+    """Whether the run goes to a GPU (or another accelerator): --device says so, or by default torch finds one,
+    unless the model is a graph (run on the CPU). A CPU build of torch (`cpu_build`: its version ends in "+cpu") has
+    none, which its version tells without importing torch (seconds); another build is asked."""
     if options.device is not None:
         return options.device.split(":")[0] != "cpu"
-    if cpu_build:
+    if cpu_build or runs_a_graph(options):
         return False
     import torch
 

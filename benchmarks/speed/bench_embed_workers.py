@@ -3,7 +3,7 @@
 default model on PyTorch and on its ONNX export, in interleaved rounds. Where the workers win is where
 `inference/workers.py`'s WORKERS_FROM_WORDS puts the default.
 
-    python benchmarks/speed/bench_embed_workers.py --lines 50 250 1000 3000 --rounds 2
+    python benchmarks/speed/bench_embed_workers.py --lines 50 250 1000 3000 --rounds 2 [--models graph]
 
 Each input is generated lines of 5-40 words drawn from examples/sentences.txt; each run writes a fresh file.
 """
@@ -49,9 +49,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lines", type=int, nargs="+", default=[50, 250, 1000, 3000], help="input sizes, in lines")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds (default %(default)s)")
+    parser.add_argument(
+        "--models", nargs="+", choices=["PyTorch", "graph"], default=["PyTorch", "graph"], help="the models to run"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
-        models = {"PyTorch": DEFAULT_MODEL, "graph": export_graph(Path(work))}
+        models = {"PyTorch": DEFAULT_MODEL} if "PyTorch" in args.models else {}
+        if "graph" in args.models:
+            models["graph"] = export_graph(Path(work))
         print(f"{CORES} cores, medians of {args.rounds} interleaved rounds, wall seconds")
         print(f"{'lines':>6} {'words':>7} {'model':<8} {'1 process':>10} {'workers':>8} {'ratio':>6}")
         for lines in args.lines:
