@@ -61,14 +61,14 @@ def _size_check(name: str) -> Callable[[EmbedOptions], None]:
 
 
 # The input size (whitespace-separated words) from which the default runs a worker a core (`inference.workers`), by
-# backend: where 2 workers of one thread beat one process of 2 threads in wall time, start-up included. Measured with
-# the bundled model and its ONNX export on a 2-core x86 CPU shared with other jobs, by
-# benchmarks/speed/bench_embed_workers.py (the commands and every row: docs/elmo-embed.md#workers-on-a-cpu; lines of
-# 5-40 words; seconds, 1 process vs workers): 22,515 words: PyTorch 14.4 vs 28.0, graph 9.7 vs 16.9; 66,321 words:
-# 13.3 vs 17.9 and 11.3 vs 10.4; 132,991 words: 30.1 vs 27.4 and 21.9 vs 16.7; 223,527 words: 38.8 vs 32.2 and 39.6
-# vs 24.9. A worker's start-up costs seconds (an interpreter, torch and accelerate, the model, the process group; a
-# graph's one process imports no torch), which the workers, 1.1-1.6x faster, win back only on a long input.
-WORKERS_FROM_WORDS = {"graph": 60_000, "pytorch": 120_000}
+# backend: where 2 workers of one thread beat one process of 2 threads in wall time, start-up included, with the
+# bundled model and its ONNX export on a 2-core x86 CPU, by benchmarks/speed/bench_embed_workers.py (the commands and
+# every row: docs/elmo-embed.md#workers-on-a-cpu; lines of 5-40 words; seconds, 1 process vs workers). PyTorch, on a
+# machine shared with other jobs: 66,321 words 13.3 vs 17.9; 132,991 words 30.1 vs 27.4. A graph, whose workers meet
+# without torch (`common.socket_group`), on a quiet machine: 5,514 words 1.1 vs 1.4; 22,515 words 2.3 vs 2.2; 33,595
+# words 3.2 vs 2.8; 66,321 words 5.5 vs 4.7. A worker's start-up costs seconds (an interpreter, its imports, the
+# model, the group), which the workers, 1.1-1.6x faster, win back only on a long input.
+WORKERS_FROM_WORDS = {"graph": 30_000, "pytorch": 120_000}
 
 
 def _workers_at_least_one(options: EmbedOptions) -> None:
