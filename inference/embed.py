@@ -71,13 +71,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         take_held_interrupts()  # (a worker started otherwise than by the console script: `python -m`)
         options = EmbedOptions.from_arguments(build_parser().parse_args(argv))  # (each option's own checks)
         workers = worker_count(options)
+        graph = workers > 1 and runs_a_graph(options)
     except ElmoError as error:
         return report_error("elmo-embed", error)
     except KeyboardInterrupt:  # (while counting the input's words, or looking for a GPU)
         return report_interruption("elmo-embed", "no line was stored yet") if worker_number() in (None, 0) else 130
     if workers > 1:
         kept = functools.partial(_interrupted_state, options.output, complete=False)
-        return run_workers(workers, argv, kept, graph=runs_a_graph(options))
+        return run_workers(workers, argv, kept, graph=graph)
     try:
         run = _import_the_run(options)
     except ElmoError as error:  # (in every worker alike: the first says it)

@@ -2,7 +2,7 @@
 `GraphEmbedder` (`elmo_transformers.serving.graph_embedder`).
 
 `OnnxEmbedder` is a `BatchEmbedder`, as PyTorch's `TorchEmbedder` is: what `elmo-embed` uses of a model. `elmo-embed
---model M-onnx` takes it where the folder holds a graph (`request.holds_onnx_graph`: its backend is `request.ONNX`,
+--model M-onnx` takes it where the folder holds a graph (`graph_layout.holds_graph`: its backend is `request.ONNX`,
 which declares what it serves). It checks
 the folder's files against its SHA256SUMS, and says each refusal of `GraphEmbedder` in elmo-embed's words.
 onnxruntime is the `[onnx]` extra: without it, opening a graph is refused in one line.

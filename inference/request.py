@@ -20,7 +20,7 @@ import modeling_elmo
 from elmo_transformers.common.errors import EmbedError, first_line
 from elmo_transformers.common.regular_files import read_regular
 from elmo_transformers.serving.graph_embedder import LAYER_CHOICES as GRAPH_LAYER_CHOICES
-from elmo_transformers.serving.graph_layout import FLOAT_GRAPH, HEAD_ARCHITECTURES, QUANTIZED_GRAPH
+from elmo_transformers.serving.graph_layout import HEAD_ARCHITECTURES, holds_graph
 
 from .hdf5_output import check_output_path
 from .lines import check_input
@@ -37,7 +37,6 @@ __all__ = [
     "Backend",
     "EmbedRequest",
     "check_request",
-    "holds_onnx_graph",
     "mix_problem",
     "process_device",
     "resolve_model",
@@ -78,13 +77,6 @@ ONNX = Backend(
 )
 
 
-def holds_onnx_graph(model: str | Path) -> bool:
-    """Whether `model` is a local folder holding an exported graph (`FLOAT_GRAPH` or `QUANTIZED_GRAPH`): `ONNX` runs
-    it, `PYTORCH` anything else."""
-    folder = Path(model)
-    return folder.is_dir() and any((folder / name).is_file() for name in (FLOAT_GRAPH, QUANTIZED_GRAPH))
-
-
 def resolve_model(model: str | None) -> str:
     """The model to load: `model`, or `modeling_elmo.DEFAULT_MODEL` when none is given (and one is defined)."""
     if model is not None:
@@ -108,7 +100,7 @@ class EmbedRequest:
     def of(cls, options: EmbedOptions) -> EmbedRequest:
         """The request of `options`: the model they name (or the default one) and its backend, looked at once."""
         model = resolve_model(options.model)
-        return cls(options, model, ONNX if holds_onnx_graph(model) else PYTORCH)
+        return cls(options, model, ONNX if holds_graph(model) else PYTORCH)
 
 
 def check_request(request: EmbedRequest, processes: PartialState | OneProcess) -> str | None:

@@ -133,9 +133,9 @@ def _long_input(options: EmbedOptions) -> bool:
 
 def runs_a_graph(options: EmbedOptions) -> bool:
     """Whether the run's model is a folder holding an exported graph (the default model is a PyTorch one)."""
-    from .request import holds_onnx_graph
+    from elmo_transformers.serving.graph_layout import holds_graph  # (a light module: no h5py, no model package)
 
-    return options.model is not None and holds_onnx_graph(options.model)
+    return options.model is not None and holds_graph(options.model)
 
 
 def run_workers(count: int, argv: Sequence[str], kept: Callable[[], str], *, graph: bool) -> int:

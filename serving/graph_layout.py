@@ -42,6 +42,7 @@ __all__ = [
     "graph_files",
     "graph_signature",
     "graph_weights",
+    "holds_graph",
     "open_graph",
     "open_graph_part",
     "read_graph_config",
@@ -83,6 +84,13 @@ _DEFAULT_NUM_LABELS = 2
 # float32 graph of the original shape (374 MB) against 0.4 s so (docs/onnx.md#opening-the-graph-issue-41). Tensors
 # under this many bytes stay in the graph.
 _EXTERNAL_DATA_MIN_BYTES = 1024
+
+
+def holds_graph(model: str | Path) -> bool:
+    """Whether `model` is a local folder holding an exported graph (`FLOAT_GRAPH` or `QUANTIZED_GRAPH`): elmo-embed
+    runs it on onnxruntime, anything else on PyTorch. Looked at without importing more than this module."""
+    folder = Path(model)
+    return folder.is_dir() and any((folder / name).is_file() for name in (FLOAT_GRAPH, QUANTIZED_GRAPH))
 
 
 def graph_weights(graph: str | Path) -> Path:

@@ -103,7 +103,7 @@ def test_a_run_resolves_its_model_folder_once(
     """The request resolves the folder and names its backend once; the run passes them down instead of looking
     again (it looked three times)."""
     looked_at: list[str] = []
-    for name in ("resolve_model", "holds_onnx_graph"):
+    for name in ("resolve_model", "holds_graph"):
         looked = getattr(request_module, name)
         monkeypatch.setattr(request_module, name, lambda model, looked=looked: looked_at.append(model) or looked(model))
     source = tmp_path / "in.txt"
