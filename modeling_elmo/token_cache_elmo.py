@@ -1,17 +1,68 @@
 """`TokenVectorCache`: the token layer's vectors of the words already seen, kept from one batch to the next so that the
 character CNN runs once per distinct word of a whole run, as AllenNLP's `vocab_to_cache` and bilm-tf's
-`dump_token_embeddings` did, bounded by a number of words (least recently used out first).
+`dump_token_embeddings` did, bounded by a number of words (least recently used out first: `WordSlots`).
+
+`WordSlots` keeps which row holds each word for both runtimes' caches: this one, and the ONNX graphs'
+(`elmo_transformers.serving.token_graph`), which must not import torch. So this module imports torch only where a
+`TokenVectorCache` works. (One file rather than two: transformers 5.4, the floor, copies a remote-code model's direct
+relative imports alone, and modeling_elmo.py imports this one.)
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
-from .word_slots_elmo import DEFAULT_CACHED_WORDS, WordSlots
+__all__ = ["DEFAULT_CACHED_WORDS", "TokenVectorCache", "WordSlots"]
 
-__all__ = ["DEFAULT_CACHED_WORDS", "TokenVectorCache"]
+# 2**16 words hold most of a corpus' tokens (Zipf): 32 MiB for the bundled model (projection_dim 128, float32),
+# 128 MiB at the original size (512).
+DEFAULT_CACHED_WORDS = 1 << 16
+
+
+class WordSlots:
+    """The rows 0..len - 1 of a cache's storage (at most `max_words` rows), one per word held: a word is a key (its
+    row of character ids, as bytes). The cache stores the vectors; this keeps which row is whose and which word
+    goes first when a new one needs a row (the least recently used)."""
+
+    def __init__(self, max_words: int = DEFAULT_CACHED_WORDS) -> None:
+        if type(max_words) is not int or max_words < 1:
+            raise ValueError(f"a token-vector cache holds at least 1 word, got max_words={max_words!r}")
+        self.max_words = max_words
+        self._slots: OrderedDict[bytes, int] = OrderedDict()  # word -> its row, oldest use first
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def find(self, keys: list[bytes]) -> tuple[list[int], list[int], list[int]]:
+        """Of distinct `keys`: the indices of those held, their rows (each now the most recently used), and the
+        indices of those not held."""
+        held = [index for index, key in enumerate(keys) if key in self._slots]
+        missing = [index for index, key in enumerate(keys) if key not in self._slots]
+        for index in held:
+            self._slots.move_to_end(keys[index])
+        return held, [self._slots[keys[index]] for index in held], missing
+
+    def take(self, keys: list[bytes]) -> tuple[int, list[int]]:
+        """Rows for new distinct `keys` (none held): the last `max_words` of them get one each, in the rows of the
+        least recently used words where all rows are taken. Returns how many of the first keys got none, and the
+        rows of the others, in order; the rows in use are 0..len - 1 after it as before."""
+        dropped = max(len(keys) - self.max_words, 0)
+        slots = []
+        for key in keys[dropped:]:
+            slot = len(self._slots) if len(self._slots) < self.max_words else self._slots.popitem(last=False)[1]
+            self._slots[key] = slot
+            slots.append(slot)
+        return dropped, slots
+
+    def grown(self, held: int) -> int:
+        """How many rows storage of `held` rows grows to so as to hold every row in use: double, up to
+        `max_words`, so that a run's storage is allocated as its words come, a few times in all."""
+        return held if len(self._slots) <= held else min(max(len(self._slots), 2 * held), self.max_words)
 
 
 class TokenVectorCache:
@@ -48,7 +99,7 @@ class TokenVectorCache:
         held, slots, missing = self._slots.find(keys)
         if held and not missing:
             return self._vectors[slots]
-        encoded = encode(torch.tensor(missing, dtype=torch.long, device=words.device))
+        encoded = encode(words.new_tensor(missing).long())
         vectors = encoded.new_empty(len(keys), encoded.shape[1])
         vectors[missing] = encoded
         if held:
@@ -72,6 +123,8 @@ class TokenVectorCache:
         held = 0 if self._vectors is None else self._vectors.shape[0]
         rows = self._slots.grown(held)
         if rows > held:
+            import torch  # (here, not above: `WordSlots` serves the graph path, which has no torch)
+
             # A tensor outside inference mode: the next batch may update it in place under `torch.no_grad` alone.
             with torch.inference_mode(False):
                 grown = encoded.new_empty(rows, encoded.shape[1])

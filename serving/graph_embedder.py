@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from modeling_elmo.text_elmo import ElmoTextEncoder
-from modeling_elmo.word_slots_elmo import DEFAULT_CACHED_WORDS
+from modeling_elmo.token_cache_elmo import DEFAULT_CACHED_WORDS
 
 from .graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, TOKEN_VECTORS, open_graph
 from .token_graph import GraphTokenCache, TokenLayerOpener, marker_char_ids

@@ -24,7 +24,7 @@ import numpy as np
 
 from elmo_transformers.common.regular_files import open_regular
 from modeling_elmo.text_elmo import BILM_TF_CHAR_IDS, framed_char_ids
-from modeling_elmo.word_slots_elmo import WordSlots
+from modeling_elmo.token_cache_elmo import WordSlots
 
 from .graph_layout import TOKEN_CHAR_IDS, TOKEN_VECTORS, graph_weights, open_graph_part, whole_graph_session
 

@@ -31,7 +31,7 @@ from elmo_transformers.serving.graph_layout import (
     save_graph,
 )
 from elmo_transformers.serving.token_graph import split_token_layer
-from modeling_elmo.word_slots_elmo import DEFAULT_CACHED_WORDS, WordSlots
+from modeling_elmo.token_cache_elmo import DEFAULT_CACHED_WORDS, WordSlots
 
 # Awkward on purpose: unicode (a decomposed é, an emoji), words over 48 bytes, empty-string words, an empty
 # sentence, mixed lengths, repeated words within and across sentences.

@@ -1,1 +1,0 @@
-../word_slots_elmo.py
