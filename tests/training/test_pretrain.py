@@ -116,9 +116,9 @@ def _run(
 
 def _errors(result: subprocess.CompletedProcess) -> list[str]:
     """The `error: MESSAGE` lines of a failed run, one per process. Two processes' lines can share a line of the
-    captured stderr: Python prints a SystemExit message and its newline in two writes."""
-    lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
-    return [f"error: {message}" for line in lines for message in line.split("error: ")[1:]]
+    captured stderr: Python prints a SystemExit message and its newline in two writes, and one process's error can
+    follow the main process's progress bar before that bar's last newline."""
+    return [f"error: {message}" for line in result.stderr.splitlines() for message in line.split("error: ")[1:]]
 
 
 def _weights(folder: Path) -> dict[str, torch.Tensor]:
