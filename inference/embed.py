@@ -20,7 +20,7 @@ from elmo_transformers.common.extras import missing_dependencies_refused, requir
 from elmo_transformers.common.processes import take_held_interrupts, worker_number
 
 from .options import EmbedOptions
-from .workers import run_workers, runs_a_graph, worker_count
+from .workers import plan_workers, run_workers
 
 __all__ = ["build_parser", "main"]
 
@@ -70,15 +70,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         take_held_interrupts()  # (a worker started otherwise than by the console script: `python -m`)
         options = EmbedOptions.from_arguments(build_parser().parse_args(argv))  # (each option's own checks)
-        workers = worker_count(options)
-        graph = workers > 1 and runs_a_graph(options)
+        workers = plan_workers(options)
     except ElmoError as error:
         return report_error("elmo-embed", error)
     except KeyboardInterrupt:  # (while counting the input's words, or looking for a GPU)
         return report_interruption("elmo-embed", "no line was stored yet") if worker_number() in (None, 0) else 130
-    if workers > 1:
+    if workers.count > 1:
         kept = functools.partial(_interrupted_state, options.output, complete=False)
-        return run_workers(workers, argv, kept, graph=graph)
+        return run_workers(workers, argv, kept)
     try:
         run = _import_the_run(options)
     except ElmoError as error:  # (in every worker alike: the first says it)

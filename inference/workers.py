@@ -11,7 +11,7 @@ products do not depend on its threads. A short input runs in one process: a work
 its imports, the model, the process group) costs more than the workers save there (measured:
 `options.WORKERS_FROM_WORDS`).
 
-The command (`worker_count`, then `run_workers`) starts the workers, waits for them, and forwards a Ctrl-C
+The command (`plan_workers`, then `run_workers`) starts the workers, waits for them, and forwards a Ctrl-C
 (SIGINT), SIGTERM and SIGHUP to each. The workers run in process groups of their own, so that a Ctrl-C in the
 terminal reaches them once, through the command. Each worker reports as under `accelerate launch`: the main one
 the summary and the errors that every worker meets alike, any worker a failure of its own part; the command stops
@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from elmo_transformers.common.errors import EmbedError, report_error, report_interruption
 from elmo_transformers.common.processes import WORKER_VARIABLE, interrupts_held, launched
@@ -39,7 +40,7 @@ from elmo_transformers.common.socket_group import GROUP_KEY_VARIABLE
 
 from .options import WORKERS_FROM_WORDS, EmbedOptions
 
-__all__ = ["cores", "graph_threads", "run_workers", "runs_a_graph", "worker_count"]
+__all__ = ["WorkerPlan", "cores", "graph_threads", "plan_workers", "run_workers"]
 
 # How long the others may take to end on their own once a worker failed (the main one printing the refusal that
 # every worker raised alike) before they are stopped.
@@ -62,34 +63,44 @@ def graph_threads() -> int | None:
     return int(threads) if threads.isdigit() and int(threads) > 0 else None
 
 
-def worker_count(options: EmbedOptions) -> int:
+class WorkerPlan(NamedTuple):
+    """How a run goes: in `count` worker processes (1: this process runs alone), on a graph (`graph`: the model is
+    a folder holding one) or on PyTorch."""
+
+    count: int
+    graph: bool
+
+
+def plan_workers(options: EmbedOptions) -> WorkerPlan:
     """How many worker processes run `options`: --workers, or by default a worker a core for an input of at least
     `WORKERS_FROM_WORDS` words (its backend's). 1 (this process runs alone) in a worker, under a launcher, on a GPU,
-    or without torch (whose process group the workers share), where --workers N is refused in one line."""
+    or without torch for a PyTorch model (whose process group the workers share), where --workers N is refused in
+    one line."""
+    graph = _runs_a_graph(options)
     requested = options.workers
     if requested == 1 or WORKER_VARIABLE in os.environ:
-        return 1
-    refusal = _one_process_only(options)
+        return WorkerPlan(1, graph)
+    refusal = _one_process_only(options, graph=graph)
     if refusal is not None:
         if requested is not None:
             raise EmbedError(f"--workers {requested}: {refusal}")
-        return 1
+        return WorkerPlan(1, graph)
     if requested is None:
-        return cores() if cores() > 1 and _long_input(options) else 1
-    return requested
+        return WorkerPlan(cores() if cores() > 1 and _long_input(options, graph=graph) else 1, graph)
+    return WorkerPlan(requested, graph)
 
 
-def _one_process_only(options: EmbedOptions) -> str | None:
+def _one_process_only(options: EmbedOptions, *, graph: bool) -> str | None:
     """Why the run is one process whatever --workers says (with the way on), or None."""
     if launched():
         return "under accelerate launch (or another launcher) its processes are the workers: drop --workers"
     try:
         cpu_build = importlib.metadata.version("torch").endswith("+cpu")
     except importlib.metadata.PackageNotFoundError:
-        if not runs_a_graph(options):  # (a graph's workers meet without torch: `common.socket_group`)
+        if not graph:  # (a graph's workers meet without torch: `common.socket_group`)
             return "the workers meet in torch's process group, and torch is not installed: pip install torch"
         cpu_build = True  # (without torch, the CPU alone)
-    if _on_an_accelerator(options, cpu_build=cpu_build):
+    if _on_an_accelerator(options, cpu_only=cpu_build or graph):
         device = options.device or "cuda (the GPU found, the default device)"
         return (
             f"workers are CPU processes, and this run is on {device}: pass --device cpu with --workers, or drop"
@@ -98,23 +109,23 @@ def _one_process_only(options: EmbedOptions) -> str | None:
     return None
 
 
-def _on_an_accelerator(options: EmbedOptions, *, cpu_build: bool) -> bool:
+def _on_an_accelerator(options: EmbedOptions, *, cpu_only: bool) -> bool:
     """Whether the run goes to a GPU (or another accelerator): --device says so, or by default torch finds one,
-    unless the model is a graph (run on the CPU). A CPU build of torch (`cpu_build`: its version ends in "+cpu") has
-    none, which its version tells without importing torch (seconds); another build is asked."""
+    unless the run is on the CPU alone (`cpu_only`: a graph's is, and a CPU build of torch has none, which its
+    version tells without importing torch, in no time); another build is asked."""
     if options.device is not None:
         return options.device.split(":")[0] != "cpu"
-    if cpu_build or runs_a_graph(options):
+    if cpu_only:
         return False
     import torch
 
     return torch.accelerator.is_available()
 
 
-def _long_input(options: EmbedOptions) -> bool:
+def _long_input(options: EmbedOptions, *, graph: bool) -> bool:
     """Whether the input holds at least its backend's `WORKERS_FROM_WORDS` whitespace-separated words, read until
-    it does (the graph's folder is looked at only then). An input that the run refuses holds none: the one process
-    refuses it."""
+    it does, by the measure of the run's backend (a `graph`'s or PyTorch's). An input that the run refuses holds
+    none: the one process refuses it."""
     from .lines import check_input, read_lines
 
     words = 0
@@ -128,21 +139,21 @@ def _long_input(options: EmbedOptions) -> bool:
         return False
     if words < min(WORKERS_FROM_WORDS.values()):
         return False
-    return words >= WORKERS_FROM_WORDS["graph" if runs_a_graph(options) else "pytorch"]
+    return words >= WORKERS_FROM_WORDS["graph" if graph else "pytorch"]
 
 
-def runs_a_graph(options: EmbedOptions) -> bool:
+def _runs_a_graph(options: EmbedOptions) -> bool:
     """Whether the run's model is a folder holding an exported graph (the default model is a PyTorch one)."""
     from elmo_transformers.serving.graph_layout import holds_graph  # (a light module: no h5py, no model package)
 
     return options.model is not None and holds_graph(options.model)
 
 
-def run_workers(count: int, argv: Sequence[str], kept: Callable[[], str], *, graph: bool) -> int:
-    """Run `count` workers of `elmo-embed ARGV` and wait for them; the run's exit status. `kept` says what a
-    stopped run keeps (for the line that names a killed worker). Workers on a `graph` meet in a group without torch
+def run_workers(plan: WorkerPlan, argv: Sequence[str], kept: Callable[[], str]) -> int:
+    """Run the `plan`'s workers of `elmo-embed ARGV` and wait for them; the run's exit status. `kept` says what a
+    stopped run keeps (for the line that names a killed worker). Workers on a graph meet in a group without torch
     (`common.socket_group`), the others in torch's (gloo, through accelerate)."""
-    workers = _Workers(count, argv, kept, graph=graph)
+    workers = _Workers(plan.count, argv, kept, graph=plan.graph)
     forwarding = threading.current_thread() is threading.main_thread()  # (signals are caught there only)
     previous = {number: signal.signal(number, workers.forward) for number in _FORWARDED_SIGNALS if forwarding}
     try:

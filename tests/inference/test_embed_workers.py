@@ -204,20 +204,24 @@ def test_a_worker_a_core_from_the_measured_input_size(monkeypatch: pytest.Monkey
     short = _words_file(tmp_path / "short.txt", WORKERS_FROM_WORDS["pytorch"] - 10)
     long = _words_file(tmp_path / "long.txt", WORKERS_FROM_WORDS["pytorch"])
     for device in (None, "cpu"):
-        assert workers.worker_count(EmbedOptions(short, "out.hdf5", device=device)) == 1, "a short input: one process"
-        assert workers.worker_count(EmbedOptions(long, "out.hdf5", device=device)) == 3
-    assert workers.worker_count(EmbedOptions(short, "out.hdf5", workers=2)) == 2, "--workers N, whatever the input"
-    assert workers.worker_count(EmbedOptions(long, "out.hdf5", workers=1)) == 1
-    assert workers.worker_count(EmbedOptions(tmp_path / "missing.txt", "out.hdf5")) == 1, "the run refuses it"
+        assert workers.plan_workers(EmbedOptions(short, "out.hdf5", device=device)).count == 1, (
+            "a short input: one process"
+        )
+        assert workers.plan_workers(EmbedOptions(long, "out.hdf5", device=device)).count == 3
+    assert workers.plan_workers(EmbedOptions(short, "out.hdf5", workers=2)).count == 2, (
+        "--workers N, whatever the input"
+    )
+    assert workers.plan_workers(EmbedOptions(long, "out.hdf5", workers=1)).count == 1
+    assert workers.plan_workers(EmbedOptions(tmp_path / "missing.txt", "out.hdf5")).count == 1, "the run refuses it"
     # A graph's one process imports no torch: the workers win from a smaller input (their backend's size).
     graph = tmp_path / "graph"
     graph.mkdir()
     (graph / FLOAT_GRAPH).touch()
     middle = _words_file(tmp_path / "middle.txt", WORKERS_FROM_WORDS["graph"])
-    assert workers.worker_count(EmbedOptions(middle, "out.hdf5", model=str(graph))) == 3
-    assert workers.worker_count(EmbedOptions(middle, "out.hdf5")) == 1
+    assert workers.plan_workers(EmbedOptions(middle, "out.hdf5", model=str(graph))) == workers.WorkerPlan(3, graph=True)
+    assert workers.plan_workers(EmbedOptions(middle, "out.hdf5")) == workers.WorkerPlan(1, graph=False)
     _with_cores(monkeypatch, 1)
-    assert workers.worker_count(EmbedOptions(long, "out.hdf5")) == 1
+    assert workers.plan_workers(EmbedOptions(long, "out.hdf5")).count == 1
 
 
 def test_a_short_input_runs_in_one_process(
@@ -243,15 +247,15 @@ def test_workers_on_a_gpu_or_under_a_launcher(
     monkeypatch.setenv("LOCAL_RANK", "0")
     launched = EmbedOptions(long, "out.hdf5", workers=workers_given)
     if workers_given is None:
-        assert workers.worker_count(launched) == 1
+        assert workers.plan_workers(launched).count == 1
         monkeypatch.delenv("LOCAL_RANK")
-        assert workers.worker_count(on_gpu) == 1
+        assert workers.plan_workers(on_gpu).count == 1
         return
     with pytest.raises(EmbedError, match=r"^--workers 2: under accelerate launch \(or another launcher\) its"):
-        workers.worker_count(launched)
+        workers.plan_workers(launched)
     monkeypatch.delenv("LOCAL_RANK")
     with pytest.raises(EmbedError, match=r"^--workers 2: workers are CPU processes, and this run is on cuda: pass"):
-        workers.worker_count(on_gpu)
+        workers.plan_workers(on_gpu)
 
 
 @pytest.mark.parametrize("given", ["0", "-1"])
@@ -279,11 +283,13 @@ def test_without_torch_only_a_graph_runs_in_workers(monkeypatch: pytest.MonkeyPa
     long = _words_file(tmp_path / "long.txt", WORKERS_FROM_WORDS["pytorch"])
     _with_cores(monkeypatch, 2)
     monkeypatch.setattr(importlib.metadata, "version", not_installed)
-    assert workers.worker_count(EmbedOptions(long, "out.hdf5")) == 1
+    assert workers.plan_workers(EmbedOptions(long, "out.hdf5")).count == 1
     with pytest.raises(EmbedError, match=r"^--workers 2: the workers meet in torch's process group, and torch is not"):
-        workers.worker_count(EmbedOptions(long, "out.hdf5", workers=2))
+        workers.plan_workers(EmbedOptions(long, "out.hdf5", workers=2))
     graph = tmp_path / "graph"
     graph.mkdir()
     (graph / FLOAT_GRAPH).write_bytes(b"")  # (a graph's folder, by its file's name)
-    assert workers.worker_count(EmbedOptions(long, "out.hdf5", model=str(graph))) == 2
-    assert workers.worker_count(EmbedOptions(long, "out.hdf5", model=str(graph), workers=2)) == 2
+    assert workers.plan_workers(EmbedOptions(long, "out.hdf5", model=str(graph))) == workers.WorkerPlan(2, graph=True)
+    assert workers.plan_workers(EmbedOptions(long, "out.hdf5", model=str(graph), workers=2)) == workers.WorkerPlan(
+        2, graph=True
+    )
