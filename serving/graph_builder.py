@@ -29,6 +29,7 @@ from modeling_elmo.modeling_elmo import ElmoForTokenClassification, ElmoLstmLaye
 from modeling_elmo.text_elmo import framed_char_ids
 
 from .graph_layout import (
+    MARKER_CHAR_IDS,
     QUANTIZABLE_PREFIX,
     TOKEN_CHAR_IDS,
     TOKEN_VECTORS,
@@ -73,9 +74,11 @@ class _Builder:
         self.nodes.append(helper.make_node(op_type, list(inputs), names, name=node_name, **attributes))
         return names[0] if outputs == 1 else names
 
-    def constant(self, value: np.ndarray | torch.Tensor, hint: str = "const") -> str:
+    def constant(self, value: np.ndarray | torch.Tensor, hint: str = "const", *, name: str | None = None) -> str:
+        """A weight of the graph, named afresh after `hint` (or `name`, a name a reader finds it by:
+        `graph_layout.MARKER_CHAR_IDS`)."""
         array = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
-        name = self.fresh(hint)
+        name = name or self.fresh(hint)
         self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
         return name
 
@@ -201,18 +204,18 @@ def _token_layer(graph: _Builder, model: ElmoModel, input_ids: str, word_mask: s
     batch = graph.dim(input_ids, 0)
     marker_shape = graph.op("Concat", batch, graph.ints(1, chars), axis=0)
 
-    def marker(char_id: int) -> str:
-        ids = framed_char_ids([char_id], config.special_char_ids, chars)
-        return graph.constant(np.array(ids, dtype=np.int64).reshape(1, 1, chars), "marker")
+    def marker(which: str) -> str:
+        ids = framed_char_ids([config.special_char_ids[which]], config.special_char_ids, chars)
+        return graph.constant(np.array(ids, dtype=np.int64).reshape(1, 1, chars), name=MARKER_CHAR_IDS[which])
 
     words = graph.op("Mul", input_ids, graph.unsqueeze(mask_ints, 2))
     empty = graph.op("Expand", graph.constant(np.zeros((1, 1, chars), np.int64)), marker_shape)
-    marked = graph.op("Concat", graph.op("Expand", marker(config.bos_char_id), marker_shape), words, empty, axis=1)
+    marked = graph.op("Concat", graph.op("Expand", marker("bos"), marker_shape), words, empty, axis=1)
     steps = graph.op("Add", graph.dim(input_ids, 1), graph.ints(2))
     positions = graph.unsqueeze(_range(graph, steps), 0)  # (1, T)
     after_words = graph.unsqueeze(graph.op("Add", lengths, graph.ints(1)), 1)  # (batch, 1): </S>'s position
     is_eos = graph.unsqueeze(graph.op("Equal", positions, after_words), 2)
-    marked = graph.op("Where", is_eos, marker(config.eos_char_id), marked)
+    marked = graph.op("Where", is_eos, marker("eos"), marked)
     marked_mask = graph.op("Less", positions, graph.op("Add", after_words, graph.ints(1)))  # (batch, T)
 
     flat = graph.op("Reshape", marked, graph.ints(-1, chars), output=TOKEN_CHAR_IDS)

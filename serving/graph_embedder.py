@@ -16,7 +16,6 @@ batch and at any `batch_size` (docs/onnx.md). `elmo-embed` on an ONNX folder run
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,8 +25,8 @@ import numpy as np
 from modeling_elmo.text_elmo import ElmoTextEncoder
 from modeling_elmo.token_cache_elmo import DEFAULT_CACHED_WORDS
 
-from .graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, TOKEN_VECTORS, open_graph
-from .token_graph import GraphTokenCache, TokenLayerOpener, marker_char_ids
+from .graph_layout import FLOAT_GRAPH, QUANTIZED_GRAPH, TOKEN_VECTORS, graph_inputs, open_graph
+from .token_graph import GraphTokenCache, TokenLayerOpener
 
 __all__ = ["LAYER_CHOICES", "EncodedBatch", "GraphEmbedder", "GraphError"]
 
@@ -84,7 +83,7 @@ class GraphEmbedder:
         if "hidden_states" not in outputs:
             raise GraphError(f"{self.graph}: the graph of a task head (logits), not of the biLM: export the biLM")
         # The graph's inputs, which `encode` gives (a contextual part's token vectors come from `token_cache`).
-        self.input_names = [tensor.name for tensor in self.session.get_inputs() if tensor.name != TOKEN_VECTORS]
+        self.input_names = [tensor.name for tensor in graph_inputs(self.session)]
         try:
             self.encoder = ElmoTextEncoder.from_folder(folder)
         except ValueError as error:  # (it names the file and what is wrong with it)
@@ -99,12 +98,7 @@ class GraphEmbedder:
                 " words alike"
             )
         sessions = None if opener is None else opener.sessions
-        self.token_cache = None if sessions is None else GraphTokenCache(sessions, self._markers(), cached_words)
-
-    def _markers(self) -> np.ndarray:
-        """The character ids of <S> and </S> the graph marks sentences with, from config.json (`open_graph` read it)."""
-        config = json.loads((self.graph.parent / "config.json").read_text(encoding="utf-8"))
-        return marker_char_ids(config, self.encoder.max_characters_per_token)
+        self.token_cache = None if sessions is None else GraphTokenCache(sessions, cached_words)
 
     def split(self, text: str) -> list[str]:
         """The words of a line of raw text, as the folder's tokenizer splits it."""

@@ -29,6 +29,7 @@ __all__ = [
     "HEAD_ARCHITECTURES",
     "LAYOUT_KEY",
     "LAYOUT_VERSION",
+    "MARKER_CHAR_IDS",
     "QUANTIZABLE_PREFIX",
     "QUANTIZED_GRAPH",
     "TOKEN_CHAR_IDS",
@@ -40,6 +41,7 @@ __all__ = [
     "exported_architecture",
     "graph_bytes",
     "graph_files",
+    "graph_inputs",
     "graph_signature",
     "graph_weights",
     "holds_graph",
@@ -69,6 +71,10 @@ QUANTIZABLE_PREFIX = "quantizable_product"
 # (batch x (words + 2), projection_dim) float32. `--quantize int8` keeps both (it renames no tensor between products).
 TOKEN_CHAR_IDS = "token_char_ids"
 TOKEN_VECTORS = "token_vectors"
+# The names of the weights that hold the character ids of <S> and </S>, which the graph marks each sentence with (1,
+# 1, chars) int64: the split graph's token layer reads them from the graph, which owns them (config.json's char ids
+# made them at the export).
+MARKER_CHAR_IDS = {"bos": "bos_char_ids", "eos": "eos_char_ids"}
 # How `open_graph` makes the session of a graph file, given its threads and providers: `whole_graph_session`, or a
 # session of a part of it (`token_graph.TokenLayerOpener`).
 SessionOpener = Callable[[Path, "int | None", "list[str | tuple[str, dict]]"], "onnxruntime.InferenceSession"]
@@ -327,6 +333,12 @@ def open_graph(
     return session
 
 
+def graph_inputs(session: onnxruntime.InferenceSession) -> list[onnxruntime.NodeArg]:
+    """The inputs of the graph that `session` runs, those `graph_signature` names: the graph's part after its token
+    layer (`token_graph`) also takes the token layer's vectors, which are not the graph's but its own part's."""
+    return [tensor for tensor in session.get_inputs() if tensor.name != TOKEN_VECTORS]
+
+
 def whole_graph_session(
     graph: Path, threads: int | None, providers: Sequence[str | tuple[str, dict]]
 ) -> onnxruntime.InferenceSession:
@@ -378,10 +390,8 @@ def _mismatch(
             " (architectures)"
         )
     signature = graph_signature(config)
-    # (the graph's part after its token layer, `token_graph`, also takes the token layer's vectors: not the graph's)
-    inputs = [tensor for tensor in session.get_inputs() if tensor.name != TOKEN_VECTORS]
     for kind, declared, expected in (
-        ("input", inputs, signature.inputs),
+        ("input", graph_inputs(session), signature.inputs),
         ("output", session.get_outputs(), signature.outputs),
     ):
         names, expected_names = [tensor.name for tensor in declared], [tensor.name for tensor in expected]

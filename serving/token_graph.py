@@ -8,8 +8,9 @@
 
 Both are the folder's graph's own nodes and weights (each weight goes to the graph that reads it, whose session
 reads it in place from the folder's weights file, mapped into memory: `open_token_layer`), cut where the builder names
-the two tensors (`graph_layout.TOKEN_CHAR_IDS`, `TOKEN_VECTORS`); a folder exported before those names has no cut
-(`split_token_layer` gives None). Nothing is written to the folder.
+the two tensors (`graph_layout.TOKEN_CHAR_IDS`, `TOKEN_VECTORS`). The character ids of the markers <S> and </S>,
+whose token vectors the contextual graph's input holds too, are the graph's own weights (`MARKER_CHAR_IDS`). A folder
+exported before those names has no cut (`split_token_layer` gives None). Nothing is written to the folder.
 """
 
 from __future__ import annotations
@@ -18,15 +19,21 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from elmo_transformers.common.regular_files import open_regular
-from modeling_elmo.text_elmo import BILM_TF_CHAR_IDS, framed_char_ids
 from modeling_elmo.token_cache_elmo import WordSlots
 
-from .graph_layout import TOKEN_CHAR_IDS, TOKEN_VECTORS, graph_weights, open_graph_part, whole_graph_session
+from .graph_layout import (
+    MARKER_CHAR_IDS,
+    TOKEN_CHAR_IDS,
+    TOKEN_VECTORS,
+    graph_weights,
+    open_graph_part,
+    whole_graph_session,
+)
 
 if TYPE_CHECKING:
     import onnx
@@ -39,14 +46,9 @@ __all__ = [
     "TokenLayerSessions",
     "TokenLayerSplit",
     "mapped_weights",
-    "marker_char_ids",
     "open_token_layer",
     "split_token_layer",
 ]
-
-# config.json's fields of the ids that frame words and make the sentence markers (`ElmoConfig.special_char_ids`).
-_CHAR_ID_FIELDS = {"bow": "bow_char_id", "eow": "eow_char_id", "bos": "bos_char_id", "eos": "eos_char_id"}
-_CHAR_ID_FIELDS["pad"] = "char_pad_id"
 
 
 @dataclass(frozen=True)
@@ -68,12 +70,14 @@ class TokenLayerSplit:
 
 @dataclass(frozen=True)
 class TokenLayerSessions:
-    """onnxruntime sessions of the two graphs of `split_token_layer`, and the weights they read in place from the
-    graph's weights file (`mapped_weights`), kept as long as the sessions run."""
+    """onnxruntime sessions of the two graphs of `split_token_layer`, the weights they read in place from the
+    graph's weights file (`mapped_weights`), kept as long as the sessions run, and the graph's rows of character ids
+    of <S> and </S> (`markers`: (2, chars) int64)."""
 
     token: onnxruntime.InferenceSession
     contextual: onnxruntime.InferenceSession
     weights: Mapping[str, onnxruntime.OrtValue]
+    markers: np.ndarray
 
 
 def open_token_layer(
@@ -96,7 +100,20 @@ def open_token_layer(
         )
         for part in (split.token, split.contextual)
     )
-    return TokenLayerSessions(token, contextual, weights)
+    return TokenLayerSessions(token, contextual, weights, _markers(model, weights))
+
+
+def _markers(model: onnx.ModelProto, weights: Mapping[str, onnxruntime.OrtValue]) -> np.ndarray:
+    """The rows of character ids (2, chars) int64 of <S> and </S> in the graph `model` (`MARKER_CHAR_IDS`), read
+    from its weights file where it keeps them there (`weights`, of `mapped_weights`)."""
+    from onnx import numpy_helper
+
+    kept = {tensor.name: tensor for tensor in model.graph.initializer}
+    rows = [
+        weights[name].numpy() if name in weights else numpy_helper.to_array(kept[name])
+        for name in MARKER_CHAR_IDS.values()
+    ]
+    return np.stack([row.reshape(-1) for row in rows]).astype(np.int64, copy=False)
 
 
 class TokenLayerOpener:
@@ -152,7 +169,8 @@ def split_token_layer(model: onnx.ModelProto) -> TokenLayerSplit | None:
 
     graph = model.graph
     produced = {name for node in graph.node for name in node.output}
-    if not {TOKEN_CHAR_IDS, TOKEN_VECTORS} <= produced:
+    weights = {tensor.name for tensor in graph.initializer}
+    if not {TOKEN_CHAR_IDS, TOKEN_VECTORS} <= produced or not set(MARKER_CHAR_IDS.values()) <= weights:
         return None
     chars = graph.input[0].type.tensor_type.shape.dim[-1].dim_value  # input_ids (batch, words, chars)
     char_ids = helper.make_tensor_value_info(TOKEN_CHAR_IDS, TensorProto.INT64, ["tokens", chars])
@@ -207,29 +225,22 @@ def _reads(node: onnx.NodeProto) -> set[str]:
     return names
 
 
-def marker_char_ids(config: Mapping[str, Any], chars: int) -> np.ndarray:
-    """The rows of character ids (2, `chars`) int64 of <S> and </S>, which the graph marks each sentence with
-    (`graph_builder._token_layer`), from config.json's fields `config` (`ElmoConfig`'s defaults where it has none)."""
-    ids = {name: config.get(field, BILM_TF_CHAR_IDS[name]) for name, field in _CHAR_ID_FIELDS.items()}
-    return np.array([framed_char_ids([ids[marker]], ids, chars) for marker in ("bos", "eos")], dtype=np.int64)
-
-
 class GraphTokenCache:
     """The token layer of the contextual graph's batches (`contextual_input`), each distinct word's vector computed
     once by the token graph's session (`sessions.token`: `open_token_layer`) and then kept, at most `max_words` of them
     (`WordSlots`: least recently used out first): `max_words x P x 4` bytes, allocated as the words come. The
-    markers' vectors (`markers`: `marker_char_ids`) are computed once.
+    markers' vectors (`TokenLayerSessions.markers`) are computed once.
 
     The vectors are the whole graph's bits: each row of the token graph is computed by itself (its products and the
     int8 graph's row quantisation read one row; tests/onnx/test_graph_token_cache.py checks 1 to 73 rows and whole
     runs against the whole graph, on onnxruntime's CPU provider). `hits` and `misses` count the distinct words of
     each batch found held and computed."""
 
-    def __init__(self, sessions: TokenLayerSessions, markers: np.ndarray, max_words: int) -> None:
+    def __init__(self, sessions: TokenLayerSessions, max_words: int) -> None:
         self.sessions = sessions  # (with the weights both sessions read in place)
         self.token = sessions.token
         self.slots = WordSlots(max_words)
-        self.bos, self.eos = self.token.run(None, {TOKEN_CHAR_IDS: markers})[0]
+        self.bos, self.eos = self.token.run(None, {TOKEN_CHAR_IDS: sessions.markers})[0]
         self._vectors = np.empty((0, self.bos.shape[0]), dtype=np.float32)
         self._lock = threading.Lock()
         self.hits = self.misses = 0

@@ -6,6 +6,7 @@ exported before the cut was named runs the whole graph."""
 from __future__ import annotations
 
 import functools
+import json
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -24,6 +25,7 @@ from elmo_transformers.inference.onnx_runner import OnnxEmbedder
 from elmo_transformers.serving import GraphEmbedder, GraphError
 from elmo_transformers.serving.graph_layout import (
     FLOAT_GRAPH,
+    MARKER_CHAR_IDS,
     QUANTIZED_GRAPH,
     TOKEN_CHAR_IDS,
     TOKEN_VECTORS,
@@ -141,21 +143,47 @@ def test_the_parts_share_no_weight(default_folder: Path) -> None:
     assert {*split.token.external, *split.contextual.external} == in_file and len(in_file) > 10
 
 
-def test_a_folder_exported_before_the_cut_runs_the_whole_graph(default_folder: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "renamed",
+    [
+        {TOKEN_CHAR_IDS: "flat_7", TOKEN_VECTORS: "gather_8"},
+        {MARKER_CHAR_IDS["bos"]: "marker_5", MARKER_CHAR_IDS["eos"]: "marker_6"},
+    ],
+    ids=["no cut", "no markers"],
+)
+def test_a_folder_exported_before_the_cut_runs_the_whole_graph(
+    renamed: dict[str, str], default_folder: Path, tmp_path: Path
+) -> None:
     """A graph without the names (an export of before) opens without a cache, and gives the same vectors."""
     folder = tmp_path / "before"
     shutil.copytree(default_folder, folder)
     (folder / FLOAT_GRAPH).unlink()
     graph_weights(folder / FLOAT_GRAPH).unlink()
     model = onnx.load(str(default_folder / FLOAT_GRAPH))
-    renamed = {TOKEN_CHAR_IDS: "flat_7", TOKEN_VECTORS: "gather_8"}
     for node in model.graph.node:
         node.input[:] = [renamed.get(name, name) for name in node.input]
         node.output[:] = [renamed.get(name, name) for name in node.output]
+    for tensor in model.graph.initializer:
+        tensor.name = renamed.get(tensor.name, tensor.name)
     save_graph(model, folder / FLOAT_GRAPH)
     before = GraphEmbedder(folder)
     assert before.token_cache is None
     assert _same(before.embed(WORDS), GraphEmbedder(default_folder).embed(WORDS))
+
+
+def test_the_markers_are_the_graphs_whatever_config_json_says(
+    default_folder: Path, whole: dict[bool, GraphEmbedder], tmp_path: Path
+) -> None:
+    """The cache's <S> and </S> are the graph's own weights: a config.json edited after the export (its marker ids
+    are no size of the graph, which `open_graph` checks) changes nothing."""
+    folder = tmp_path / "edited"
+    shutil.copytree(default_folder, folder)
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    config["bos_char_id"], config["eos_char_id"] = 1, 2
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    cached = GraphEmbedder(folder)
+    assert cached.token_cache is not None
+    assert _same(cached.embed(WORDS), whole[False].embed(WORDS))
 
 
 def test_elmo_embeds_onnx_backend_caches_by_default(default_folder: Path) -> None:
