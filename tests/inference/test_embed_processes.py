@@ -8,6 +8,7 @@ import gzip
 from pathlib import Path
 
 import pytest
+from command_output import messages
 from embed_launch import AWKWARD_LINES, assert_same_file, embed_in_one_process, launch_embed
 from lock_holder import start_lock_holder
 
@@ -80,7 +81,7 @@ def test_a_failure_in_one_process_stops_all_in_its_one_line(
     environment = {"ELMO_TEST_FAIL_PROCESS": "1", "ELMO_TEST_FAIL_HOW": how}
     failed = launch_embed(inputs["text"], output, *OPTIONS, "--model", fixture_model_folder, environment=environment)
     assert failed.returncode != 0 and not output.exists(), "no merged file"
-    errors = [line for line in failed.stderr.splitlines() if line.startswith("elmo-embed: error: ")]
+    errors = messages(failed.stderr, "elmo-embed: error: ")
     partial = f"{output}.partial keeps the finished lines"
     # A failure of the process's computation (out of memory, ...), or a refusal of its lines (an EmbedError, which
     # every process raising alike would leave to the main one): either way the failed process prints it.
@@ -114,7 +115,7 @@ def test_a_refusal_is_printed_once(inputs: dict[str, Path], fixture_model_folder
     finally:
         holder.communicate("\n")
     assert refused.returncode != 0 and not output.exists()
-    errors = [line for line in refused.stderr.splitlines() if "elmo-embed: error: " in line]
+    errors = messages(refused.stderr, "elmo-embed: error: ")
     assert len(errors) == 1 and f"{output} is being written by process {holder.pid}" in errors[0], refused.stderr
 
 

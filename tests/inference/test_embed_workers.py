@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from command_output import messages
 from embed_launch import (
     AWKWARD_LINES,
     ELMO_EMBED,
@@ -53,10 +54,6 @@ def graph_folder(fixture_model_folder: Path, tmp_path_factory: pytest.TempPathFa
     return output
 
 
-def _error_lines(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if "elmo-embed: " in line]
-
-
 @pytest.mark.parametrize("backend", ["pytorch", "graph"])
 @pytest.mark.slow
 def test_workers_write_the_file_of_one_process(
@@ -77,7 +74,7 @@ def test_workers_write_the_file_of_one_process(
     assert written[0] and written[1] and not written[0] & written[1], "each worker wrote lines of its own"
     assert written[0] | written[1] == set(range(len(LINES)))
     assert ran.stdout.count("Wrote ") == 1 and f"{len(LINES):,} lines" in ran.stdout, "the summary is printed once"
-    assert not _error_lines(ran.stderr), ran.stderr
+    assert not messages(ran.stderr, "elmo-embed: "), ran.stderr
 
 
 @pytest.mark.parametrize("backend", ["pytorch", "graph"])
@@ -95,7 +92,7 @@ def test_a_killed_worker_stops_the_run_in_one_line_and_resumes(
     killed = run_workers(source, output, *options, "--workers", "2", environment=environment)
     assert killed.returncode == 2 and not output.exists()
     partial = Path(f"{output}.partial")
-    assert _error_lines(killed.stderr) == [
+    assert messages(killed.stderr, "elmo-embed: ") == [
         f"elmo-embed: error: worker 1 of 2 (pid {_pid(killed.stderr)}) was killed by SIGKILL: {partial} keeps the"
         " finished lines; rerun with --resume"
     ], killed.stderr
@@ -119,7 +116,7 @@ def test_a_failing_worker_stops_the_run_in_its_one_line(
         source, output, *OPTIONS, "--model", fixture_model_folder, "--workers", "2", environment=environment
     )
     assert failed.returncode == 2 and not output.exists()
-    errors = _error_lines(failed.stderr)
+    errors = messages(failed.stderr, "elmo-embed: ")
     partial = f"{output}.partial keeps the finished lines"
     assert errors[0] == (
         f"elmo-embed: error: RuntimeError after {len(LINES):,} lines: injected failure in the model; {partial}:"
@@ -150,7 +147,7 @@ def test_a_ctrl_c_reaches_every_worker_once(source: Path, fixture_model_folder: 
     run.send_signal(signal.SIGINT)
     _, stderr = run.communicate(timeout=120)
     assert run.returncode == 130
-    assert _error_lines(stderr) == [
+    assert messages(stderr, "elmo-embed: ") == [
         f"elmo-embed: interrupted: {partial} keeps the finished lines; rerun with --resume"
     ], stderr
     assert "Traceback" not in stderr
@@ -167,8 +164,10 @@ def test_a_ctrl_c_while_the_workers_start_is_one_line(
     time.sleep(after)
     run.send_signal(signal.SIGINT)
     _, stderr = run.communicate(timeout=120)
-    assert run.returncode == 130 and len(_error_lines(stderr)) == 1, stderr
-    assert _error_lines(stderr)[0].startswith("elmo-embed: interrupted: ") and "Traceback" not in stderr, stderr
+    assert run.returncode == 130 and len(messages(stderr, "elmo-embed: ")) == 1, stderr
+    assert messages(stderr, "elmo-embed: ")[0].startswith("elmo-embed: interrupted: ") and "Traceback" not in stderr, (
+        stderr
+    )
 
 
 @pytest.mark.parametrize("backend", ["pytorch", "graph"])
@@ -185,7 +184,7 @@ def test_a_refusal_is_printed_once(
     finally:
         holder.communicate("\n")
     assert refused.returncode == 2 and not output.exists()
-    errors = _error_lines(refused.stderr)
+    errors = messages(refused.stderr, "elmo-embed: ")
     assert len(errors) == 1 and f"{output} is being written by process {holder.pid}" in errors[0], refused.stderr
 
 

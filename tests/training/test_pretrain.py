@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import torch
 from bad_inputs import RunsAShellCommand, flip_bytes_in_the_middle
+from command_output import messages
 from lock_holder import start_lock_holder
 from original_files import small_options
 from safetensors.torch import load_file
@@ -115,10 +116,8 @@ def _run(
 
 
 def _errors(result: subprocess.CompletedProcess) -> list[str]:
-    """The `error: MESSAGE` lines of a failed run, one per process. Two processes' lines can share a line of the
-    captured stderr: Python prints a SystemExit message and its newline in two writes, and one process's error can
-    follow the main process's progress bar before that bar's last newline."""
-    return [f"error: {message}" for line in result.stderr.splitlines() for message in line.split("error: ")[1:]]
+    """The `error: MESSAGE` lines of a failed run, one per process."""
+    return messages(result.stderr, "error: ")
 
 
 def _weights(folder: Path) -> dict[str, torch.Tensor]:
