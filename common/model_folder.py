@@ -67,11 +67,14 @@ def model_folder_problem(model: str | Path, *, hub: bool = False) -> str | None:
     checks what comes back (`model_type_problem`).
     """
     folder = Path(model)
-    if not folder.exists():
-        return None if hub and is_repo_id(str(model)) else f"{model}: no such model folder"
     config_file = folder / CONFIG_NAME
-    if not config_file.exists():  # (a FIFO or a device there is named by the read below)
-        return f"{model}: not a model folder (no {CONFIG_NAME})"
+    try:
+        if not folder.exists():
+            return None if hub and is_repo_id(str(model)) else f"{model}: no such model folder"
+        if not config_file.exists():  # (a FIFO or a device there is named by the read below)
+            return f"{model}: not a model folder (no {CONFIG_NAME})"
+    except OSError as error:  # (a name too long; a folder this user may not search)
+        return f"{model}: cannot be looked at as a model folder: {error.strerror}"
     try:
         config = json.loads(read_regular(config_file, MAX_SETTINGS_BYTES).decode("utf-8"))
         model_type = config.get("model_type")

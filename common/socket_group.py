@@ -8,7 +8,8 @@ one) its arrival, worker 0 waits for all of them, then sends each its own object
 MASTER_ADDR:MASTER_PORT, where the others connect, authenticated by the run's key (`GROUP_KEY_VARIABLE`, which the
 command draws); the objects travel as JSON (never a pickle), of at most `_MAX_MESSAGE_BYTES`. A worker that has
 stopped (an error, a signal) closed its connection: the others' next exchange raises `GroupBroken`, a RuntimeError
-as gloo's "Connection closed by peer" is, which `common.processes` says in one line.
+as gloo's "Connection closed by peer" is, which `common.processes` says in one line. A group that cannot form (worker
+0 cannot listen, a worker cannot reach it) raises `GroupBroken` too, naming the address.
 
 `common.processes` imports this module as every command starts, where a Ctrl-C is not yet caught: multiprocessing
 is imported only once a group forms.
@@ -31,6 +32,12 @@ GROUP_KEY_VARIABLE = "ELMO_EMBED_GROUP_KEY"
 # How long a worker tries to reach worker 0, which may still be starting (its interpreter, its imports).
 _CONNECT_SECONDS = 120.0
 _RETRY_SECONDS = 0.05
+# How long worker 0 waits for a connection to show the run's key and say its worker's number: a worker connects once
+# it is ready, and answers at once; anything else that connects (a port scan) must not hold the group up.
+_HANDSHAKE_SECONDS = 10.0
+# Connections that may wait for worker 0's accept: every worker's, which arrive together. (multiprocessing's default,
+# 1, makes the kernel drop some of them under load; with SYN cookies their workers then wait forever.)
+_MIN_BACKLOG = 64
 _MAX_MESSAGE_BYTES = 1 << 20
 
 _joined: SocketGroup | None = None
@@ -101,33 +108,69 @@ def socket_group() -> SocketGroup:
 
 def _accept_all(address: tuple[str, int], key: bytes, others: int) -> list[Connection]:
     """Worker 0's connections to the `others` workers, in their order (each says its number first). A connection
-    without the run's key, or that says no worker's number, is dropped: another program on this machine cannot
-    join the run, nor stop it."""
-    from multiprocessing import AuthenticationError
+    without the run's key, that says no worker's number, or says nothing for `_HANDSHAKE_SECONDS`, is dropped:
+    another program on this machine can neither join the run nor hold it up."""
     from multiprocessing.connection import Listener
 
-    with Listener(address, authkey=key) as listener:
+    try:
+        listener = Listener(address, backlog=max(others, _MIN_BACKLOG))
+    except OSError as error:
+        raise GroupBroken(f"worker 0 cannot listen at {address[0]}:{address[1]}: {error.strerror}") from None
+    with listener:
         by_rank: dict[int, Connection] = {}
         while len(by_rank) < others:
             try:
                 connection = listener.accept()
-            except (AuthenticationError, OSError, EOFError):
+            except OSError:
                 continue
-            try:
-                rank = _receive(connection)
-            except (OSError, EOFError, ValueError):
-                rank = None
-            if type(rank) is not int or not 0 < rank <= others or rank in by_rank:
+            rank = _admitted(connection, key, others)
+            if rank is None or rank in by_rank:
                 connection.close()
                 continue
             by_rank[rank] = connection
     return [by_rank[rank] for rank in sorted(by_rank)]
 
 
+def _admitted(connection: Connection, key: bytes, others: int) -> int | None:
+    """The number (1 to `others`) of the worker at the other end of the new `connection`, once each side has shown
+    the other the run's key (multiprocessing's handshake, as `Listener(authkey=...)` makes it, here under a
+    deadline); None for a peer that fails to, or says something else."""
+    from multiprocessing import AuthenticationError
+    from multiprocessing.connection import answer_challenge, deliver_challenge
+
+    peer = _WithDeadline(connection, _HANDSHAKE_SECONDS)
+    try:
+        deliver_challenge(peer, key)
+        answer_challenge(peer, key)
+        rank = _receive(peer)
+    except (AuthenticationError, OSError, EOFError, ValueError):  # (a TimeoutError is an OSError)
+        return None
+    return rank if type(rank) is int and 0 < rank <= others else None
+
+
+class _WithDeadline:
+    """A connection whose receives give up (TimeoutError) once `seconds` have passed since it was made: what
+    multiprocessing's handshake and `_receive` read of it. A peer that sends part of a message and stops still holds
+    the receive; one that sends nothing (what connects to a port by chance) does not."""
+
+    def __init__(self, connection: Connection, seconds: float) -> None:
+        self.connection, self.deadline = connection, time.monotonic() + seconds
+
+    def send_bytes(self, data: bytes) -> None:
+        self.connection.send_bytes(data)
+
+    def recv_bytes(self, maxlength: int | None = None) -> bytes:
+        if not self.connection.poll(max(0.0, self.deadline - time.monotonic())):
+            raise TimeoutError("the peer said nothing")
+        return self.connection.recv_bytes(maxlength)
+
+
 def _connect(address: tuple[str, int], key: bytes, rank: int) -> Connection:
     """A worker's connection to worker 0, which says its number `rank`; retried while worker 0 starts."""
+    from multiprocessing import AuthenticationError
     from multiprocessing.connection import Client
 
+    where = f"{address[0]}:{address[1]}"
     deadline = time.monotonic() + _CONNECT_SECONDS
     while True:
         try:
@@ -135,9 +178,16 @@ def _connect(address: tuple[str, int], key: bytes, rank: int) -> Connection:
             break
         except ConnectionRefusedError:
             if time.monotonic() >= deadline:
-                raise GroupBroken(f"worker 0 of this run did not listen at {address[0]}:{address[1]}") from None
+                raise GroupBroken(f"worker 0 of this run did not listen at {where}") from None
             time.sleep(_RETRY_SECONDS)
-    _send(connection, rank)
+        except AuthenticationError:
+            raise GroupBroken(f"what listens at {where} is not worker 0 of this run (it lacks the run's key)") from None
+        except (OSError, EOFError) as error:
+            raise GroupBroken(f"worker 0 of this run at {where} could not be reached: {error}") from None
+    try:
+        _send(connection, rank)
+    except OSError as error:  # (worker 0 stopped since)
+        raise GroupBroken(f"worker 0 of this run at {where} could not be reached: {error}") from None
     return connection
 
 

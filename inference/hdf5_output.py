@@ -55,8 +55,15 @@ def check_output_path(output: str | Path, input_file: str | Path, *, folder: boo
     current directory), or whose file, `OUT.partial` or lock file is `input_file` (the same inode: a hard or
     symbolic link too): writing it, or replacing it with the finished output, would destroy the input; and one that
     is no regular file or folder (/dev/null, /dev/full, a FIFO: `refuse_unreplaceable`). Checked
-    before the output's lock is taken, as the lock file is created beside the output."""
-    output = Path(output)
+    before the output's lock is taken, as the lock file is created beside the output. A path that cannot be looked at
+    (a name too long, a folder this user may not search) is refused too."""
+    try:
+        _check_output_path(Path(output), input_file, folder=folder)
+    except OSError as error:
+        raise EmbedError(f"{output}: cannot be written: {error.strerror or error}") from None
+
+
+def _check_output_path(output: Path, input_file: str | Path, *, folder: bool) -> None:
     if folder:
         refuse_folders_in_use(output, [input_file], error=EmbedError)
     elif output.is_dir():

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from elmo_transformers.common.errors import EmbedError
 from elmo_transformers.common.processes import OneProcess, launched
-from elmo_transformers.common.socket_group import SocketGroup, socket_group, socket_group_requested
+from elmo_transformers.common.socket_group import GroupBroken, SocketGroup, socket_group, socket_group_requested
 
 if TYPE_CHECKING:
     from accelerate import PartialState
@@ -38,7 +38,10 @@ def run_processes(device: str | None, *, graph: bool) -> PartialState | OneProce
     if graph and not launched():
         return OneProcess()
     if graph and socket_group_requested():
-        return socket_group()
+        try:
+            return socket_group()
+        except GroupBroken as error:  # (this worker's own failure: it says it, as one of its batches would)
+            raise ProcessFailure(f"the workers of this run could not meet: {error}") from None
     import torch
     from accelerate import PartialState
 

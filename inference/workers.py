@@ -245,10 +245,18 @@ class _Workers:
             return 0
         if not self.killed:
             return self.failed.returncode
-        name = signal.Signals(-self.failed.returncode).name
+        name = _signal_name(-self.failed.returncode)
         rank = self.processes.index(self.failed)
         message = f"worker {rank} of {self.count} (pid {self.failed.pid}) was killed by {name}: {self.kept()}"
         return report_error("elmo-embed", EmbedError(message))
+
+
+def _signal_name(number: int) -> str:
+    """The name of the signal `number` (SIGKILL), or "signal N" for one Python does not name (a real-time one)."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _killed_first(process: subprocess.Popen) -> bool:

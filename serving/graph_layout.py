@@ -94,9 +94,13 @@ _EXTERNAL_DATA_MIN_BYTES = 1024
 
 def holds_graph(model: str | Path) -> bool:
     """Whether `model` is a local folder holding an exported graph (`FLOAT_GRAPH` or `QUANTIZED_GRAPH`): elmo-embed
-    runs it on onnxruntime, anything else on PyTorch. Looked at without importing more than this module."""
-    folder = Path(model)
-    return folder.is_dir() and any((folder / name).is_file() for name in (FLOAT_GRAPH, QUANTIZED_GRAPH))
+    runs it on onnxruntime, anything else on PyTorch. Looked at without importing more than this module. A path that
+    cannot be looked at (a name too long, a folder not searchable) holds none: the PyTorch model's load says why."""
+    try:
+        folder = Path(model)
+        return folder.is_dir() and any((folder / name).is_file() for name in (FLOAT_GRAPH, QUANTIZED_GRAPH))
+    except OSError:
+        return False
 
 
 def graph_weights(graph: str | Path) -> Path:
@@ -301,7 +305,11 @@ def open_graph(
     or a missing extra. `opener` makes the session (`whole_graph_session` by default)."""
     require_extra("onnx", f"running {path}", error)
     path = Path(path)
-    if not path.is_file():
+    try:
+        is_graph = path.is_file()
+    except OSError as problem:  # (a name too long; a folder this user may not search)
+        raise error(f"{path}: cannot be looked at: {problem.strerror}") from None
+    if not is_graph:
         raise error(f"{path.parent}: no ONNX graph {path.name} (write one with elmo-convert onnx)")
     config = read_graph_config(path.parent, error)
     try:

@@ -6,11 +6,15 @@ worker named by the command alone)."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from collections.abc import Callable
-from multiprocessing.connection import Client
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Client, Listener
 from typing import Any
+
+import pytest
 
 from elmo_transformers.common.socket_group import GroupBroken, SocketGroup
 
@@ -83,3 +87,51 @@ def test_a_connection_without_the_runs_key_is_turned_away() -> None:
     results = _in_workers(2, lambda group: group.exchange(group.process_index), address)
     intruder.join(timeout=30)
     assert results == [0, 0]
+
+
+def test_many_workers_arriving_together_meet() -> None:
+    """Every worker connects at once as worker 0 starts to listen: the connections waiting for its accept must all
+    be kept (multiprocessing's backlog of 1 lost some, whose workers then waited forever)."""
+    count = 24
+    results = _in_workers(count, lambda group: group.exchange(group.process_index), _free_address())
+    assert results == [0] * count
+
+
+def test_a_connection_that_says_nothing_does_not_hold_the_group_up() -> None:
+    """Something that connects to worker 0's port before worker 1 and stays silent (a port scan) is dropped after
+    `_HANDSHAKE_SECONDS` (10): the group meets then."""
+    address = _free_address()
+    met: list[Any] = []
+    first = threading.Thread(target=lambda: met.append(SocketGroup(0, 2, address, KEY).exchange("met")))
+    first.start()
+    for _ in range(500):
+        try:
+            silent = socket.create_connection(address)
+            break
+        except ConnectionRefusedError:
+            threading.Event().wait(0.01)  # (worker 0 is not listening yet)
+    with silent:
+        second = SocketGroup(1, 2, address, KEY)  # (its connection waits behind the silent one)
+        assert second.exchange(None) == "met"
+    first.join(timeout=30)
+    assert met == ["met"]
+
+
+def test_a_group_that_cannot_form_says_where() -> None:
+    address = _free_address()
+    with socket.socket() as taken:
+        taken.bind(address)
+        taken.listen()
+        with pytest.raises(GroupBroken, match=rf"^worker 0 cannot listen at 127\.0\.0\.1:{address[1]}: "):
+            SocketGroup(0, 2, address, KEY)
+    with Listener(address, authkey=b"another run" * 3) as another:
+
+        def turn_away() -> None:
+            with contextlib.suppress(AuthenticationError):
+                another.accept()
+
+        accepting = threading.Thread(target=turn_away)
+        accepting.start()
+        with pytest.raises(GroupBroken, match=rf"^what listens at 127\.0\.0\.1:{address[1]} is not worker 0 of"):
+            SocketGroup(1, 2, address, KEY)
+        accepting.join(timeout=30)

@@ -4,8 +4,9 @@ need, read from the environment:
 - ELMO_TEST_RECORD: a folder where each process appends the lines it writes to `PROCESS.txt`;
 - ELMO_TEST_FAIL_PROCESS and ELMO_TEST_FAIL_HOW: that process (or "every" process) fails in its first batch, "raise"
   (a RuntimeError where the model runs: `TorchEmbedder.run`), "refuse" (an EmbedError there, as a refused line raises),
-  "kill" (SIGKILL once the batch is stored: after `SegmentStore.end_batch`, as a machine that dies would leave it)
-  or "stall" (a minute's sleep there before that SIGKILL, for a signal to find the run under way).
+  "kill" (SIGKILL once the batch is stored: after `SegmentStore.end_batch`, as a machine that dies would leave it;
+  another signal's number in ELMO_TEST_KILL_SIGNAL) or "stall" (a minute's sleep there before that SIGKILL, for a
+  signal to find the run under way).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ if os.environ.get("ELMO_TEST_FAIL_PROCESS") in (str(PROCESS), "every"):
             end_batch(self)
             if os.environ["ELMO_TEST_FAIL_HOW"] == "stall":
                 time.sleep(60)
-            os.kill(os.getpid(), signal.SIGKILL)
+            os.kill(os.getpid(), int(os.environ.get("ELMO_TEST_KILL_SIGNAL", signal.SIGKILL)))
 
         segment_store.SegmentStore.end_batch = killed_end_batch
 

@@ -102,6 +102,22 @@ def test_a_killed_worker_stops_the_run_in_one_line_and_resumes(
     assert_same_file(tmp_path / "one.hdf5", output)
 
 
+def test_a_worker_killed_by_a_signal_python_does_not_name_is_said_in_one_line(
+    source: Path, graph_folder: Path, tmp_path: Path
+) -> None:
+    """A real-time signal (SIGRTMIN + 6 here) ends a process by default, and has no name in Python's `signal`."""
+    output = tmp_path / "two.hdf5"
+    number = signal.SIGRTMIN + 6
+    environment = {"ELMO_TEST_SEGMENT_BYTES": "1", "ELMO_TEST_FAIL_PROCESS": "1", "ELMO_TEST_FAIL_HOW": "kill"}
+    environment["ELMO_TEST_KILL_SIGNAL"] = str(number)
+    killed = run_workers(source, output, *OPTIONS, "--model", graph_folder, "--workers", "2", environment=environment)
+    assert killed.returncode == 2 and "Traceback" not in killed.stderr, killed.stderr
+    assert messages(killed.stderr, "elmo-embed: ") == [
+        f"elmo-embed: error: worker 1 of 2 (pid {_pid(killed.stderr)}) was killed by signal {number}:"
+        f" {output}.partial keeps the finished lines; rerun with --resume"
+    ], killed.stderr
+
+
 def _pid(stderr: str) -> str:
     return stderr.split("(pid ", 1)[1].split(")", 1)[0]
 

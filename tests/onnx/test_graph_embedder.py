@@ -127,6 +127,9 @@ def test_bad_arguments_are_one_line_value_errors(embedder: GraphEmbedder, call, 
 def test_a_folder_without_a_graph_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(GraphError, match=re.escape(f"{tmp_path}: no ONNX graph model.onnx")):
         GraphEmbedder(tmp_path)
+    too_long = tmp_path / ("f" * 300)  # (over the file system's 255 bytes: an OSError where it is looked at)
+    with pytest.raises(GraphError, match=re.escape(f"{too_long}/model.onnx: cannot be looked at: File name too")):
+        GraphEmbedder(too_long)
 
 
 def test_it_runs_without_torch_and_transformers(default_folder: Path, tmp_path: Path) -> None:
