@@ -27,7 +27,7 @@ from typing import BinaryIO
 
 from elmo_transformers.common.errors import EmbedError, first_line
 
-__all__ = ["Line", "check_input", "check_text", "content_sha256", "open_input", "read_lines"]
+__all__ = ["MAX_LINE_CHARACTERS", "Line", "check_input", "check_text", "content_sha256", "open_input", "read_lines"]
 
 # Bytes that are not UTF-8 come out of the "surrogateescape" decoder as U+DC80..U+DCFF, which valid UTF-8 never
 # decodes to.
@@ -60,6 +60,9 @@ MAX_NOT_TEXT_SHARE = 0.3
 # At most this share of a UTF-16 sample's 2-byte units may have a 00 byte on the side other than ASCII's: a NUL
 # character, or a character such as U+0100 (`_check_utf16_without_mark`).
 _UTF16_OTHER_SIDE_ZEROS = 0.05
+# The longest line read (in characters): a line is read whole, and memory must not grow with the input (a file of
+# text without newlines). A sentence is far shorter; a whole book on one line still fits (Moby-Dick: 1.2 M).
+MAX_LINE_CHARACTERS = 1 << 24
 # Errors of damaged gzip data (gzip.BadGzipFile is an OSError).
 _GZIP_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile)
 # Why the input must be a regular file.
@@ -235,12 +238,19 @@ def read_lines(path: str | Path) -> Iterator[Line]:
 
     Lines end at "\\n", "\\r\\n" or "\\r" (Python's universal newlines, as AllenNLP read its input). A UTF-8 byte
     order mark at the start of the file is dropped. A line that is not valid UTF-8 is still yielded, with its
-    invalid bytes decoded as U+FFFD, so that every line keeps its index.
+    invalid bytes decoded as U+FFFD, so that every line keeps its index. A line of over `MAX_LINE_CHARACTERS` is
+    refused (an EmbedError naming it), read no further than that.
     """
     index = -1
     try:
         with io.TextIOWrapper(open_input(path), encoding="utf-8-sig", errors="surrogateescape") as file:
-            for index, line in enumerate(file):
+            lines = iter(lambda: file.readline(MAX_LINE_CHARACTERS + 1), "")
+            for index, line in enumerate(lines):
+                if len(line) > MAX_LINE_CHARACTERS and not line.endswith("\n"):
+                    raise EmbedError(
+                        f"{path}: line {index + 1:,} holds over {MAX_LINE_CHARACTERS:,} characters: a line is read"
+                        " whole, and is meant to hold a sentence; split the text into lines"
+                    )
                 replaced = _ESCAPED_BYTE.search(line) is not None
                 if replaced:
                     line = line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")

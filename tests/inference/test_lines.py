@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from elmo_transformers.common.errors import EmbedError
-from elmo_transformers.inference.lines import SAMPLE_BYTES, Line, check_input, read_lines
+from elmo_transformers.inference.lines import MAX_LINE_CHARACTERS, SAMPLE_BYTES, Line, check_input, read_lines
 
 
 def _refusal(source: Path) -> str:
@@ -226,3 +226,17 @@ def test_lines_are_split_as_universal_newlines_stripped_and_numbered(tmp_path: P
     compressed = tmp_path / "in.data"  # gzip is told by its first bytes, not by the name
     compressed.write_bytes(gzip.compress(source.read_bytes()))
     assert list(read_lines(compressed)) == list(read_lines(source))
+
+
+def test_a_line_over_the_longest_is_refused_before_it_is_read_whole(tmp_path: Path) -> None:
+    """A line is read whole: one of over `MAX_LINE_CHARACTERS` (a file of text without newlines) is refused, naming
+    it, rather than filling memory. One of exactly that many, "\\r"-ended, is a line like any other."""
+    longest = "é" * MAX_LINE_CHARACTERS
+    source = tmp_path / "in.txt"
+    source.write_text(f"first\r{longest}\rlast", encoding="utf-8")
+    assert [line.text[:5] for line in read_lines(source)] == ["first", "ééééé", "last"]
+    source.write_text(f"first\n{longest}é\nlast\n", encoding="utf-8")
+    lines = read_lines(source)
+    assert next(lines) == Line(0, "first", False)
+    with pytest.raises(EmbedError, match=rf"^{source}: line 2 holds over {MAX_LINE_CHARACTERS:,} characters: a"):
+        next(lines)
