@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 
 from elmo_transformers.common.errors import report_interruption
-from elmo_transformers.common.processes import take_held_interrupts, worker_number
+from elmo_transformers.common.processes import worker_number
 
 __all__ = ["elmo_convert", "elmo_embed"]
 
@@ -18,7 +18,6 @@ def _launch(module: str, program: str) -> int:
     """`module.main()` on `sys.argv`, or the interruption line of `program` when a Ctrl-C comes while `module` is
     imported (nothing was started: nothing is written)."""
     try:
-        take_held_interrupts()  # (one of elmo-embed's workers: a Ctrl-C forwarded while Python started)
         main = importlib.import_module(module).main
     except KeyboardInterrupt:
         if worker_number() not in (None, 0):  # (one of elmo-embed's workers: the first says it)

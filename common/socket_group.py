@@ -175,20 +175,16 @@ def _connect(address: tuple[str, int], key: bytes, rank: int) -> Connection:
     while True:
         try:
             connection = Client(address, authkey=key)
-            break
+            _send(connection, rank)
+            return connection
         except ConnectionRefusedError:
             if time.monotonic() >= deadline:
                 raise GroupBroken(f"worker 0 of this run did not listen at {where}") from None
             time.sleep(_RETRY_SECONDS)
         except AuthenticationError:
             raise GroupBroken(f"what listens at {where} is not worker 0 of this run (it lacks the run's key)") from None
-        except (OSError, EOFError) as error:
+        except (OSError, EOFError) as error:  # (also worker 0 stopped since it admitted this one)
             raise GroupBroken(f"worker 0 of this run at {where} could not be reached: {error}") from None
-    try:
-        _send(connection, rank)
-    except OSError as error:  # (worker 0 stopped since)
-        raise GroupBroken(f"worker 0 of this run at {where} could not be reached: {error}") from None
-    return connection
 
 
 def _send(connection: Connection, value: Any) -> None:

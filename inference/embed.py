@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        take_held_interrupts()  # (a worker started otherwise than by the console script: `python -m`)
+        take_held_interrupts()  # (a worker, which its command started with Ctrl-C held back: `interrupts_held`)
         options = EmbedOptions.from_arguments(build_parser().parse_args(argv))  # (each option's own checks)
         workers = plan_workers(options)
     except ElmoError as error:
