@@ -11,6 +11,7 @@ before the weights load; a Hub model that is not yet downloaded is looked at onc
 from __future__ import annotations
 
 import json
+import os
 import pickle
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,7 +195,7 @@ def mix_problem(model: str) -> str | None:
 
 def _local_files(model: str) -> Path | None:
     """The folder holding `model`'s files here: the model folder, or a Hub model's snapshot in the local cache."""
-    if Path(model).is_dir():
+    if os.path.isdir(model):  # (False for a path it cannot look at, which the load refuses in one line)
         return Path(model)
     from huggingface_hub import try_to_load_from_cache
 

@@ -9,6 +9,7 @@ One home for both sides: the export (`onnx_export`) writes folders of this layou
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,11 +97,8 @@ def holds_graph(model: str | Path) -> bool:
     """Whether `model` is a local folder holding an exported graph (`FLOAT_GRAPH` or `QUANTIZED_GRAPH`): elmo-embed
     runs it on onnxruntime, anything else on PyTorch. Looked at without importing more than this module. A path that
     cannot be looked at (a name too long, a folder not searchable) holds none: the PyTorch model's load says why."""
-    try:
-        folder = Path(model)
-        return folder.is_dir() and any((folder / name).is_file() for name in (FLOAT_GRAPH, QUANTIZED_GRAPH))
-    except OSError:
-        return False
+    # (os.path's tests are False for a path they cannot look at, where pathlib's raise: a name too long, EACCES)
+    return os.path.isdir(model) and any(os.path.isfile(Path(model, name)) for name in (FLOAT_GRAPH, QUANTIZED_GRAPH))
 
 
 def graph_weights(graph: str | Path) -> Path:

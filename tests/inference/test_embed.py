@@ -620,6 +620,7 @@ def test_bfloat16_model_writes_float32(
         (["in.txt/x", "out.hdf5"], "in.txt/x: cannot read the input (Not a directory)\n"),
         # A name over the file system's 255 bytes: an OSError where the path is first looked at, not False.
         (["in.txt", "out.hdf5", "--model", "m" * 300], f"{'m' * 300}: cannot be looked at as a model folder: File"),
+        (["in.txt", "out.hdf5", "--layers", "mix", "--model", "m" * 300], f"{'m' * 300}: cannot be looked at as a"),
         (["in.txt", f"{'o' * 300}.hdf5"], f"{'o' * 300}.hdf5: cannot be written: File name too long\n"),
     ],
     ids=lambda value: value[:60] if isinstance(value, str) else None,
