@@ -87,11 +87,14 @@ def publish_folder(staging: Path, target: Path) -> None:
 def refuse_unreplaceable(output: Path, *, error: type[ElmoError] = ConversionError) -> None:
     """Raise `error` when `output` exists as anything but a regular file or a folder: a device (/dev/null, /dev/full:
     the rename that publishes an output would put a file in its place), a FIFO, a socket or a link (whose folder the
-    replacement could not remove). Whatever `--overwrite` says: only regular files and folders are replaced."""
+    replacement could not remove). Whatever `--overwrite` says: only regular files and folders are replaced. A path
+    that cannot be looked at (a name too long, a folder this user may not search) is refused too."""
     try:
         mode = os.lstat(output).st_mode
-    except OSError:  # nothing there (or no folder above it: the output's lock names that)
+    except (FileNotFoundError, NotADirectoryError):  # nothing there (or no folder above it: the output's lock says so)
         return
+    except OSError as problem:
+        raise error(f"{output}: cannot be written: {problem.strerror}") from None
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         raise error(
             f"{output} is {file_kind(mode)}, not a regular file: it is never replaced, even with --overwrite;"
@@ -181,9 +184,9 @@ def atomic_output_file(output: str | Path, *, overwrite: bool = False) -> Iterat
     output's lock is held throughout, taken before the checks: a second writer stops, naming this one. A full disk
     ends in one line; the folders made for it are removed again on a failure."""
     output = Path(output)
+    refuse_unreplaceable(output)  # (before its lock file is made beside it: /dev/full.lock)
     if output.is_dir():
         raise ConversionError(f"{output} is a folder, expected a file path")
-    refuse_unreplaceable(output)  # (before its lock file is made beside it: /dev/full.lock)
     with (
         _new_folders_removed_on_failure(output.parent),
         _full_disk_in_one_line(output),

@@ -165,6 +165,16 @@ def test_an_output_under_a_file_is_named_so(tmp_path: Path, under: str) -> None:
     )
 
 
+@pytest.mark.parametrize("writer", [atomic_output_file, atomic_output_folder])
+def test_an_output_that_cannot_be_looked_at_is_one_line(tmp_path: Path, writer) -> None:
+    """A name over the file system's 255 bytes: pathlib's tests raise where the output is first looked at."""
+    output = tmp_path / ("o" * 300)
+    with pytest.raises(ConversionError) as refused, writer(output):
+        pass
+    assert str(refused.value) == f"{output}: cannot be written: File name too long"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_training_output_dir_that_is_no_folder_is_refused(tmp_path: Path) -> None:
     """It was let through (a FIFO, a file), and the run failed later, in a traceback."""
     os.mkfifo(tmp_path / "pipe")
