@@ -27,6 +27,7 @@ from elmo_transformers.common.regular_files import file_kind
 __all__ = [
     "atomic_output_file",
     "atomic_output_folder",
+    "output_mode",
     "partial_path",
     "publish_file",
     "publish_folder",
@@ -84,18 +85,25 @@ def publish_folder(staging: Path, target: Path) -> None:
         staging.rename(target)
 
 
+def output_mode(output: Path, *, error: type[ElmoError] = ConversionError) -> int | None:
+    """The mode of what is at the output path `output` (`os.lstat`: a link is a link), None where nothing is (or no
+    folder above it: the output's lock says so). Raises `error` for a path that cannot be looked at (a name too
+    long, a folder this user may not search), where pathlib's tests would raise later, in a traceback."""
+    try:
+        return os.lstat(output).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as problem:
+        raise error(f"{output}: cannot be written: {problem.strerror}") from None
+
+
 def refuse_unreplaceable(output: Path, *, error: type[ElmoError] = ConversionError) -> None:
     """Raise `error` when `output` exists as anything but a regular file or a folder: a device (/dev/null, /dev/full:
     the rename that publishes an output would put a file in its place), a FIFO, a socket or a link (whose folder the
     replacement could not remove). Whatever `--overwrite` says: only regular files and folders are replaced. A path
-    that cannot be looked at (a name too long, a folder this user may not search) is refused too."""
-    try:
-        mode = os.lstat(output).st_mode
-    except (FileNotFoundError, NotADirectoryError):  # nothing there (or no folder above it: the output's lock says so)
-        return
-    except OSError as problem:
-        raise error(f"{output}: cannot be written: {problem.strerror}") from None
-    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+    that cannot be looked at (a name too long, a folder this user may not search) is refused too (`output_mode`)."""
+    mode = output_mode(output, error=error)
+    if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         raise error(
             f"{output} is {file_kind(mode)}, not a regular file: it is never replaced, even with --overwrite;"
             " write the output to another path"

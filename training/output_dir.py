@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from elmo_transformers.common.atomic_output import output_mode
 from elmo_transformers.common.errors import TrainingError
 from elmo_transformers.common.output_lock import output_lock
 from elmo_transformers.common.processes import on_main_process
@@ -33,7 +34,8 @@ def exclusive_output_dir(output_dir: Path) -> Iterator[None]:
 def refuse_existing_output_dir(output_dir: Path, *, overwrite: bool, resume: str = "") -> None:
     """Raise `TrainingError` when `output_dir` is no folder (a file, a device: whatever --overwrite_output_dir says),
     or holds files and the user passed neither --overwrite_output_dir nor (where the script can continue a run:
-    `resume` names the flag) that flag."""
+    `resume` names the flag) that flag; and one that cannot be looked at (`output_mode`)."""
+    output_mode(output_dir, error=TrainingError)
     if (output_dir.exists() or output_dir.is_symlink()) and not output_dir.is_dir():
         kind = file_kind(os.stat(output_dir).st_mode) if output_dir.exists() else "a broken link"
         raise TrainingError(f"{output_dir} is {kind}, not a folder: name a folder to train into")

@@ -173,6 +173,9 @@ def test_an_output_that_cannot_be_looked_at_is_one_line(tmp_path: Path, writer) 
         pass
     assert str(refused.value) == f"{output}: cannot be written: File name too long"
     assert list(tmp_path.iterdir()) == []
+    with pytest.raises(TrainingError) as refused:
+        refuse_existing_output_dir(output, overwrite=False)
+    assert str(refused.value) == f"{output}: cannot be written: File name too long"
 
 
 def test_a_training_output_dir_that_is_no_folder_is_refused(tmp_path: Path) -> None:
